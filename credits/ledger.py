@@ -1,0 +1,58 @@
+"""Credits as a ledger. Every change is a row; the balance moves in the same transaction.
+
+Why a row lock and not an UPDATE ... WHERE balance >= n alone: we also write the
+balance_after on the ledger row, and want one code path for grants and debits.
+"""
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Sum
+
+from config.errors import BadInput, InsufficientCredits
+from credits.models import CreditAccount, LedgerEntry
+
+
+def _locked_account(user) -> CreditAccount:  # noqa: ANN001
+    CreditAccount.objects.get_or_create(user=user)
+    return CreditAccount.objects.select_for_update().get(user=user)
+
+
+def get_balance(*, user) -> int:  # noqa: ANN001
+    return CreditAccount.objects.filter(user=user).values_list("balance", flat=True).first() or 0
+
+
+def require_balance(*, user, amount: int = 1) -> None:  # noqa: ANN001
+    """Pre-check only (seed 001 step 2); the debit itself re-checks under the lock."""
+    balance = get_balance(user=user)
+    if balance < amount:
+        raise InsufficientCredits(f"This needs {amount} credit(s); your balance is {balance}.",
+                                  extra={"balance": balance, "required": amount})
+
+
+def deduct(*, user, amount: int, reason: str, reference_type: str = "", reference_id: str = "") -> LedgerEntry:  # noqa: ANN001
+    if amount <= 0:
+        raise BadInput("amount must be positive", field="amount")
+    with transaction.atomic():
+        account = _locked_account(user)
+        if account.balance < amount:
+            raise InsufficientCredits(f"This needs {amount} credit(s); your balance is {account.balance}.",
+                                      extra={"balance": account.balance, "required": amount})
+        account.balance -= amount
+        account.save(update_fields=["balance", "updated_at"])
+        return LedgerEntry.objects.create(user=user, delta=-amount, balance_after=account.balance, reason=reason,
+                                          reference_type=reference_type, reference_id=str(reference_id))
+
+
+def grant(*, user, amount: int, reason: str = "grant", reference_type: str = "", reference_id: str = "") -> LedgerEntry:  # noqa: ANN001
+    if amount <= 0:
+        raise BadInput("amount must be positive", field="amount")
+    with transaction.atomic():
+        account = _locked_account(user)
+        account.balance += amount
+        account.save(update_fields=["balance", "updated_at"])
+        return LedgerEntry.objects.create(user=user, delta=amount, balance_after=account.balance, reason=reason,
+                                          reference_type=reference_type, reference_id=str(reference_id))
+
+
+def ledger_sum(*, user) -> int:  # noqa: ANN001
+    return LedgerEntry.objects.filter(user=user).aggregate(s=Sum("delta"))["s"] or 0

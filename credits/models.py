@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class CreditAccount(models.Model):
+    """The cached balance. Only ledger.py changes it, always with a LedgerEntry, under a row lock."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="credit_account")
+    balance = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(balance__gte=0), name="balance_never_negative")]
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.balance}"
+
+
+class LedgerEntry(models.Model):
+    """Append-only. The sum of deltas for a user equals their balance."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="ledger_entries")
+    delta = models.BigIntegerField()
+    balance_after = models.BigIntegerField()
+    reason = models.CharField(max_length=64)
+    reference_type = models.CharField(max_length=64, blank=True, default="")
+    reference_id = models.CharField(max_length=128, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "created_at"]), models.Index(fields=["reference_type", "reference_id"])]
+        verbose_name_plural = "ledger entries"
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.delta:+d} ({self.reason})"
+
+
+class IdempotencyKey(models.Model):
+    """Reserved before work starts (fixes seed 001 §4.1's replay-only race)."""
+
+    class Status(models.TextChoices):
+        IN_PROGRESS = "in_progress"
+        COMPLETED = "completed"
+
+    key = models.CharField(max_length=255)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    endpoint = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.IN_PROGRESS)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_body = models.BinaryField(null=True, blank=True)
+    response_content_type = models.CharField(max_length=100, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["key", "user", "endpoint"], name="uniq_idempotency_key")]
+
+    def __str__(self) -> str:
+        return f"{self.key} {self.endpoint} ({self.status})"

@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Project(models.Model):
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
+
+    GLOBAL_SLUG = "global"
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        EDITOR = "editor"
+        VIEWER = "viewer"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user"], name="uniq_membership")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project} ({self.role})"
+
+
+class Dataset(models.Model):
+    class Kind(models.TextChoices):
+        CODE = "code"
+        WEB = "web"
+        RULES = "rules"
+        BEIR = "beir"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CODE)
+    is_global = models.BooleanField(default=False, db_index=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project__slug", "name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="uniq_dataset_name")]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}/{self.name}"
+
+
+class ProjectShare(models.Model):
+    """A dataset shared into another project. Revoking keeps the row for history."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="shares")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="incoming_shares")
+    granted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+    granted_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-granted_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "project"], condition=Q(revoked_at__isnull=True),
+                                    name="uniq_active_share"),
+        ]
+
+    def __str__(self) -> str:
+        state = "revoked" if self.revoked_at else "active"
+        return f"{self.dataset} -> {self.project} ({state})"

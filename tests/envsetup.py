@@ -1,0 +1,35 @@
+"""Loaded with -p before pytest-django reads settings: give every test session
+its own embedded Postgres, Redis and Qdrant under a fresh temp dir, so runs are
+isolated from dev data and from each other, then stop them at the end."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+_OWN_VAR = "VAR_DIR" not in os.environ and "DATABASE_URL" not in os.environ
+if _OWN_VAR:
+    os.environ["VAR_DIR"] = tempfile.mkdtemp(prefix="platform-test-")
+os.environ.setdefault("RATELIMIT_ENABLE", "1")
+os.environ.setdefault("CELERY_QUEUE", "test-" + Path(os.environ.get("VAR_DIR", "x")).name)
+
+
+def pytest_unconfigure(config) -> None:  # noqa: ANN001
+    if not _OWN_VAR:
+        return
+    from config import embedded
+
+    var_dir = Path(os.environ["VAR_DIR"])
+    try:
+        from search.index import close_index
+
+        close_index()
+    except Exception:  # noqa: BLE001 - best effort at teardown
+        pass
+    embedded.stop_redis(var_dir=var_dir)
+    try:
+        embedded.stop_postgres(var_dir=var_dir)
+    except Exception:  # noqa: BLE001
+        pass
+    shutil.rmtree(var_dir, ignore_errors=True)
