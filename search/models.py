@@ -1,0 +1,267 @@
+"""Postgres is the source of truth for everything the engine knows (DESIGN.md, Data ownership).
+
+Qdrant holds a projection of Chunk rows (+ vectors from EmbeddingCache), written
+only by the applier from IndexOutbox.
+"""
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+
+
+class Document(models.Model):
+    """One source file or page (or rulebook file / BEIR doc) in a dataset."""
+
+    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="documents")
+    repo = models.CharField(max_length=200, blank=True, default="")
+    path = models.CharField(max_length=1000)  # repo-relative path, URL, or external doc id
+    url = models.CharField(max_length=2000, blank=True, default="")
+    lang = models.CharField(max_length=40, blank=True, default="")
+    title = models.CharField(max_length=500, blank=True, default="")
+    content_hash = models.CharField(max_length=64)
+    macro_summary = models.TextField(blank=True, default="")
+    meta = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["dataset", "path"], name="uniq_document_path")]
+        indexes = [models.Index(fields=["dataset", "content_hash"])]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class Chunk(models.Model):
+    """A retrievable span. start_line/end_line are 1-based and inclusive."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField(default=0)
+    kind = models.CharField(max_length=32, default="code")  # code | web | rules | beir
+    repo = models.CharField(max_length=200, blank=True, default="")
+    path = models.CharField(max_length=1000)
+    lang = models.CharField(max_length=40, blank=True, default="")
+    symbol = models.CharField(max_length=500, blank=True, default="")
+    heading_path = ArrayField(models.CharField(max_length=500), default=list, blank=True)
+    start_line = models.PositiveIntegerField(default=1)
+    end_line = models.PositiveIntegerField(default=1)
+    text = models.TextField()
+    micro_summary = models.TextField(blank=True, default="")
+    text_hash = models.CharField(max_length=64, db_index=True)
+    # rulebook enrichment (seed 002); empty for code/web
+    ruleset_id = models.CharField(max_length=100, blank=True, default="", db_index=True)
+    book_id = models.CharField(max_length=100, blank=True, default="", db_index=True)
+    section_path = ArrayField(models.CharField(max_length=500), default=list, blank=True)
+    page = models.CharField(max_length=50, blank=True, default="")
+    content_kind = models.CharField(max_length=32, blank=True, default="")
+    tags = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    traits = models.JSONField(default=dict, blank=True)
+    is_rule_bearing = models.BooleanField(default=False)
+    meta = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["document", "ordinal"], name="uniq_chunk_ordinal")]
+        indexes = [models.Index(fields=["dataset", "path"])]
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+    @property
+    def span(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+class EmbeddingCache(models.Model):
+    """(model id, text hash) -> vector, so a moved or renamed file re-embeds nothing."""
+
+    model_id = models.CharField(max_length=200)
+    text_hash = models.CharField(max_length=64)
+    dim = models.PositiveSmallIntegerField()
+    vector = ArrayField(models.FloatField())
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["model_id", "text_hash"], name="uniq_embedding")]
+
+
+class IndexOutbox(models.Model):
+    """Index changes written in the same transaction as the chunks; the applier replays them."""
+
+    class Op(models.TextChoices):
+        UPSERT = "upsert"
+        DELETE = "delete"
+
+    op = models.CharField(max_length=8, choices=Op.choices)
+    chunk_id = models.BigIntegerField(db_index=True)
+    model_id = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class IndexWatermark(models.Model):
+    """How far the applier of one store (collection + location) has read the outbox."""
+
+    store = models.CharField(max_length=500, unique=True)
+    last_outbox_id = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+class IngestJob(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="ingest_jobs")
+    source = models.CharField(max_length=2000)
+    kind = models.CharField(max_length=16)
+    options = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    files_total = models.PositiveIntegerField(default=0)
+    files_done = models.PositiveIntegerField(default=0)
+    files_skipped = models.PositiveIntegerField(default=0)
+    files_deleted = models.PositiveIntegerField(default=0)
+    chunks_written = models.PositiveIntegerField(default=0)
+    embeddings_computed = models.PositiveIntegerField(default=0)
+    embeddings_cached = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.files_done / self.files_total) if self.files_total else (100 if self.status == "done" else 0)
+
+
+class QuerySession(models.Model):
+    """One logged query (context or rules). `search_session_id` groups its RerankResult rows."""
+
+    search_session_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="query_sessions")
+    kind = models.CharField(max_length=16, default="context")  # context | rules
+    query = models.TextField()
+    filters = models.JSONField(default=dict, blank=True)
+    reranker = models.CharField(max_length=200, blank=True, default="")
+    timings = models.JSONField(default=dict, blank=True)
+    result_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class RerankResult(models.Model):
+    session = models.ForeignKey(QuerySession, on_delete=models.CASCADE, related_name="rerank_results")
+    chunk = models.ForeignKey(Chunk, on_delete=models.SET_NULL, null=True, related_name="+")
+    dataset_id = models.BigIntegerField()
+    project_id = models.BigIntegerField()
+    dense_score = models.FloatField(null=True)
+    dense_rank = models.PositiveIntegerField(null=True)
+    sparse_score = models.FloatField(null=True)
+    sparse_rank = models.PositiveIntegerField(null=True)
+    fused_score = models.FloatField(null=True)
+    rank_before = models.PositiveIntegerField()
+    rerank_score = models.FloatField(null=True)
+    rank_after = models.PositiveIntegerField(null=True)
+    final_rank = models.PositiveIntegerField(null=True)
+    graph_boost = models.FloatField(null=True)
+
+    class Meta:
+        ordering = ["session", "rank_before"]
+
+
+class Feedback(models.Model):
+    session = models.ForeignKey(QuerySession, on_delete=models.CASCADE, related_name="feedback")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    relevance = models.PositiveSmallIntegerField()  # 0..3
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "chunk"], name="uniq_feedback")]
+
+
+class DailyMetric(models.Model):
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="daily_metrics")
+    day = models.DateField()
+    kind = models.CharField(max_length=16, default="context")
+    judged_sessions = models.PositiveIntegerField(default=0)
+    mrr_at_15 = models.FloatField(null=True)
+    ndcg_at_10 = models.FloatField(null=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-day"]
+        constraints = [models.UniqueConstraint(fields=["project", "day", "kind"], name="uniq_daily_metric")]
+
+
+class GraphEdge(models.Model):
+    """Rulebook graph (seed 002). Nodes are chunks (`chunk:<id>`) and sections (`section:<path>`)."""
+
+    class Relation(models.TextChoices):
+        CONTAINS = "contains"
+        NEXT = "next"
+        DESCRIBES = "describes"
+        HAS_TRAIT = "has_trait"
+        REFERENCES = "references"
+
+    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="graph_edges")
+    ruleset_id = models.CharField(max_length=100, db_index=True)
+    book_id = models.CharField(max_length=100, db_index=True)
+    source_id = models.CharField(max_length=600, db_index=True)
+    target_id = models.CharField(max_length=600, db_index=True)
+    relation = models.CharField(max_length=16, choices=Relation.choices)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["dataset", "source_id", "target_id", "relation"],
+                                               name="uniq_graph_edge")]
+
+
+class TraversalConfig(models.Model):
+    """Per-ruleset game terms and policies, versioned (seed 002)."""
+
+    ruleset_id = models.CharField(max_length=100)
+    version = models.PositiveIntegerField(default=1)
+    is_active = models.BooleanField(default=True)
+    condition_names = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    spell_names = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    feat_names = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    item_names = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    action_names = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    player_keywords = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    gm_keywords = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    intent_patterns = models.JSONField(default=dict, blank=True)
+    policies = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["ruleset_id", "-version"]
+        constraints = [models.UniqueConstraint(fields=["ruleset_id", "version"], name="uniq_traversal_version")]
+
+
+class EvaluationRun(models.Model):
+    """A `manage.py evaluate` report, kept so the admin dashboard can show the latest ones."""
+
+    collection = models.CharField(max_length=300)
+    queries = models.PositiveIntegerField(default=0)
+    results = models.JSONField(default=dict)  # {pipeline: {metric: value}}
+    timings = models.JSONField(default=dict, blank=True)
+    report_dir = models.CharField(max_length=1000, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
