@@ -1,0 +1,493 @@
+"""The Qdrant collection behind context search: one narrow interface, two adapters.
+
+Why two adapters: the embedded engine (qdrant-edge-py) needs no setup and
+answers a filtered hybrid query in milliseconds, while a Qdrant server or
+cluster (qdrant-client, QDRANT_URL) scales out. Both store one collection per
+embedding model with a named dense vector (cosine) and a named sparse vector
+with the IDF modifier, keyed by the chunk id (deterministic point ids make
+upserts and deletes idempotent).
+
+Postgres is the truth; this index is a projection written only by
+`apply_outbox()`. The embedded store admits one open handle, so the process
+that owns it (the web process, or a command with its own `path=`) applies the
+outbox; Celery workers only write Postgres.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from django.conf import settings
+from django.db import transaction
+
+from config.errors import DependencyDown
+from search.sparse import SparseVec, encode_document, sparse_document_text
+
+log = logging.getLogger(__name__)
+
+DENSE = "dense"
+SPARSE = "sparse"
+KEYWORD_FIELDS = ("repo", "path", "lang", "kind", "book_id", "ruleset_id")
+INTEGER_FIELDS = ("dataset_id", "project_id")
+APPLY_BATCH = 512
+# A gap in outbox ids younger than this may be a transaction still in flight: hold the watermark before it.
+GAP_GRACE_S = 30.0
+
+
+@dataclass
+class IndexFilter:
+    """Payload filter shared by both legs. dataset_ids is mandatory: access is resolved in SQL first."""
+
+    dataset_ids: list[int]
+    repo: list[str] | None = None
+    lang: list[str] | None = None
+    path_prefix: str | None = None
+    paths: list[str] | None = None  # exact paths (a glob resolved in SQL)
+    kind: list[str] | None = None
+    book_id: list[str] | None = None
+    ruleset_id: list[str] | None = None
+
+
+@dataclass
+class IndexPoint:
+    id: int
+    dense: list[float]
+    sparse: SparseVec
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class VectorIndex(Protocol):
+    model_id: str
+    store_key: str
+
+    def upsert(self, points: list[IndexPoint]) -> None: ...
+    def delete(self, ids: list[int]) -> None: ...
+    def search_dense(self, vector: list[float], *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]: ...
+    def search_sparse(self, vector: SparseVec, *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]: ...
+    def count(self) -> int: ...
+    def optimize(self) -> float: ...
+    def drop(self) -> None: ...
+    def health(self) -> str: ...
+    def close(self) -> None: ...
+
+
+def collection_name(model_id: str, dim: int) -> str:
+    return "chunks_" + re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_") + f"_{dim}"
+
+
+# --------------------------------------------------------------------------- embedded (qdrant-edge-py)
+class EdgeIndex:
+    """Qdrant's engine in-process. One handle per store directory."""
+
+    def __init__(self, *, path: Path, model_id: str, dim: int) -> None:
+        import qdrant_edge as qe
+
+        self._qe = qe
+        self.model_id = model_id
+        self.dim = dim
+        self.path = Path(path) / collection_name(model_id, dim)
+        self.store_key = f"edge:{self.path.resolve()}"
+        self._lock = threading.RLock()
+        self._shard = self._open()
+
+    def _config(self):  # noqa: ANN202
+        qe = self._qe
+        return qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=self.dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+
+    def _open(self):  # noqa: ANN202
+        qe = self._qe
+        self.path.mkdir(parents=True, exist_ok=True)
+        if any(self.path.iterdir()):
+            shard = qe.EdgeShard.load(str(self.path))
+        else:
+            shard = qe.EdgeShard.create(str(self.path), self._config())
+            for name in KEYWORD_FIELDS:
+                schema = qe.KeywordIndexParams(prefix=True) if name == "path" else qe.PayloadSchemaType.Keyword
+                shard.update(qe.UpdateOperation.create_field_index(name, schema))
+            for name in INTEGER_FIELDS:
+                shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Integer))
+        return shard
+
+    def _filter(self, flt: IndexFilter):  # noqa: ANN202
+        qe = self._qe
+        must = [qe.FieldCondition(key="dataset_id", match=qe.MatchAny([int(x) for x in flt.dataset_ids]))]
+        for key in ("repo", "lang", "kind", "book_id", "ruleset_id"):
+            values = getattr(flt, key)
+            if values:
+                must.append(qe.FieldCondition(key=key, match=qe.MatchAny([str(v) for v in values])))
+        if flt.paths is not None:
+            must.append(qe.FieldCondition(key="path", match=qe.MatchAny(list(flt.paths))))
+        if flt.path_prefix:
+            must.append(qe.FieldCondition(key="path", match=qe.MatchPrefix(flt.path_prefix)))
+        return qe.Filter(must=must)
+
+    def upsert(self, points: list[IndexPoint]) -> None:
+        qe = self._qe
+        if not points:
+            return
+        batch = [qe.Point(p.id, {DENSE: list(map(float, p.dense)),
+                                 SPARSE: qe.SparseVector(p.sparse.indices, p.sparse.values)}, p.payload)
+                 for p in points]
+        with self._lock:
+            self._shard.update(qe.UpdateOperation.upsert_points(batch))
+
+    def delete(self, ids: list[int]) -> None:
+        if ids:
+            with self._lock:
+                self._shard.update(self._qe.UpdateOperation.delete_points([int(i) for i in ids]))
+
+    def _query(self, query, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:  # noqa: ANN001
+        if not flt.dataset_ids or (flt.paths is not None and not flt.paths):
+            return []
+        req = self._qe.QueryRequest(limit=limit, query=query, filter=self._filter(flt), with_payload=False,
+                                    with_vector=False)
+        try:
+            with self._lock:
+                hits = self._shard.query(req)
+        except Exception as exc:  # noqa: BLE001 - engine errors are a dependency failure
+            raise DependencyDown("qdrant", f"qdrant query failed: {exc}") from exc
+        return [(int(h.id), float(h.score)) for h in hits]
+
+    def search_dense(self, vector: list[float], *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:
+        return self._query(self._qe.Query.Nearest(list(map(float, vector)), using=DENSE), flt, limit)
+
+    def search_sparse(self, vector: SparseVec, *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:
+        if not vector.indices:
+            return []
+        sv = self._qe.SparseVector(vector.indices, vector.values)
+        return self._query(self._qe.Query.Nearest(sv, using=SPARSE), flt, limit)
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._shard.info().points_count)
+
+    def optimize(self) -> float:
+        t0 = time.perf_counter()
+        with self._lock:
+            self._shard.optimize()
+            self._shard.flush()
+        return time.perf_counter() - t0
+
+    def flush(self) -> None:
+        with self._lock:
+            self._shard.flush()
+
+    def drop(self) -> None:
+        import shutil
+
+        with self._lock:
+            self._shard.close()
+            shutil.rmtree(self.path, ignore_errors=True)
+            self._shard = self._open()
+
+    def health(self) -> str:
+        return f"edge {self.path.name}: {self.count()} points"
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._shard.flush()
+            finally:
+                self._shard.close()
+
+
+# --------------------------------------------------------------------------- server (qdrant-client)
+class ClientIndex:
+    """A Qdrant server or cluster through qdrant-client; `location=":memory:"`/`path=` is its local mode."""
+
+    def __init__(self, *, model_id: str, dim: int, url: str | None = None, path: str | None = None,
+                 location: str | None = None, api_key: str | None = None, timeout: float = 5.0) -> None:
+        from qdrant_client import QdrantClient, models
+
+        self.m = models
+        self.model_id = model_id
+        self.dim = dim
+        self.collection = collection_name(model_id, dim)
+        if url:
+            self.client = QdrantClient(url=url, api_key=api_key, timeout=int(max(1, timeout)))
+            self.store_key = f"qdrant:{url}/{self.collection}"
+        elif path:
+            self.client = QdrantClient(path=path)
+            self.store_key = f"qdrant-local:{Path(path).resolve()}/{self.collection}"
+        else:
+            self.client = QdrantClient(location=location or ":memory:")
+            self.store_key = f"qdrant-memory:{id(self)}/{self.collection}"
+        self._ensured = False
+
+    def _call(self, fn, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        try:
+            self._ensure()
+            return fn(*args, **kwargs)
+        except DependencyDown:
+            raise
+        except Exception as exc:  # noqa: BLE001 - connection/timeouts: the dependency is down
+            raise DependencyDown("qdrant", f"qdrant request failed: {type(exc).__name__}: {exc}") from exc
+
+    def _ensure(self) -> None:
+        if self._ensured:
+            return
+        m = self.m
+        if not self.client.collection_exists(self.collection):
+            self.client.create_collection(
+                self.collection,
+                vectors_config={DENSE: m.VectorParams(size=self.dim, distance=m.Distance.COSINE)},
+                sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+            )
+            for name in KEYWORD_FIELDS:
+                schema = (m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, prefix=True)
+                          if name == "path" and hasattr(m.KeywordIndexParams, "model_fields")
+                          and "prefix" in m.KeywordIndexParams.model_fields else m.PayloadSchemaType.KEYWORD)
+                self.client.create_payload_index(self.collection, name, field_schema=schema)
+            for name in INTEGER_FIELDS:
+                self.client.create_payload_index(self.collection, name, field_schema=m.PayloadSchemaType.INTEGER)
+        self._ensured = True
+
+    def _filter(self, flt: IndexFilter):  # noqa: ANN202
+        m = self.m
+        must = [m.FieldCondition(key="dataset_id", match=m.MatchAny(any=[int(x) for x in flt.dataset_ids]))]
+        for key in ("repo", "lang", "kind", "book_id", "ruleset_id"):
+            values = getattr(flt, key)
+            if values:
+                must.append(m.FieldCondition(key=key, match=m.MatchAny(any=[str(v) for v in values])))
+        if flt.paths is not None:
+            must.append(m.FieldCondition(key="path", match=m.MatchAny(any=list(flt.paths))))
+        if flt.path_prefix:
+            must.append(m.FieldCondition(key="path", match=m.MatchPrefix(prefix=flt.path_prefix)))
+        return m.Filter(must=must)
+
+    def upsert(self, points: list[IndexPoint]) -> None:
+        m = self.m
+        if not points:
+            return
+        batch = [m.PointStruct(id=p.id, payload=p.payload,
+                               vector={DENSE: list(map(float, p.dense)),
+                                       SPARSE: m.SparseVector(indices=p.sparse.indices, values=p.sparse.values)})
+                 for p in points]
+        self._call(self.client.upsert, self.collection, points=batch, wait=True)
+
+    def delete(self, ids: list[int]) -> None:
+        if ids:
+            self._call(self.client.delete, self.collection,
+                       points_selector=self.m.PointIdsList(points=[int(i) for i in ids]), wait=True)
+
+    def _query(self, query, using: str, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:  # noqa: ANN001
+        if not flt.dataset_ids or (flt.paths is not None and not flt.paths):
+            return []
+        res = self._call(self.client.query_points, self.collection, query=query, using=using,
+                         query_filter=self._filter(flt), limit=limit, with_payload=False)
+        return [(int(p.id), float(p.score)) for p in res.points]
+
+    def search_dense(self, vector: list[float], *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:
+        return self._query(list(map(float, vector)), DENSE, flt, limit)
+
+    def search_sparse(self, vector: SparseVec, *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:
+        if not vector.indices:
+            return []
+        return self._query(self.m.SparseVector(indices=vector.indices, values=vector.values), SPARSE, flt, limit)
+
+    def count(self) -> int:
+        return int(self._call(self.client.count, self.collection, exact=True).count)
+
+    def optimize(self) -> float:
+        """A server builds HNSW in the background; we only wait until the collection reports green."""
+        t0 = time.perf_counter()
+        deadline = t0 + 600
+        while time.perf_counter() < deadline:
+            info = self._call(self.client.get_collection, self.collection)
+            if str(getattr(info, "status", "green")).lower().endswith("green"):
+                break
+            time.sleep(0.5)
+        return time.perf_counter() - t0
+
+    def flush(self) -> None:
+        return None
+
+    def drop(self) -> None:
+        self._call(self.client.delete_collection, self.collection)
+        self._ensured = False
+
+    def health(self) -> str:
+        return f"qdrant {self.collection}: {self.count()} points"
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        except Exception:  # noqa: BLE001 - closing a dead connection is fine
+            pass
+
+
+# --------------------------------------------------------------------------- the process singleton
+_singleton: VectorIndex | None = None
+_singleton_lock = threading.Lock()
+
+
+def open_index(*, path: str | Path | None = None, url: str | None = None, location: str | None = None,
+               model_id: str | None = None, dim: int | None = None) -> VectorIndex:
+    """A fresh index handle (not the singleton): benches/evaluation open their own store with `path=`."""
+    from search.encoders import dense_model_id, embedding_dim
+
+    model_id = model_id or dense_model_id()
+    dim = dim or embedding_dim()
+    if url:
+        return ClientIndex(url=url, api_key=settings.QDRANT_API_KEY, timeout=settings.QDRANT_TIMEOUT_S,
+                           model_id=model_id, dim=dim)
+    if location:
+        return ClientIndex(location=location, model_id=model_id, dim=dim)
+    try:
+        return EdgeIndex(path=Path(path or settings.QDRANT_PATH), model_id=model_id, dim=dim)
+    except DependencyDown:
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. the store is locked by another process
+        raise DependencyDown("qdrant", f"could not open the embedded Qdrant store: {exc}") from exc
+
+
+def get_index() -> VectorIndex:
+    """The process-wide index: QDRANT_URL if set, else the embedded store under QDRANT_PATH."""
+    global _singleton
+    with _singleton_lock:
+        if _singleton is None:
+            _singleton = open_index(url=settings.QDRANT_URL or None)
+        return _singleton
+
+
+def close_index() -> None:
+    global _singleton
+    with _singleton_lock:
+        if _singleton is not None:
+            _singleton.close()
+            _singleton = None
+
+
+def set_index(index: VectorIndex | None) -> None:
+    """Install an index as the process singleton (tests, commands that own their own store)."""
+    global _singleton
+    with _singleton_lock:
+        _singleton = index
+
+
+# --------------------------------------------------------------------------- the one applier
+_apply_lock = threading.Lock()
+
+
+def chunk_payload(chunk) -> dict[str, Any]:  # noqa: ANN001
+    return {"dataset_id": chunk.dataset_id, "project_id": chunk.dataset.project_id, "repo": chunk.repo,
+            "path": chunk.path, "lang": chunk.lang, "kind": chunk.kind, "book_id": chunk.book_id,
+            "ruleset_id": chunk.ruleset_id}
+
+
+def build_points(chunk_ids: list[int], *, model_id: str) -> tuple[list[IndexPoint], list[int]]:
+    """Points for the chunks that exist now (with their cached vectors); ids that no longer exist."""
+    from search.models import Chunk, EmbeddingCache
+
+    chunks = list(Chunk.objects.filter(pk__in=chunk_ids).select_related("dataset"))
+    vectors = dict(EmbeddingCache.objects.filter(model_id=model_id, text_hash__in={c.text_hash for c in chunks})
+                   .values_list("text_hash", "vector"))
+    points, missing = [], []
+    for c in chunks:
+        vec = vectors.get(c.text_hash)
+        if vec is None:  # never embedded for this model: the ingest runner writes the cache first
+            missing.append(c.pk)
+            continue
+        sparse = encode_document(sparse_document_text(text=c.text, path=c.path, symbol=c.symbol,
+                                                      heading_path=c.heading_path), kind=c.kind)
+        points.append(IndexPoint(id=c.pk, dense=vec, sparse=sparse, payload=chunk_payload(c)))
+    if missing:
+        log.warning("apply_outbox: %d chunks have no %s vector; run ingest again to embed them", len(missing),
+                    model_id)
+    present = {c.pk for c in chunks}
+    return points, [i for i in chunk_ids if i not in present]
+
+
+def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = None) -> int:
+    """Apply pending IndexOutbox rows past this store's watermark. Idempotent; returns rows read.
+
+    Each pending chunk id is re-read from Postgres and written in its current
+    state (present -> upsert, gone -> delete), so replays and out-of-order
+    rows converge on the truth.
+    """
+    from search.models import IndexOutbox, IndexWatermark
+
+    index = index or get_index()
+    if not _apply_lock.acquire(timeout=60):
+        return 0
+    try:
+        wm, _ = IndexWatermark.objects.get_or_create(store=index.store_key)
+        last = wm.last_outbox_id
+        total = 0
+        while max_rows is None or total < max_rows:
+            rows = list(IndexOutbox.objects.filter(pk__gt=last, model_id=index.model_id)
+                        .order_by("pk").values_list("pk", "chunk_id", "created_at")[:APPLY_BATCH])
+            other_max = (IndexOutbox.objects.filter(pk__gt=last).exclude(model_id=index.model_id)
+                         .order_by("-pk").values_list("pk", flat=True).first()) if not rows else None
+            if not rows:
+                if other_max:
+                    IndexWatermark.objects.filter(pk=wm.pk).update(last_outbox_id=max(last, other_max))
+                break
+            ids = sorted({r[1] for r in rows})
+            points, gone = build_points(ids, model_id=index.model_id)
+            index.upsert(points)
+            index.delete(gone)
+            total += len(rows)
+            new_last = _safe_watermark(last, rows)
+            IndexWatermark.objects.filter(pk=wm.pk).update(last_outbox_id=new_last)
+            if new_last < rows[-1][0]:
+                break  # a young gap: the missing rows may still commit; re-read from it next time
+            last = new_last
+        if total and hasattr(index, "flush"):
+            index.flush()
+        return total
+    finally:
+        _apply_lock.release()
+
+
+def _safe_watermark(last: int, rows: list[tuple[int, int, Any]]) -> int:
+    from django.utils import timezone
+
+    expected = last + 1
+    now = timezone.now()
+    for pk, _, created in rows:
+        if pk != expected and (now - created).total_seconds() < GAP_GRACE_S:
+            return expected - 1
+        expected = pk + 1
+    return rows[-1][0]
+
+
+def pending_outbox(*, index: VectorIndex | None = None) -> int:
+    from search.models import IndexOutbox, IndexWatermark
+
+    index = index or get_index()
+    last = IndexWatermark.objects.filter(store=index.store_key).values_list("last_outbox_id", flat=True).first() or 0
+    return IndexOutbox.objects.filter(pk__gt=last, model_id=index.model_id).count()
+
+
+def rebuild(*, index: VectorIndex | None = None, batch: int = 2000, progress: bool = False) -> dict[str, float]:
+    """Drop and rebuild the collection from Postgres (no re-embedding), then optimize. Returns timings (s)."""
+    from tqdm import tqdm
+
+    from search.models import Chunk, IndexOutbox, IndexWatermark
+
+    index = index or get_index()
+    t0 = time.perf_counter()
+    with transaction.atomic():
+        top = IndexOutbox.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    index.drop()
+    ids = list(Chunk.objects.order_by("pk").values_list("pk", flat=True))
+    bar = tqdm(total=len(ids), desc="reindex", unit="chunk", disable=not progress)
+    for i in range(0, len(ids), batch):
+        points, _ = build_points(ids[i:i + batch], model_id=index.model_id)
+        index.upsert(points)
+        bar.update(len(ids[i:i + batch]))
+    bar.close()
+    IndexWatermark.objects.update_or_create(store=index.store_key, defaults={"last_outbox_id": top})
+    t1 = time.perf_counter()
+    opt = index.optimize()
+    apply_outbox(index=index)  # whatever arrived during the rebuild
+    return {"points": float(index.count()), "upsert_s": t1 - t0, "optimize_s": opt}

@@ -1,0 +1,1 @@
+"""Sources -> documents -> chunks. Each chunker returns DocumentDraft/ChunkDraft; runner.py persists them."""

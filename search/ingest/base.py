@@ -1,0 +1,53 @@
+"""The plain types every chunker (code, web, rules) hands to the runner.
+
+Why a separate type instead of unsaved Chunk instances: chunkers stay pure
+(no DB, easy to test against a file), and the runner alone decides ids,
+ordinals, hashes, embeddings and the outbox in one transaction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ChunkDraft:
+    """One retrievable span; start_line/end_line are 1-based and inclusive. Mirrors search.models.Chunk."""
+
+    text: str
+    start_line: int
+    end_line: int
+    kind: str = "code"  # code | web | rules | beir
+    symbol: str = ""
+    heading_path: list[str] = field(default_factory=list)
+    micro_summary: str = ""
+    # rulebook enrichment (seed 002); empty for code/web
+    ruleset_id: str = ""
+    book_id: str = ""
+    section_path: list[str] = field(default_factory=list)
+    page: str = ""
+    content_kind: str = ""
+    tags: list[str] = field(default_factory=list)
+    traits: dict[str, Any] = field(default_factory=dict)
+    is_rule_bearing: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DocumentDraft:
+    """One source file/page with its chunks. `path` is repo-relative (or the URL / external id)."""
+
+    path: str
+    content_hash: str
+    chunks: list[ChunkDraft]
+    repo: str = ""
+    url: str = ""
+    lang: str = ""
+    title: str = ""
+    macro_summary: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def embed_input(chunk: ChunkDraft) -> str:
+    """What the dense model sees. Path-free on purpose so a moved file hits the embedding cache."""
+    return f"{chunk.micro_summary}\n{chunk.text}" if chunk.micro_summary else chunk.text
