@@ -1,0 +1,339 @@
+"""query -> access -> candidates -> fuse -> (hook) -> re-check -> rerank -> top_k -> pack -> log.
+
+Why one function: the API, the pages, the rules engine and the evaluation
+harness all call `run_query` (or the lower-level `retrieve` for ablations), so
+access control, the why and the logging cannot drift between them.
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connection, transaction
+
+from config.errors import BadInput
+from search.fusion import FUSIONS, Candidate, fuse, single_leg
+from search.index import IndexFilter, VectorIndex, apply_outbox, get_index
+from search.packing import DEFAULT_BUDGET, build_pack
+
+MAX_Q = 2000
+MAX_TOP_K = 50
+MAX_CANDIDATES = 200
+FILTER_KEYS = {"repo", "path", "lang"}
+EXTRA_FILTER_KEYS = {"book_id", "ruleset_id", "kind", "repo", "lang"}
+GLOB_CHARS = set("*?[")
+MAX_GLOB_PATHS = 20000
+LEGS = ("hybrid", "dense", "sparse")
+
+
+@dataclass
+class QueryResult:
+    results: list[dict[str, Any]]
+    pack: dict[str, Any]
+    timings: dict[str, float]
+    reranker: str | None
+    session_id: str | None
+    candidates: list[Candidate] = field(default_factory=list)
+    fusion: str = "rrf"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"search_session_id": self.session_id, "results": self.results, "pack": self.pack,
+                "timings_ms": self.timings, "reranker": self.reranker, "fusion": self.fusion}
+
+
+# --------------------------------------------------------------------------- validation
+def _str_list(value: Any, field_name: str) -> list[str]:
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) and v.strip() for v in values):
+        raise BadInput("Must be a non-empty string or list of strings.", field=field_name)
+    if len(values) > 100 or any(len(v) > 1000 for v in values):
+        raise BadInput("Too many or too long values.", field=field_name)
+    return [v.strip() for v in values]
+
+
+def glob_to_regex(pattern: str) -> str:
+    """A path glob (`**` any depth, `*`/`?` within a segment, `[...]` classes) as an anchored POSIX regex."""
+    out, i = ["^"], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "*":
+            if pattern[i:i + 3] == "**/":
+                out.append("(.*/)?")
+                i += 3
+                continue
+            if pattern[i:i + 2] == "**":
+                out.append(".*")
+                i += 2
+                continue
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1:i + 2] in ("!", "]") else i + 1)
+            if end == -1:
+                raise BadInput(f"Malformed glob {pattern!r}: '[' without ']'.", field="filters.path")
+            body = pattern[i + 1:end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            if not body or body == "^":
+                raise BadInput(f"Malformed glob {pattern!r}: empty character class.", field="filters.path")
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end
+        elif ch == "]":
+            raise BadInput(f"Malformed glob {pattern!r}: ']' without '['.", field="filters.path")
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    out.append("$")
+    regex = "".join(out)
+    try:
+        re.compile(regex)
+    except re.error as exc:
+        raise BadInput(f"Malformed glob {pattern!r}: {exc}.", field="filters.path") from exc
+    return regex
+
+
+def validate_query(*, q: Any, filters: Any = None, top_k: Any = 15, candidates: Any = 100, fusion: Any = "rrf",
+                   include_global: Any = True, rerank: Any = None) -> dict[str, Any]:
+    """Every bad input becomes a 400 naming its field (never a 500)."""
+    if not isinstance(q, str) or not q.strip():
+        raise BadInput("Query must be a non-empty string.", field="q")
+    if len(q) > MAX_Q:
+        raise BadInput(f"Query is longer than {MAX_Q} characters.", field="q")
+    if "\x00" in q:
+        raise BadInput("Query contains a NUL character.", field="q")
+    for name, value, hi in (("top_k", top_k, MAX_TOP_K), ("candidates", candidates, MAX_CANDIDATES)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
+            raise BadInput(f"Must be an integer between 1 and {hi}.", field=name)
+    if candidates < top_k:
+        raise BadInput("Must be at least top_k.", field="candidates")
+    if fusion not in FUSIONS:
+        raise BadInput(f"Must be one of {', '.join(FUSIONS)}.", field="fusion")
+    if not isinstance(include_global, bool):
+        raise BadInput("Must be a boolean.", field="include_global")
+    if rerank is not None and not isinstance(rerank, bool):
+        raise BadInput("Must be a boolean.", field="rerank")
+    clean: dict[str, Any] = {}
+    if filters not in (None, {}):
+        if not isinstance(filters, dict):
+            raise BadInput("Must be an object.", field="filters")
+        unknown = set(filters) - FILTER_KEYS
+        if unknown:
+            raise BadInput(f"Unknown filter key(s): {', '.join(sorted(unknown))}; allowed: repo, path, lang.",
+                           field=f"filters.{sorted(unknown)[0]}")
+        for key in ("repo", "lang"):
+            if filters.get(key) is not None:
+                clean[key] = _str_list(filters[key], f"filters.{key}")
+        if filters.get("path") is not None:
+            path = filters["path"]
+            if not isinstance(path, str) or not path.strip() or len(path) > 1000:
+                raise BadInput("Must be a non-empty path prefix or glob.", field="filters.path")
+            path = path.strip().lstrip("./") if path.strip().startswith("./") else path.strip()
+            if GLOB_CHARS & set(path):
+                clean["path_glob"] = path
+                clean["path_regex"] = glob_to_regex(path)
+            else:
+                clean["path_prefix"] = path
+    return clean
+
+
+# --------------------------------------------------------------------------- retrieval
+def _resolve_glob(dataset_ids: list[int], regex: str) -> list[str]:
+    with connection.cursor() as cur:
+        cur.execute("SELECT DISTINCT path FROM search_chunk WHERE dataset_id = ANY(%s) AND path ~ %s LIMIT %s",
+                    [list(dataset_ids), regex, MAX_GLOB_PATHS + 1])
+        return [r[0] for r in cur.fetchall()]
+
+
+def build_filter(*, dataset_ids: list[int], clean_filters: dict[str, Any] | None = None,
+                 extra_filter: dict[str, Any] | None = None) -> IndexFilter:
+    clean_filters = clean_filters or {}
+    flt = IndexFilter(dataset_ids=sorted(dataset_ids), repo=clean_filters.get("repo"), lang=clean_filters.get("lang"),
+                      path_prefix=clean_filters.get("path_prefix"))
+    if clean_filters.get("path_regex"):
+        paths = _resolve_glob(flt.dataset_ids, clean_filters["path_regex"])
+        if len(paths) > MAX_GLOB_PATHS:
+            raise BadInput("The path glob matches too many files; narrow it.", field="filters.path")
+        flt.paths = paths
+    for key, value in (extra_filter or {}).items():
+        if key not in EXTRA_FILTER_KEYS:
+            raise ValueError(f"unknown extra_filter key {key!r}")
+        values = [value] if isinstance(value, str) else list(value)
+        if key in ("repo", "lang") and getattr(flt, key):
+            values = [v for v in getattr(flt, key) if v in values]  # intersect with the user's filter
+        setattr(flt, key, values)
+    return flt
+
+
+def retrieve(*, q: str, flt: IndexFilter, candidates: int = 100, fusion: str = "rrf", legs: str = "hybrid",
+             index: VectorIndex | None = None, fusion_weights: dict[str, float] | None = None,
+             timings: dict[str, float] | None = None) -> list[Candidate]:
+    """Dense top-N + sparse top-N under one filter, fused. No access re-check, no logging (ablations)."""
+    from search.encoders import embed_query
+    from search.sparse import encode_query
+
+    index = index or get_index()
+    timings = timings if timings is not None else {}
+    dense: list[tuple[int, float]] = []
+    sparse: list[tuple[int, float]] = []
+    if legs in ("hybrid", "dense"):
+        t = time.perf_counter()
+        vec = embed_query(q)
+        timings["embed_ms"] = _ms(t)
+        t = time.perf_counter()
+        dense = index.search_dense(vec.tolist(), flt=flt, limit=candidates)
+        timings["dense_ms"] = _ms(t)
+    if legs in ("hybrid", "sparse"):
+        t = time.perf_counter()
+        sparse = index.search_sparse(encode_query(q), flt=flt, limit=candidates)
+        timings["sparse_ms"] = _ms(t)
+    t = time.perf_counter()
+    if legs == "dense":
+        out = single_leg(dense, leg="dense", limit=candidates)
+    elif legs == "sparse":
+        out = single_leg(sparse, leg="sparse", limit=candidates)
+    else:
+        out = fuse(dense=dense, sparse=sparse, method=fusion, weights=fusion_weights, limit=candidates)
+    timings["fuse_ms"] = _ms(t)
+    return out
+
+
+def rerank_candidates(*, q: str, cands: list[Candidate]) -> str:
+    """Score loaded candidates in place (rerank_score, rank_after) and re-sort them; returns the reranker name."""
+    from search.rerank import get_reranker, rerank_text
+
+    reranker = get_reranker()
+    docs = [rerank_text(micro_summary=c.chunk.micro_summary, text=c.chunk.text, path=c.chunk.path,
+                        symbol=c.chunk.symbol) for c in cands]
+    scores = reranker.score(q, docs, prior=[c.fused_score for c in cands])
+    for c, s in zip(cands, scores):
+        c.rerank_score = s
+    cands.sort(key=lambda c: (-(c.rerank_score or 0.0), c.rank_before))
+    for i, c in enumerate(cands, start=1):
+        c.rank_after = i
+    return reranker.name
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 2)
+
+
+def _why(c: Candidate, project_id: int) -> dict[str, Any]:
+    ch = c.chunk
+    return {"dense_score": c.dense_score, "dense_rank": c.dense_rank, "sparse_score": c.sparse_score,
+            "sparse_rank": c.sparse_rank, "fused_score": c.fused_score, "rank_before_rerank": c.rank_before,
+            "rerank_score": c.rerank_score, "graph_boost": c.graph_boost, "final_rank": c.final_rank,
+            "dataset_id": ch.dataset_id, "project_id": project_id, "owner_project_id": ch.dataset.project_id,
+            "span": f"{ch.path}:{ch.start_line}-{ch.end_line}"}
+
+
+def result_dict(c: Candidate, *, project_id: int) -> dict[str, Any]:
+    ch = c.chunk
+    return {"rank": c.final_rank, "chunk_id": ch.pk, "document_id": ch.document_id, "dataset_id": ch.dataset_id,
+            "repo": ch.repo, "path": ch.path, "lang": ch.lang, "kind": ch.kind, "symbol": ch.symbol,
+            "heading_path": ch.heading_path, "start_line": ch.start_line, "end_line": ch.end_line,
+            "span": f"{ch.path}:{ch.start_line}-{ch.end_line}", "micro_summary": ch.micro_summary,
+            "text": ch.text, "score": c.rerank_score if c.rerank_score is not None else c.fused_score,
+            "why": _why(c, project_id)}
+
+
+# --------------------------------------------------------------------------- the service
+def run_query(*, user, project, q: str, filters: dict[str, Any] | None = None, include_global: bool = True,  # noqa: ANN001, C901
+              top_k: int = 15, candidates: int = 100, fusion: str = "rrf", rerank: bool | None = None,
+              extra_filter: dict[str, Any] | None = None,
+              post_fusion_hook: Callable[[list[Candidate]], list[Candidate]] | None = None, log: bool = True,
+              kind: str = "context", budget_tokens: int = DEFAULT_BUDGET, legs: str = "hybrid",
+              index: VectorIndex | None = None, apply_pending: bool = True) -> QueryResult:
+    """The one query service. Caller must already be authorised for `project` (membership)."""
+    from projects.access import accessible_dataset_ids, filter_accessible_chunk_ids
+    from search.models import Chunk, Document
+    from search.rerank import rerank_default
+
+    t_total = time.perf_counter()
+    clean = validate_query(q=q, filters=filters, top_k=top_k, candidates=candidates, fusion=fusion,
+                           include_global=include_global, rerank=rerank)
+    if legs not in LEGS:
+        raise BadInput(f"Must be one of {', '.join(LEGS)}.", field="legs")
+    do_rerank = rerank_default() if rerank is None else rerank
+    timings: dict[str, float] = {}
+
+    t = time.perf_counter()
+    index = index or get_index()
+    if apply_pending:
+        apply_outbox(index=index)  # cheap when nothing is pending; the embedded store's owner applies here
+    timings["outbox_ms"] = _ms(t)
+
+    t = time.perf_counter()
+    dataset_ids = accessible_dataset_ids(project, include_global=include_global)
+    flt = build_filter(dataset_ids=list(dataset_ids), clean_filters=clean, extra_filter=extra_filter)
+    timings["access_ms"] = _ms(t)
+
+    cands = retrieve(q=q, flt=flt, candidates=candidates, fusion=fusion, legs=legs, index=index, timings=timings)
+    if post_fusion_hook is not None:
+        t = time.perf_counter()
+        cands = post_fusion_hook(cands)
+        timings["hook_ms"] = _ms(t)
+
+    # a stale payload (revoked share, moved dataset) must never leak: re-check in SQL, then load the rows
+    t = time.perf_counter()
+    allowed = filter_accessible_chunk_ids(project, [c.chunk_id for c in cands], include_global=include_global)
+    rows = {c.pk: c for c in Chunk.objects.filter(pk__in=allowed).select_related("dataset")}
+    cands = [c for c in cands if c.chunk_id in rows]
+    for c in cands:
+        c.chunk = rows[c.chunk_id]
+    if clean.get("path_regex"):
+        rx = re.compile(clean["path_regex"])
+        cands = [c for c in cands if rx.search(c.chunk.path)]
+    timings["recheck_ms"] = _ms(t)
+
+    reranker_name = None
+    if do_rerank and cands:
+        t = time.perf_counter()
+        reranker_name = rerank_candidates(q=q, cands=cands)
+        timings["rerank_ms"] = _ms(t)
+    top = cands[:top_k]
+    for i, c in enumerate(top, start=1):
+        c.final_rank = i
+
+    t = time.perf_counter()
+    macros = dict(Document.objects.filter(pk__in={c.chunk.document_id for c in top})
+                  .values_list("pk", "macro_summary"))
+    pack = build_pack([c.chunk for c in top], budget_tokens=budget_tokens, macro_by_document=macros)
+    timings["pack_ms"] = _ms(t)
+    results = [result_dict(c, project_id=project.pk) for c in top]
+
+    session_id = None
+    if log:
+        t = time.perf_counter()
+        session_id = log_query(user=user, project=project, q=q, kind=kind, reranker=reranker_name,
+                               filters={"filters": filters or {}, "include_global": include_global, "top_k": top_k,
+                                        "candidates": candidates, "fusion": fusion, "rerank": do_rerank,
+                                        "extra_filter": extra_filter or {}},
+                               cands=cands, timings=timings, result_count=len(results))
+        timings["log_ms"] = _ms(t)
+    timings["total_ms"] = _ms(t_total)
+    return QueryResult(results=results, pack=pack, timings=timings, reranker=reranker_name, session_id=session_id,
+                       candidates=cands, fusion=fusion)
+
+
+def log_query(*, user, project, q: str, kind: str, reranker: str | None, filters: dict[str, Any],  # noqa: ANN001
+              cands: list[Candidate], timings: dict[str, float], result_count: int) -> str:
+    """One QuerySession + one RerankResult per candidate, in one transaction and one bulk insert."""
+    from search.models import QuerySession, RerankResult
+
+    with transaction.atomic():
+        session = QuerySession.objects.create(user=user if getattr(user, "pk", None) else None, project=project,
+                                              kind=kind, query=q, filters=filters, reranker=reranker or "",
+                                              timings=dict(timings), result_count=result_count)
+        RerankResult.objects.bulk_create([
+            RerankResult(session=session, chunk_id=c.chunk_id, dataset_id=c.chunk.dataset_id, project_id=project.pk,
+                         dense_score=c.dense_score, dense_rank=c.dense_rank, sparse_score=c.sparse_score,
+                         sparse_rank=c.sparse_rank, fused_score=c.fused_score, rank_before=c.rank_before,
+                         rerank_score=c.rerank_score, rank_after=c.rank_after, final_rank=c.final_rank,
+                         graph_boost=c.graph_boost)
+            for c in cands
+        ])
+    return str(session.search_session_id)

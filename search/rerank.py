@@ -1,0 +1,95 @@
+"""One reranker interface: a sentence-transformers CrossEncoder when RERANKER_MODEL names a local path,
+else an embedded reranker that needs no extra weights.
+
+Why the embedded one is lexical: a CrossEncoder built from MiniLM has an
+untrained head (DESIGN.md), and re-scoring with the same bi-encoder adds
+nothing. The embedded reranker blends the fused score with how much of the
+query the chunk's micro-summary, symbol and path cover, which helps code
+queries that name a symbol. It is not the default (see docs/context.md for the
+SciFact figures); `rerank=true` asks for it explicitly.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+from django.conf import settings
+
+from config.errors import DependencyDown
+from search.sparse import tokenize
+
+SNIPPET_CHARS = 1500
+_lock = threading.Lock()
+
+
+class Reranker(Protocol):
+    name: str
+
+    def score(self, query: str, docs: list[str], *, prior: list[float]) -> list[float]: ...
+
+
+def rerank_text(*, micro_summary: str, text: str, path: str = "", symbol: str = "") -> str:
+    """What a reranker reads: micro-summary + snippet (the path/symbol head is cheap context)."""
+    head = " ".join(x for x in (path, symbol) if x)
+    return "\n".join(x for x in (head, micro_summary, text[:SNIPPET_CHARS]) if x)
+
+
+class CrossEncoderReranker:
+    def __init__(self, path: str) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import CrossEncoder
+
+        self.name = f"cross-encoder:{Path(path).name}"
+        self.model = CrossEncoder(path, device="cpu")
+
+    def score(self, query: str, docs: list[str], *, prior: list[float]) -> list[float]:
+        if not docs:
+            return []
+        with _lock:
+            return [float(s) for s in self.model.predict([(query, d) for d in docs], show_progress_bar=False)]
+
+
+class CoverageReranker:
+    """fused (min-max over the candidates) blended with query-term coverage of the candidate's head text."""
+
+    name = "embedded:coverage-v1"
+    alpha = 0.7
+
+    def score(self, query: str, docs: list[str], *, prior: list[float]) -> list[float]:
+        q = set(tokenize(query))
+        if not docs:
+            return []
+        lo, hi = min(prior), max(prior)
+        out = []
+        for doc, p in zip(docs, prior):
+            base = (p - lo) / (hi - lo) if hi > lo else 1.0
+            head = "\n".join(doc.split("\n")[:3])  # path/symbol + micro-summary lines
+            cov = len(q & set(tokenize(head))) / len(q) if q else 0.0
+            out.append(self.alpha * base + (1 - self.alpha) * cov)
+        return out
+
+
+@lru_cache(maxsize=2)
+def _cross_encoder(path: str) -> CrossEncoderReranker:
+    return CrossEncoderReranker(path)
+
+
+def get_reranker() -> Reranker:
+    path = settings.RERANKER_MODEL
+    if path:
+        if not Path(path).expanduser().exists():
+            raise DependencyDown("reranker", f"RERANKER_MODEL={path!r} is not a local path; this platform never "
+                                             "downloads weights: point it at a CrossEncoder directory or unset it.")
+        try:
+            return _cross_encoder(str(Path(path).expanduser()))
+        except Exception as exc:  # noqa: BLE001 - a broken model directory is a configuration problem
+            raise DependencyDown("reranker", f"could not load RERANKER_MODEL: {exc}") from exc
+    return CoverageReranker()
+
+
+def rerank_default() -> bool:
+    """Rerank by default only with a real cross-encoder configured (the embedded one is opt-in)."""
+    return bool(settings.RERANKER_MODEL)
