@@ -23,3 +23,16 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request) -> str:  # noqa: ANN001
         return 'Bearer realm="api"'
+
+
+try:  # document the scheme in /api/schema/ (registered on import; drf-spectacular is a pinned dependency)
+    from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+    class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+        target_class = "accounts.authentication.ApiKeyAuthentication"
+        name = "ApiKeyAuth"
+
+        def get_security_definition(self, auto_schema):  # noqa: ANN001, ANN201
+            return {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer <api key>"}
+except ImportError:  # pragma: no cover
+    pass

@@ -1,1 +1,9 @@
-urlpatterns: list = []
+from django.urls import path
+
+from accounts import api
+
+urlpatterns = [
+    path("api/me", api.MeView.as_view(), name="api-me"),
+    path("api/keys", api.ApiKeyListView.as_view(), name="api-keys"),
+    path("api/keys/<int:key_id>", api.ApiKeyDetailView.as_view(), name="api-key-detail"),
+]

@@ -1,8 +1,19 @@
+from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
+from django.shortcuts import render
 
 from config.health import health_report
+from projects.sharing import projects_of
 
 
 def healthz(request):  # noqa: ANN001, ANN201
+    """200 when every dependency answers, else 503 naming the ones that did not."""
     report = health_report()
+    if not report["ok"]:
+        report["down"] = [name for name, check in report["checks"].items() if not check["ok"]]
     return JsonResponse(report, status=200 if report["ok"] else 503)
+
+
+@login_required
+def home(request):  # noqa: ANN001, ANN201
+    return render(request, "home.html", {"projects": projects_of(user=request.user)})

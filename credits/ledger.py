@@ -56,3 +56,7 @@ def grant(*, user, amount: int, reason: str = "grant", reference_type: str = "",
 
 def ledger_sum(*, user) -> int:  # noqa: ANN001
     return LedgerEntry.objects.filter(user=user).aggregate(s=Sum("delta"))["s"] or 0
+
+
+def recent_entries(*, user, limit: int = 50) -> list[LedgerEntry]:  # noqa: ANN001
+    return list(LedgerEntry.objects.filter(user=user).order_by("-created_at", "-id")[:limit])

@@ -1,1 +1,7 @@
-urlpatterns: list = []
+from django.urls import path
+
+from credits import api
+
+urlpatterns = [
+    path("api/credits", api.CreditsView.as_view(), name="api-credits"),
+]

@@ -1,1 +1,11 @@
-urlpatterns: list = []
+from django.urls import path
+
+from projects import api
+
+urlpatterns = [
+    path("api/projects", api.ProjectListView.as_view(), name="api-projects"),
+    path("api/projects/<slug:slug>", api.ProjectDetailView.as_view(), name="api-project"),
+    path("api/projects/<slug:slug>/datasets", api.DatasetListView.as_view(), name="api-project-datasets"),
+    path("api/projects/<slug:slug>/shares", api.ShareListView.as_view(), name="api-project-shares"),
+    path("api/projects/<slug:slug>/shares/<int:share_id>", api.ShareDetailView.as_view(), name="api-project-share"),
+]

@@ -1,0 +1,103 @@
+"""Staff console for users and API keys, with the credit-grant and key-revoke actions."""
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
+from django.template.response import TemplateResponse
+
+from accounts.apikeys import revoke_api_key
+from accounts.models import ApiKey, User
+from credits.ledger import get_balance, grant
+
+
+class EmailUserCreationForm(AdminUserCreationForm):
+    class Meta:
+        model = User
+        fields = ("email",)
+
+
+class EmailUserChangeForm(UserChangeForm):
+    class Meta:
+        model = User
+        fields = "__all__"
+
+
+class GrantCreditsForm(forms.Form):
+    amount = forms.IntegerField(min_value=1, max_value=1_000_000)
+    reason = forms.CharField(max_length=64, initial="admin grant")
+
+
+class ApiKeyInline(admin.TabularInline):
+    model = ApiKey
+    extra = 0
+    fields = ("name", "prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+        return False  # keys are issued by the API or `manage.py create_api_key`, so the secret can be shown
+
+
+@admin.register(User)
+class UserAdmin(DjangoUserAdmin):
+    form = EmailUserChangeForm
+    add_form = EmailUserCreationForm
+    ordering = ("email",)
+    list_display = ("email", "name", "is_staff", "is_active", "credit_balance", "date_joined", "last_login")
+    list_filter = ("is_staff", "is_superuser", "is_active")
+    search_fields = ("email", "name")
+    readonly_fields = ("date_joined", "last_login", "credit_balance")
+    fieldsets = (
+        (None, {"fields": ("email", "password", "name")}),
+        ("Credits", {"fields": ("credit_balance",)}),
+        ("Permissions", {"fields": ("is_active", "is_staff", "is_superuser", "groups", "user_permissions")}),
+        ("Dates", {"fields": ("last_login", "date_joined")}),
+    )
+    add_fieldsets = ((None, {"classes": ("wide",), "fields": ("email", "password1", "password2")}),)
+    inlines = [ApiKeyInline]
+    actions = ["grant_credits"]
+
+    @admin.display(description="credits")
+    def credit_balance(self, obj: User) -> int:
+        return get_balance(user=obj)
+
+    @admin.action(description="Grant credits to the selected users…")
+    def grant_credits(self, request, queryset):  # noqa: ANN001, ANN201
+        """Intermediate page: the amount is asked for, then one ledger row per user."""
+        form = GrantCreditsForm(request.POST if "apply" in request.POST else None)
+        if "apply" in request.POST and form.is_valid():
+            amount, reason = form.cleaned_data["amount"], form.cleaned_data["reason"]
+            for user in queryset:
+                grant(user=user, amount=amount, reason=reason, reference_type="admin",
+                      reference_id=str(request.user.pk))
+            self.message_user(request, f"Granted {amount} credit(s) to {queryset.count()} user(s).",
+                              messages.SUCCESS)
+            return None
+        context = {**self.admin_site.each_context(request), "title": "Grant credits", "form": form,
+                   "users": queryset, "opts": self.model._meta,
+                   "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME}
+        return TemplateResponse(request, "admin/accounts/grant_credits.html", context)
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ("prefix", "name", "user", "created_at", "last_used_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter), "created_at")
+    search_fields = ("prefix", "name", "user__email")
+    readonly_fields = ("user", "prefix", "key_hash", "created_at", "last_used_at", "revoked_at")
+    fields = ("user", "name", "prefix", "key_hash", "created_at", "last_used_at", "revoked_at")
+    actions = ["revoke_keys"]
+
+    def has_add_permission(self, request) -> bool:  # noqa: ANN001
+        return False
+
+    @admin.action(description="Revoke the selected API keys")
+    def revoke_keys(self, request, queryset):  # noqa: ANN001, ANN201
+        n = 0
+        for key in queryset.filter(revoked_at__isnull=True):
+            revoke_api_key(api_key=key)
+            n += 1
+        self.message_user(request, f"Revoked {n} key(s).", messages.SUCCESS)

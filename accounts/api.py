@@ -1,0 +1,55 @@
+"""/api/me and /api/keys. Views parse, authorise, call one service, render."""
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.apikeys import issue_api_key, revoke_api_key
+from accounts.models import ApiKey
+from accounts.serializers import ApiKeyCreateSerializer, ApiKeySerializer, IssuedApiKeySerializer, MeSerializer
+from config.errors import NotFound
+from config.ratelimits import enforce
+from config.schema import ERROR_RESPONSES
+from credits.ledger import get_balance
+from projects.sharing import projects_of
+
+
+class MeView(APIView):
+    @extend_schema(operation_id="me", responses={200: MeSerializer, **ERROR_RESPONSES}, tags=["account"])
+    def get(self, request):  # noqa: ANN001, ANN201
+        user = request.user
+        data = {"id": user.pk, "email": user.email, "name": user.name, "is_staff": user.is_staff,
+                "balance": get_balance(user=user),
+                "projects": [{"slug": p["project"].slug, "name": p["project"].name, "role": p["role"]}
+                             for p in projects_of(user=user)]}
+        return Response(MeSerializer(data).data)
+
+
+class ApiKeyListView(APIView):
+    @extend_schema(operation_id="keys_list", responses={200: ApiKeySerializer(many=True), **ERROR_RESPONSES},
+                   tags=["account"])
+    def get(self, request):  # noqa: ANN001, ANN201
+        keys = ApiKey.objects.filter(user=request.user)
+        return Response(ApiKeySerializer(keys, many=True).data)
+
+    @extend_schema(operation_id="keys_create", request=ApiKeyCreateSerializer,
+                   responses={201: IssuedApiKeySerializer, **ERROR_RESPONSES}, tags=["account"],
+                   description="Issue a new API key. The secret is in this response only.")
+    def post(self, request):  # noqa: ANN001, ANN201
+        enforce(request, group="api_keys")
+        ser = ApiKeyCreateSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        issued = issue_api_key(user=request.user, name=ser.validated_data["name"])
+        data = dict(ApiKeySerializer(issued.api_key).data, secret=issued.secret)
+        return Response(data, status=201)
+
+
+class ApiKeyDetailView(APIView):
+    @extend_schema(operation_id="keys_revoke", responses={200: ApiKeySerializer, **ERROR_RESPONSES},
+                   tags=["account"], description="Revoke a key (kept for history). Revoking twice is harmless.")
+    def delete(self, request, key_id: int):  # noqa: ANN001, ANN201
+        key = ApiKey.objects.filter(pk=key_id, user=request.user).first()
+        if key is None:
+            raise NotFound("API key not found.")
+        return Response(ApiKeySerializer(revoke_api_key(api_key=key)).data)

@@ -1,0 +1,28 @@
+"""OpenAPI pieces shared by every app's views: the one error shape."""
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Stable machine-readable code, e.g. insufficient_credits.")
+    detail = serializers.CharField(help_text="Human explanation.")
+    field = serializers.CharField(required=False, help_text="The input at fault, when there is one.")
+
+
+def _err(text: str) -> OpenApiResponse:
+    return OpenApiResponse(ErrorSerializer, description=text)
+
+
+ERROR_RESPONSES = {
+    400: _err("Bad input (`field` names it)."),
+    401: _err("Missing, wrong or revoked API key."),
+    404: _err("Not found, or not visible to you."),
+    429: _err("Rate limited; see Retry-After."),
+}
+IDEMPOTENT_ERRORS = {
+    402: _err("Insufficient credits; nothing was charged."),
+    409: _err("A request with this Idempotency-Key is in progress."),
+    422: _err("This Idempotency-Key was used with a different request."),
+}

@@ -1,0 +1,43 @@
+"""The ledger is read-only here: credits change only through ledger.grant/deduct (the user action)."""
+from __future__ import annotations
+
+from django.contrib import admin
+
+from credits.models import CreditAccount, IdempotencyKey, LedgerEntry
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+        return False
+
+
+@admin.register(LedgerEntry)
+class LedgerEntryAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "user", "delta", "balance_after", "reason", "reference_type", "reference_id")
+    list_filter = ("reason", "reference_type", "created_at")
+    search_fields = ("user__email", "reason", "reference_id")
+    date_hierarchy = "created_at"
+
+
+@admin.register(CreditAccount)
+class CreditAccountAdmin(ReadOnlyAdmin):
+    list_display = ("user", "balance", "updated_at")
+    list_filter = ("updated_at",)
+    search_fields = ("user__email",)
+
+
+@admin.register(IdempotencyKey)
+class IdempotencyKeyAdmin(ReadOnlyAdmin):
+    list_display = ("key", "user", "endpoint", "status", "response_status", "created_at", "expires_at")
+    list_filter = ("status", "endpoint")
+    search_fields = ("key", "user__email", "endpoint")
+    exclude = ("response_body",)
+
+    def has_delete_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+        return True  # staff may clear a stuck reservation

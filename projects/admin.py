@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from django.contrib import admin, messages
+
+from projects.models import Dataset, Membership, Project, ProjectShare
+from projects.sharing import revoke_share_row
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ("user",)
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "member_count", "created_at")
+    list_filter = ("created_at",)
+    search_fields = ("slug", "name", "memberships__user__email")
+    prepopulated_fields = {"slug": ("name",)}
+    inlines = [MembershipInline]
+
+    @admin.display(description="members")
+    def member_count(self, obj: Project) -> int:
+        return obj.memberships.count()
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ("project", "user", "role", "created_at")
+    list_filter = ("role",)
+    search_fields = ("project__slug", "user__email")
+    autocomplete_fields = ("user", "project")
+
+
+@admin.register(Dataset)
+class DatasetAdmin(admin.ModelAdmin):
+    list_display = ("name", "project", "kind", "is_global", "created_at")
+    list_filter = ("kind", "is_global")
+    search_fields = ("name", "project__slug", "description")
+    autocomplete_fields = ("project",)
+
+
+@admin.register(ProjectShare)
+class ProjectShareAdmin(admin.ModelAdmin):
+    list_display = ("dataset", "project", "granted_by", "granted_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter), "granted_at")
+    search_fields = ("dataset__name", "dataset__project__slug", "project__slug", "granted_by__email")
+    autocomplete_fields = ("dataset", "project", "granted_by")
+    readonly_fields = ("granted_at",)
+    actions = ["revoke_shares"]
+
+    @admin.action(description="Revoke the selected shares")
+    def revoke_shares(self, request, queryset):  # noqa: ANN001, ANN201
+        n = 0
+        for share in queryset.filter(revoked_at__isnull=True):
+            revoke_share_row(share=share)
+            n += 1
+        self.message_user(request, f"Revoked {n} share(s).", messages.SUCCESS)

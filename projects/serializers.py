@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from projects.models import Dataset, ProjectShare
+
+
+class ProjectSerializer(serializers.Serializer):
+    slug = serializers.SlugField()
+    name = serializers.CharField()
+    role = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class ProjectDetailSerializer(ProjectSerializer):
+    members = serializers.ListField(child=serializers.DictField(), help_text="[{email, role}]")
+    dataset_count = serializers.IntegerField(help_text="Datasets this project can search (own, global, shared).")
+
+
+class DatasetSerializer(serializers.ModelSerializer):
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    access = serializers.CharField(read_only=True, help_text="own | global | shared")
+
+    class Meta:
+        model = Dataset
+        fields = ["id", "project", "name", "kind", "is_global", "description", "created_at", "access"]
+        read_only_fields = fields
+
+
+class DatasetCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    kind = serializers.ChoiceField(choices=Dataset.Kind.choices, default=Dataset.Kind.CODE)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    is_global = serializers.BooleanField(required=False, default=False, help_text="Staff only.")
+
+
+class ShareSerializer(serializers.ModelSerializer):
+    dataset_id = serializers.IntegerField(read_only=True)
+    dataset = serializers.CharField(source="dataset.__str__", read_only=True)
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    granted_by = serializers.EmailField(source="granted_by.email", read_only=True, allow_null=True, default=None)
+    is_active = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ProjectShare
+        fields = ["id", "dataset_id", "dataset", "project", "granted_by", "granted_at", "revoked_at", "is_active"]
+        read_only_fields = fields
+
+    def get_is_active(self, obj: ProjectShare) -> bool:
+        return obj.revoked_at is None
+
+
+class ShareCreateSerializer(serializers.Serializer):
+    dataset_id = serializers.IntegerField(min_value=1)

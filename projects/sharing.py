@@ -1,0 +1,107 @@
+"""Datasets and shares: who may create, grant and revoke.
+
+Why a module of its own: the API, the admin actions and the demo command all
+change shares, and the rule "only an owner of the dataset's project grants"
+must hold the same way everywhere.
+"""
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from config.errors import BadInput, Conflict, Forbidden, NotFound
+from projects.models import Dataset, Membership, Project, ProjectShare
+
+_WRITERS = {Membership.Role.OWNER, Membership.Role.EDITOR}
+
+
+def _role(*, user, project: Project) -> str | None:  # noqa: ANN001
+    return Membership.objects.filter(user_id=user.pk, project=project).values_list("role", flat=True).first()
+
+
+def visible_datasets(*, project: Project) -> list[dict]:
+    """Own, global and shared datasets, each tagged with how the project sees it (one query)."""
+    from projects.access import accessible_dataset_ids
+
+    ids = accessible_dataset_ids(project)
+    shared = set(ProjectShare.objects.filter(project=project, revoked_at__isnull=True).values_list("dataset_id", flat=True))
+    out = []
+    for ds in Dataset.objects.filter(pk__in=ids).select_related("project").order_by("project__slug", "name"):
+        access = "own" if ds.project_id == project.pk else ("shared" if ds.pk in shared else "global")
+        out.append({"dataset": ds, "access": access})
+    return out
+
+
+def create_dataset(*, user, project: Project, name: str, kind: str, description: str = "",  # noqa: ANN001
+                   is_global: bool = False) -> Dataset:
+    """Owners and editors add datasets; only staff may mark one global (it is visible to every project)."""
+    if _role(user=user, project=project) not in _WRITERS:
+        raise Forbidden("Only owners and editors of this project can add datasets.")
+    if is_global and not user.is_staff:
+        raise Forbidden("Only staff can create global datasets.", field="is_global")
+    if kind not in Dataset.Kind.values:
+        raise BadInput(f"kind must be one of {', '.join(Dataset.Kind.values)}", field="kind")
+    name = (name or "").strip()
+    if not name:
+        raise BadInput("name is required", field="name")
+    try:
+        with transaction.atomic():
+            return Dataset.objects.create(project=project, name=name, kind=kind, description=description,
+                                          is_global=is_global)
+    except IntegrityError:
+        raise Conflict(f"This project already has a dataset named {name!r}.", field="name",
+                       code="dataset_exists") from None
+
+
+def grant_share(*, user, dataset_id: int, to_project: Project) -> ProjectShare:  # noqa: ANN001
+    """Share a dataset into `to_project`. The caller must own the dataset's project.
+
+    A dataset the caller cannot see at all is 404 (no existence leak); one they
+    see but do not own is 403. Sharing twice returns the active share.
+    """
+    dataset = Dataset.objects.filter(pk=dataset_id).select_related("project").first()
+    role = _role(user=user, project=dataset.project) if dataset else None
+    if dataset is None or role is None:
+        raise NotFound("Dataset not found.", field="dataset_id")
+    if role != Membership.Role.OWNER:
+        raise Forbidden("Only an owner of the dataset's project can share it.", field="dataset_id")
+    if dataset.project_id == to_project.pk:
+        raise BadInput("A project already sees its own datasets.", field="dataset_id")
+    with transaction.atomic():
+        existing = ProjectShare.objects.select_for_update().filter(dataset=dataset, project=to_project,
+                                                                   revoked_at__isnull=True).first()
+        if existing:
+            return existing
+        try:
+            with transaction.atomic():
+                return ProjectShare.objects.create(dataset=dataset, project=to_project, granted_by=user)
+        except IntegrityError:  # a concurrent grant won; return it
+            return ProjectShare.objects.get(dataset=dataset, project=to_project, revoked_at__isnull=True)
+
+
+def revoke_share(*, user, share_id: int, project: Project) -> ProjectShare:  # noqa: ANN001
+    """Owners on either side may end a share: the giver takes it back, the receiver drops it."""
+    share = ProjectShare.objects.filter(pk=share_id, project=project).select_related("dataset__project").first()
+    if share is None:
+        raise NotFound("Share not found.")
+    owner_roles = {_role(user=user, project=share.dataset.project), _role(user=user, project=project)}
+    if Membership.Role.OWNER not in owner_roles:
+        raise Forbidden("Only an owner of either project can revoke this share.")
+    return revoke_share_row(share=share)
+
+
+def revoke_share_row(*, share: ProjectShare) -> ProjectShare:
+    """No permission check: for the admin action and commands run by staff."""
+    if share.revoked_at is None:
+        ProjectShare.objects.filter(pk=share.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        share.refresh_from_db(fields=["revoked_at"])
+    return share
+
+
+def incoming_shares(*, project: Project) -> list[ProjectShare]:
+    return list(ProjectShare.objects.filter(project=project).select_related("dataset__project", "granted_by"))
+
+
+def projects_of(*, user) -> list[dict]:  # noqa: ANN001
+    return [{"project": m.project, "role": m.role}
+            for m in Membership.objects.filter(user_id=user.pk).select_related("project").order_by("project__slug")]
