@@ -1,0 +1,156 @@
+"""People, profiles, experience cards, searches, results and contact unlocks (seed 001).
+
+Why cards carry both `embedding` and `search_document`: tier filters, vector
+distance and the full-text bonus then run in one SQL engine, in one query.
+"""
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+EMBEDDING_DIM = 384
+
+
+class Person(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    display_name = models.CharField(max_length=200)
+    headline = models.CharField(max_length=300, blank=True, default="")
+    email = models.EmailField(blank=True, default="")
+    phone = models.CharField(max_length=40, blank=True, default="")
+    linkedin_url = models.URLField(blank=True, default="")
+    external_id = models.CharField(max_length=100, blank=True, default="", db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.display_name
+
+
+class PersonProfile(models.Model):
+    person = models.OneToOneField(Person, on_delete=models.CASCADE, related_name="profile", primary_key=True)
+    bio = models.TextField(blank=True, default="")
+    current_city = models.CharField(max_length=100, blank=True, default="")
+    open_to_work = models.BooleanField(default=False, db_index=True)
+    open_to_contact = models.BooleanField(default=False)
+    work_preferred_locations = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    work_preferred_salary_min = models.BigIntegerField(null=True, blank=True, help_text="INR per year")
+    contact_email = models.EmailField(blank=True, default="")
+    contact_phone = models.CharField(max_length=40, blank=True, default="")
+
+
+class CardBase(models.Model):
+    """Fields shared by parent cards and their evidence children."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    title = models.CharField(max_length=300, blank=True, default="")
+    summary = models.TextField(blank=True, default="")
+    search_phrases = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    search_document = SearchVectorField(null=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+    def embedding_text(self) -> str:
+        return " | ".join(p for p in [self.title, self.summary, ", ".join(self.search_phrases or [])] if p)
+
+
+class ExperienceCard(CardBase):
+    class Visibility(models.TextChoices):
+        PUBLIC = "public"
+        HIDDEN = "hidden"
+
+    person = models.ForeignKey(Person, on_delete=models.CASCADE, related_name="cards")
+    company_norm = models.CharField(max_length=120, blank=True, default="", db_index=True)
+    team_norm = models.CharField(max_length=120, blank=True, default="")
+    intent_primary = models.CharField(max_length=40, blank=True, default="")
+    domain = models.CharField(max_length=80, blank=True, default="")
+    sub_domain = models.CharField(max_length=80, blank=True, default="")
+    employment_type = models.CharField(max_length=40, blank=True, default="")
+    seniority_level = models.CharField(max_length=40, blank=True, default="")
+    city = models.CharField(max_length=100, blank=True, default="")
+    country = models.CharField(max_length=100, blank=True, default="")
+    location_text = models.CharField(max_length=200, blank=True, default="")
+    start_date = models.DateField(null=True, blank=True)
+    end_date = models.DateField(null=True, blank=True)
+    is_current = models.BooleanField(default=False)
+    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC)
+
+    class Meta:
+        indexes = [
+            HnswIndex(name="card_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                      opclasses=["vector_cosine_ops"]),
+            GinIndex(fields=["search_document"], name="card_search_doc_gin"),
+            GinIndex(fields=["search_phrases"], name="card_phrases_gin"),
+            models.Index(fields=["person", "visibility"], name="card_person_vis"),
+        ]
+
+    def save(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().save(*args, **kwargs)
+        from people.indexing import refresh_search_documents
+
+        refresh_search_documents(parent_ids=[self.pk])
+
+
+class ExperienceCardChild(CardBase):
+    parent = models.ForeignKey(ExperienceCard, on_delete=models.CASCADE, related_name="children")
+    person = models.ForeignKey(Person, on_delete=models.CASCADE, related_name="card_children")
+    child_type = models.CharField(max_length=40, blank=True, default="evidence")
+
+    class Meta:
+        indexes = [
+            HnswIndex(name="child_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                      opclasses=["vector_cosine_ops"]),
+            GinIndex(fields=["search_document"], name="child_search_doc_gin"),
+        ]
+
+    def save(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().save(*args, **kwargs)
+        from people.indexing import refresh_search_documents
+
+        refresh_search_documents(child_ids=[self.pk])
+
+
+class Search(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    searcher = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="people_searches")
+    query_text = models.TextField()
+    parsed_constraints = models.JSONField(default=dict)
+    filters = models.JSONField(default=dict, help_text="request overrides")
+    extra = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["searcher", "-created_at"], name="search_searcher_created")]
+
+
+class SearchResult(models.Model):
+    search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="results")
+    person = models.ForeignKey(Person, on_delete=models.CASCADE, related_name="search_results")
+    rank = models.PositiveSmallIntegerField()
+    score = models.FloatField()
+    extra = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["rank"]
+        constraints = [models.UniqueConstraint(fields=["search", "person"], name="uniq_search_person"),
+                       models.UniqueConstraint(fields=["search", "rank"], name="uniq_search_rank")]
+
+
+class UnlockContact(models.Model):
+    searcher = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="unlocks")
+    target_person = models.ForeignKey(Person, on_delete=models.CASCADE, related_name="unlocks")
+    search = models.ForeignKey(Search, on_delete=models.CASCADE, related_name="unlocks")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["searcher", "target_person", "search"],
+                                               name="uniq_unlock")]

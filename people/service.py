@@ -1,0 +1,206 @@
+"""POST /api/search as one function: seed 001 §4's 21 steps, in order.
+
+Why one function with the money at the end: every step that can fail (parse,
+embed, SQL) runs before the Search row and the debit, and the caller wraps the
+whole thing in one transaction (credits.idempotency.run_idempotent), so a failed
+request leaves no row and no charge, and a replay never charges twice.
+Steps 1 and 21 (idempotency) are the caller's: run_idempotent reserves the key
+before this runs and stores the response bytes in the same transaction.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from config.errors import ApiError, DependencyDown
+from credits.ledger import deduct, require_balance
+from people.constants import C
+from people.lexical import lexical_bonus
+from people.models import ExperienceCard, Person, PersonProfile, Search, SearchResult
+from people.normalize import apply_overrides, validate_and_normalize
+from people.parsing import parse_query
+from people.ranking import apply_tiebreaks, collapse_and_rank, similarity_percent
+from people.tiers import retrieve_with_fallback, set_scan_mode
+from people.why import deterministic_bullets
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def _stage(timings: dict[str, float] | None, name: str):  # noqa: ANN202
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        if timings is not None:
+            timings[name] = timings.get(name, 0.0) + (time.perf_counter() - t0) * 1000
+
+
+def embed_query_text(text: str) -> np.ndarray:
+    """The query vector; any failure of the embedding provider is a 503 (and, because it runs before the
+    debit, no charge)."""
+    from search.encoders import embed_texts
+
+    try:
+        vecs = embed_texts([text])
+    except ApiError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - model/provider failure of any kind
+        raise DependencyDown("embeddings", f"embedding provider failed: {type(exc).__name__}") from exc
+    if vecs is None or len(vecs) == 0:
+        return np.zeros(0, dtype=np.float32)
+    return np.asarray(vecs[0], dtype=np.float32)
+
+
+def _create_search(*, user, query: str, parsed: dict, overrides: dict, tier: int | None) -> Search:  # noqa: ANN001
+    k = C()
+    search = Search.objects.create(
+        searcher=user, query_text=query, parsed_constraints=parsed, filters=overrides,
+        extra={"fallback_tier": tier}, expires_at=timezone.now() + timedelta(hours=k.SEARCH_RESULT_EXPIRY_HOURS))
+    deduct(user=user, amount=k.SEARCH_COST, reason="search", reference_type="search_id", reference_id=str(search.pk))
+    return search
+
+
+def card_response(card: ExperienceCard, *, children: list | None = None) -> dict[str, Any]:
+    out = {
+        "id": str(card.pk), "title": card.title, "summary": card.summary, "company_norm": card.company_norm,
+        "team_norm": card.team_norm, "intent_primary": card.intent_primary, "domain": card.domain,
+        "sub_domain": card.sub_domain, "employment_type": card.employment_type,
+        "seniority_level": card.seniority_level, "city": card.city, "country": card.country,
+        "location_text": card.location_text,
+        "start_date": card.start_date.isoformat() if card.start_date else None,
+        "end_date": card.end_date.isoformat() if card.end_date else None,
+        "is_current": card.is_current, "search_phrases": list(card.search_phrases or []),
+    }
+    if children is not None:
+        out["children"] = [{"id": str(c.pk), "title": c.title, "summary": c.summary, "child_type": c.child_type}
+                           for c in children]
+    return out
+
+
+def run_search(*, user, query: str, open_to_work_only: bool | None = None,  # noqa: ANN001, C901, PLR0913
+               preferred_locations: list[str] | None = None, salary_min: int | None = None,
+               salary_max: int | None = None, timings: dict[str, float] | None = None,
+               exact_scan: bool = False) -> dict[str, Any]:
+    """Run one paid people search. Must run inside a transaction (the view's run_idempotent gives one)."""
+    k = C()
+    assert transaction.get_connection().in_atomic_block, "run_search must run inside a transaction"
+    # 2. credit pre-check
+    require_balance(user=user, amount=k.SEARCH_COST)
+    # 3. parse + normalise
+    with _stage(timings, "parse"):
+        parsed = validate_and_normalize(parse_query(query), query=query)
+        # 4. overrides
+        parsed = apply_overrides(parsed, open_to_work_only=open_to_work_only, salary_max=salary_max,
+                                 preferred_locations=preferred_locations)
+    overrides = {"open_to_work_only": open_to_work_only, "preferred_locations": preferred_locations or [],
+                 "salary_min": salary_min, "salary_max": salary_max}
+    # 5. embed
+    text = parsed.get("query_embedding_text") or parsed.get("query_original") or query
+    with _stage(timings, "embed"):
+        qvec = embed_query_text(text) if text.strip() else np.zeros(0, dtype=np.float32)
+    # 6. empty vector -> empty (charged) response
+    if qvec.size == 0 or not np.isfinite(qvec).all() or float(np.linalg.norm(qvec)) == 0.0:
+        with _stage(timings, "persist"):
+            search = _create_search(user=user, query=query, parsed=parsed, overrides=overrides, tier=None)
+        return {"search_id": str(search.pk), "people": []}
+    # 9. candidates with fallback tiers
+    with _stage(timings, "tiers"):
+        set_scan_mode(exact=exact_scan)
+        found = retrieve_with_fallback(parsed=parsed, qvec=qvec)
+    # 7. lexical bonus (for the people retrieval found)
+    with _stage(timings, "lexical"):
+        lex = lexical_bonus(parsed=parsed, person_ids=list(found.person_ids))
+    # 10-11. collapse to people, top N
+    with _stage(timings, "rank"):
+        ranked = collapse_and_rank(parents=found.parents, children=found.children, parsed=parsed, tier=found.tier,
+                                   lexical=lex)[: k.TOP_PEOPLE]
+        # 13. load people + profiles
+        ids = [r.person_id for r in ranked]
+        persons = {p.pk: p for p in Person.objects.filter(pk__in=ids)}
+        profiles = {p.person_id: p for p in PersonProfile.objects.filter(person_id__in=ids)}
+        for r in ranked:
+            prof = profiles.get(r.person_id)
+            r.has_salary_min = bool(prof and prof.work_preferred_salary_min)
+        # 14. tiebreaks
+        ranked = apply_tiebreaks([r for r in ranked if r.person_id in persons], parsed=parsed)
+    with _stage(timings, "persist"):
+        # 12 / 15. Search row + debit (an empty ranking is still charged, as the seed says)
+        search = _create_search(user=user, query=query, parsed=parsed, overrides=overrides, tier=found.tier)
+        if not ranked:
+            return {"search_id": str(search.pk), "people": []}
+        # 16-18. SearchResult rows with deterministic why_matched
+        rows, whys = [], {}
+        for rank, r in enumerate(ranked, start=1):
+            whys[r.person_id] = deterministic_bullets(ranked=r, parsed=parsed, profile=profiles.get(r.person_id))
+            rows.append(SearchResult(
+                search=search, person_id=r.person_id, rank=rank, score=round(r.score, 6),
+                extra={"matched_parent_ids": [str(c["id"]) for c in r.parents],
+                       "matched_child_ids": [str(c["id"]) for c in r.children],
+                       "why_matched": whys[r.person_id], "why_source": "deterministic", "score_parts": r.parts()}))
+        SearchResult.objects.bulk_create(rows)
+        # 19. matched cards, with the child-only fallback (show the parents behind matched children)
+        want = {c["id"] for r in ranked for c in r.parents}
+        want |= {c["parent_id"] for r in ranked if not r.parents for c in r.children}
+        cards = {c.pk: c for c in ExperienceCard.objects.filter(pk__in=list(want))}
+        people_out = []
+        for r in ranked:
+            p, prof = persons[r.person_id], profiles.get(r.person_id)
+            card_ids = [c["id"] for c in r.parents] or list(dict.fromkeys(c["parent_id"] for c in r.children))
+            otw = bool(prof and prof.open_to_work)
+            people_out.append({
+                "id": str(p.pk), "name": p.display_name or None, "headline": p.headline or None,
+                "bio": (prof.bio if prof else "") or None, "similarity_percent": similarity_percent(r.score),
+                "why_matched": whys[r.person_id], "open_to_work": otw,
+                "open_to_contact": bool(prof and prof.open_to_contact),
+                "work_preferred_locations": list(prof.work_preferred_locations or []) if otw else [],
+                "work_preferred_salary_min": prof.work_preferred_salary_min if otw else None,
+                "matched_cards": [card_response(cards[i]) for i in card_ids[: k.MATCHED_CARDS_PER_PERSON]
+                                  if i in cards],
+            })
+    # 17 (async). one batched LLM refinement after commit
+    from search.llm import is_configured
+
+    if is_configured():
+        sid = str(search.pk)
+
+        def _enqueue() -> None:
+            from people.tasks import refine_why_matched_task
+
+            try:
+                refine_why_matched_task.delay(sid)
+            except Exception as exc:  # noqa: BLE001 - deterministic bullets stay
+                log.warning("could not enqueue why_matched refinement: %s", exc)
+
+        transaction.on_commit(_enqueue)
+    # 20. response
+    return {"search_id": str(search.pk), "people": people_out}
+
+
+def get_search(*, user, search_id) -> dict[str, Any]:  # noqa: ANN001
+    """A past search with its (possibly LLM-refined) why_matched; session expiry applies."""
+    from people.sessions import validate_search_session
+
+    search = validate_search_session(user=user, search_id=search_id)
+    results = list(SearchResult.objects.filter(search=search).select_related("person", "person__profile"))
+    people = []
+    for r in results:
+        prof = getattr(r.person, "profile", None)
+        people.append({"id": str(r.person_id), "name": r.person.display_name, "headline": r.person.headline or None,
+                       "rank": r.rank, "score": r.score, "similarity_percent": similarity_percent(r.score),
+                       "why_matched": r.extra.get("why_matched", []),
+                       "why_source": r.extra.get("why_source", "deterministic"),
+                       "open_to_work": bool(prof and prof.open_to_work),
+                       "open_to_contact": bool(prof and prof.open_to_contact),
+                       "matched_parent_ids": r.extra.get("matched_parent_ids", []),
+                       "matched_child_ids": r.extra.get("matched_child_ids", [])})
+    return {"search_id": str(search.pk), "query": search.query_text, "created_at": search.created_at.isoformat(),
+            "expires_at": search.expires_at.isoformat(), "fallback_tier": search.extra.get("fallback_tier"),
+            "parsed_constraints": search.parsed_constraints, "people": people}

@@ -1,0 +1,40 @@
+"""24 h search sessions that gate profile views and unlocks (seed 001 §5)."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from config.errors import ApiError, BadInput, NotFound
+from people.constants import C
+from people.models import Search, SearchResult
+
+
+class SearchExpired(ApiError):
+    status_code = 410
+    code = "search_expired"
+
+
+def is_expired(search: Search, *, now=None) -> bool:  # noqa: ANN001
+    now = now or timezone.now()
+    if search.expires_at is not None:
+        return search.expires_at < now
+    return search.created_at + timedelta(hours=C().SEARCH_RESULT_EXPIRY_HOURS) < now
+
+
+def validate_search_session(*, user, search_id, person_id=None) -> Search:  # noqa: ANN001
+    """The search must exist, be the caller's, be unexpired, and (if given) contain the person."""
+    if not search_id:
+        raise BadInput("search_id is required", field="search_id")
+    try:
+        search = Search.objects.filter(pk=search_id, searcher=user).first()
+    except (ValidationError, ValueError):
+        raise BadInput("search_id must be a UUID", field="search_id") from None
+    if search is None:
+        raise NotFound("Search not found.", field="search_id")
+    if is_expired(search):
+        raise SearchExpired("This search session has expired; run the search again.", field="search_id")
+    if person_id is not None and not SearchResult.objects.filter(search=search, person_id=person_id).exists():
+        raise NotFound("This person is not part of that search.", field="search_id", code="person_not_in_search")
+    return search

@@ -1,0 +1,35 @@
+"""Cards saved without a vector get one from Celery after the transaction commits.
+
+Why on_commit: the worker must see the row; why a task: embedding a card costs
+~10 ms of CPU that a request or an admin save should not wait for.
+"""
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models.signals import post_save
+from django.dispatch import receiver
+
+from people.models import ExperienceCard, ExperienceCardChild
+
+
+def _enqueue(**ids) -> None:  # noqa: ANN003
+    from people.tasks import embed_cards_task
+
+    try:
+        embed_cards_task.delay(**ids)
+    except Exception:  # noqa: BLE001 - broker down: the card stays searchable lexically; import/reembed fixes it
+        import logging
+
+        logging.getLogger(__name__).warning("could not enqueue embedding for %s", ids)
+
+
+@receiver(post_save, sender=ExperienceCard)
+def _parent_saved(sender, instance, **kwargs) -> None:  # noqa: ANN001
+    if instance.embedding is None:
+        transaction.on_commit(lambda: _enqueue(parent_ids=[str(instance.pk)]))
+
+
+@receiver(post_save, sender=ExperienceCardChild)
+def _child_saved(sender, instance, **kwargs) -> None:  # noqa: ANN001
+    if instance.embedding is None:
+        transaction.on_commit(lambda: _enqueue(child_ids=[str(instance.pk)]))

@@ -1,0 +1,181 @@
+"""Candidate retrieval with fallback tiers (seed 001 §4.6-4.8).
+
+Why HNSW with iterative scan: the tier filters are selective (one company, one
+city); a plain filtered HNSW scan stops after ef_search rows and returns too
+few. `hnsw.iterative_scan = relaxed_order` keeps scanning, and the outer
+ORDER BY restores exact order among what it found.
+Children come from their own ANN scan (not a per-person min over every child),
+which is what makes child-only matches possible without a full scan.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connection
+
+from people.constants import C
+from people.indexing import vector_literal
+
+
+@dataclass(frozen=True)
+class TierPolicy:
+    tier: int
+    apply_time: bool
+    apply_location: bool
+    apply_company_team: bool
+
+
+def policy_for(tier: int) -> TierPolicy:
+    k = C()
+    return TierPolicy(
+        tier=tier,
+        apply_time=tier < k.FALLBACK_TIER_TIME_SOFT,
+        apply_location=tier < k.FALLBACK_TIER_LOCATION_SOFT,
+        apply_company_team=tier < k.FALLBACK_TIER_COMPANY_TEAM_SOFT,
+    )
+
+
+def has_time(must: dict) -> bool:
+    return bool(must.get("time_start") and must.get("time_end"))
+
+
+def has_location(must: dict) -> bool:
+    return bool(must.get("city") or must.get("country") or must.get("location_text"))
+
+
+def has_company_team(must: dict) -> bool:
+    return bool(must.get("company_norm") or must.get("team_norm"))
+
+
+def card_filter_sql(parsed: dict[str, Any], policy: TierPolicy, alias: str = "c") -> tuple[str, list, bool]:
+    """WHERE fragments over parent card `alias` (+ profile `p`); returns (sql, params, needs_profile_join)."""
+    must, exclude = parsed["must"], parsed["exclude"]
+    where: list[str] = [f"{alias}.visibility = 'public'"]
+    params: list[Any] = []
+    for key in ("intent_primary", "domain", "sub_domain", "employment_type", "seniority_level"):
+        if must.get(key):
+            where.append(f"{alias}.{key} = ANY(%s)")
+            params.append(list(must[key]))
+    if must.get("is_current") is not None:
+        where.append(f"{alias}.is_current = %s")
+        params.append(bool(must["is_current"]))
+    if policy.apply_company_team:
+        if must.get("company_norm"):
+            where.append(f"{alias}.company_norm = ANY(%s)")
+            params.append(list(must["company_norm"]))
+        if must.get("team_norm"):
+            where.append(f"{alias}.team_norm = ANY(%s)")
+            params.append(list(must["team_norm"]))
+    if policy.apply_location:
+        if must.get("city"):
+            where.append(f"lower({alias}.city) = %s")
+            params.append(must["city"])
+        if must.get("country"):
+            where.append(f"lower({alias}.country) = %s")
+            params.append(must["country"])
+        if must.get("location_text"):
+            where.append(f"{alias}.location_text ILIKE %s")
+            params.append("%" + must["location_text"].replace("%", r"\%").replace("_", r"\_") + "%")
+    if policy.apply_time and has_time(must):
+        where.append(f"({alias}.start_date IS NOT NULL OR {alias}.end_date IS NOT NULL)")
+        where.append(f"({alias}.start_date IS NULL OR {alias}.start_date <= %s::date)")
+        where.append(f"({alias}.end_date IS NULL OR {alias}.end_date >= %s::date)")
+        params += [must["time_end"], must["time_start"]]
+    # excludes: never relaxed
+    if exclude.get("company_norm"):
+        where.append(f"NOT ({alias}.company_norm = ANY(%s))")
+        params.append(list(exclude["company_norm"]))
+    if exclude.get("keywords"):
+        where.append(f"NOT ({alias}.search_phrases && %s::varchar[])")
+        params.append(list(exclude["keywords"]))
+    needs_profile = bool(must.get("open_to_work_only") or must.get("offer_salary_inr_per_year"))
+    if needs_profile:
+        if must.get("open_to_work_only"):
+            where.append("p.open_to_work = true")
+            if parsed.get("preferred_locations"):
+                where.append("p.work_preferred_locations && %s::varchar[]")
+                params.append(list(parsed["preferred_locations"]))
+        if must.get("offer_salary_inr_per_year"):
+            where.append("(p.work_preferred_salary_min IS NULL OR p.work_preferred_salary_min <= %s)")
+            params.append(int(must["offer_salary_inr_per_year"]))
+    return " AND ".join(where), params, needs_profile
+
+
+CARD_COLS = ("id", "person_id", "dist", "title", "summary", "search_phrases", "company_norm", "team_norm", "city",
+             "country", "location_text", "start_date", "end_date", "is_current")
+
+
+@dataclass
+class TierResult:
+    tier: int
+    parents: list[dict] = field(default_factory=list)
+    children: list[dict] = field(default_factory=list)
+
+    @property
+    def person_ids(self) -> set:
+        return {r["person_id"] for r in self.parents} | {r["person_id"] for r in self.children}
+
+
+def set_scan_mode(*, exact: bool = False) -> None:
+    """Per transaction: iterative HNSW scans (or an exact scan, for the benchmark's ratio)."""
+    with connection.cursor() as cur:
+        if exact:
+            cur.execute("SET LOCAL enable_indexscan = off")
+        else:
+            cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cur.execute(f"SET LOCAL hnsw.ef_search = {int(C().HNSW_EF_SEARCH)}")
+
+
+def fetch_tier(*, parsed: dict[str, Any], qvec, tier: int) -> TierResult:  # noqa: ANN001
+    k = C()
+    policy = policy_for(tier)
+    where, params, needs_profile = card_filter_sql(parsed, policy)
+    join = "JOIN people_personprofile p ON p.person_id = c.person_id" if needs_profile else ""
+    vec = vector_literal(qvec)
+    cols = ", ".join(f"x.{c}" for c in CARD_COLS)
+    parent_sql = f"""
+        WITH x AS MATERIALIZED (
+          SELECT c.id, c.person_id, c.embedding <=> %s::vector AS dist, c.title, c.summary, c.search_phrases,
+                 c.company_norm, c.team_norm, c.city, c.country, c.location_text, c.start_date, c.end_date,
+                 c.is_current
+          FROM people_experiencecard c {join}
+          WHERE c.embedding IS NOT NULL AND {where}
+          ORDER BY c.embedding <=> %s::vector LIMIT %s)
+        SELECT {cols} FROM x ORDER BY x.dist"""
+    child_sql = f"""
+        WITH x AS MATERIALIZED (
+          SELECT ch.id, ch.person_id, ch.embedding <=> %s::vector AS dist, ch.title, ch.summary, ch.search_phrases,
+                 c.company_norm, c.team_norm, c.city, c.country, c.location_text, c.start_date, c.end_date,
+                 c.is_current, ch.parent_id
+          FROM people_experiencecardchild ch JOIN people_experiencecard c ON c.id = ch.parent_id {join}
+          WHERE ch.embedding IS NOT NULL AND {where}
+          ORDER BY ch.embedding <=> %s::vector LIMIT %s)
+        SELECT {cols}, x.parent_id FROM x ORDER BY x.dist"""
+    out = TierResult(tier=tier)
+    with connection.cursor() as cur:
+        cur.execute(parent_sql, [vec, *params, vec, k.OVERFETCH_CARDS])
+        out.parents = [dict(zip(CARD_COLS, row)) for row in cur.fetchall()]
+        cur.execute(child_sql, [vec, *params, vec, k.OVERFETCH_CARDS * 2])
+        out.children = [dict(zip(CARD_COLS + ("parent_id",), row)) for row in cur.fetchall()]
+    return out
+
+
+def retrieve_with_fallback(*, parsed: dict[str, Any], qvec) -> TierResult:  # noqa: ANN001
+    """Relax tier by tier until MIN_RESULTS people or the last tier. A tier that would relax nothing the
+    query asked for returns the same rows as the one before, so it is skipped (same answer, fewer queries)."""
+    k = C()
+    must = parsed["must"]
+    result = None
+    for tier in range(k.FALLBACK_TIER_STRICT, k.FALLBACK_TIER_COMPANY_TEAM_SOFT + 1):
+        if result is not None:
+            relaxes = {k.FALLBACK_TIER_TIME_SOFT: has_time(must), k.FALLBACK_TIER_LOCATION_SOFT: has_location(must),
+                       k.FALLBACK_TIER_COMPANY_TEAM_SOFT: has_company_team(must)}.get(tier, True)
+            if not relaxes:
+                result.tier = tier
+                continue
+        result = fetch_tier(parsed=parsed, qvec=qvec, tier=tier)
+        if len(result.person_ids) >= k.MIN_RESULTS:
+            break
+    assert result is not None
+    return result
