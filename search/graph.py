@@ -214,15 +214,23 @@ def compute_boosts(*, base: dict[int, float], adjacency: dict[str, list[tuple[st
 def apply_graph_boost(candidates: list, *, dataset_ids: Iterable[int], seed_top_n: int = DEFAULT_SEED_TOP_N,
                       depth: int = DEFAULT_DEPTH, decay: float = DEFAULT_DECAY, top_k: int = DEFAULT_TOP_K,
                       strength: float = DEFAULT_STRENGTH, relations: Iterable[str] = BOOST_RELATIONS,
-                      add_missing: bool = True) -> list:
+                      add_missing: bool = True, score_key: str | None = None,
+                      missing_filter: dict[str, list[str]] | None = None) -> list:
     """Re-score candidates with the graph boost; returns a new list sorted by boosted score.
 
-    Each candidate is a dict or object with `chunk_id` and `score`; the result carries `base_score`,
-    `graph_boost` and `graph_path` on every candidate. With add_missing, boosted neighbours that the
-    retrieval did not return join the list with base score 0 (a linked definition can surface).
+    A candidate is a dict or an object (search.fusion.Candidate) with `chunk_id` and a score
+    (`score_key`; default `score` for dicts, `fused_score` for objects). Every candidate then carries
+    `base_score`, `graph_boost` and `graph_path` (objects: graph_boost attribute + extra dict). With
+    add_missing, boosted neighbours that retrieval did not return join with base score 0, so a linked
+    definition can surface; `missing_filter` ({"book_id": [...], "ruleset_id": [...]}) keeps them inside
+    the same book/ruleset filter as the query.
     """
     ds = list(dataset_ids)
-    base = {int(_get(c, "chunk_id")): float(_get(c, "score")) for c in candidates}
+    if not candidates:
+        return []
+    is_dict = isinstance(candidates[0], dict)
+    key = score_key or ("score" if is_dict else "fused_score")
+    base = {int(_get(c, "chunk_id")): float(_get(c, key) or 0.0) for c in candidates}
     seeds = sorted(base, key=lambda cid: (-base[cid], cid))[:seed_top_n]
     adjacency = load_adjacency(node_ids=[chunk_node(s) for s in seeds], dataset_ids=ds, depth=depth,
                                relations=relations) if seeds and depth > 0 else {}
@@ -232,19 +240,32 @@ def apply_graph_boost(candidates: list, *, dataset_ids: Iterable[int], seed_top_
     if add_missing:
         missing = [cid for cid in boosts if cid not in base]
         if missing:
-            allowed = set(Chunk.objects.filter(id__in=missing, dataset_id__in=ds).values_list("id", flat=True))
+            qs = Chunk.objects.filter(id__in=missing, dataset_id__in=ds)
+            for fkey, fvals in (missing_filter or {}).items():
+                if fvals:
+                    qs = qs.filter(**{f"{fkey}__in": list(fvals)})
+            allowed = set(qs.values_list("id", flat=True))
             for cid in missing:
                 if cid in allowed:
-                    out.append({"chunk_id": cid, "score": 0.0, "via_graph": True})
+                    if is_dict:
+                        out.append({"chunk_id": cid, key: 0.0, "via_graph": True})
+                    else:
+                        obj = type(candidates[0])(chunk_id=cid)
+                        _set(obj, key, 0.0)
+                        out.append(obj)
     for c in out:
         cid = int(_get(c, "chunk_id"))
         b, path = boosts.get(cid, (0.0, []))
-        base_score = float(_get(c, "score"))
-        _set(c, "base_score", base_score)
+        base_score = float(_get(c, key) or 0.0)
+        _set(c, key, base_score + b)
         _set(c, "graph_boost", b)
-        _set(c, "graph_path", path)
-        _set(c, "score", base_score + b)
-    out.sort(key=lambda c: (-float(_get(c, "score")), int(_get(c, "chunk_id"))))
+        if is_dict:
+            c["base_score"], c["graph_path"] = base_score, path
+        else:
+            extra = getattr(c, "extra", None)
+            if isinstance(extra, dict):
+                extra.update(base_score=base_score, graph_boost=b, graph_path=path)
+    out.sort(key=lambda c: (-float(_get(c, key)), int(_get(c, "chunk_id"))))
     return out
 
 

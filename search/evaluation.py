@@ -1,0 +1,333 @@
+"""The evaluation harness behind `manage.py evaluate` (seed 002, issue 4 §6).
+
+Why ablations in one run: a number for the default pipeline means little unless
+the same queries, the same index and the same moment also score each leg alone,
+each fusion, the reranker and the graph boost; then a regression (the default
+below sparse-only, say) is visible in one table. Metrics come from ranx, never
+hand-rolled, so they match what papers report.
+
+Two kinds of collection:
+* BEIR (`corpus.jsonl`, `queries.jsonl`, `qrels_test.tsv` or `qrels/test.tsv`): the corpus is
+  ingested into its own dataset (one document per corpus id, embeddings from the shared cache);
+  relevance is per corpus id, a document's score is its best chunk's.
+* Rulebook queries (JSON: [{id, query, book_id, expected_sections | expected_chunk_ids, answer?}]):
+  relevance is per chunk; expected section paths are resolved to chunk ids in the rules dataset.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+PIPELINES = ("default", "sparse", "dense", "fused", "fused+rerank", "fused+graph", "weighted")
+RANX_METRICS = {"hit@1": "hit_rate@1", "hit@3": "hit_rate@3", "hit@5": "hit_rate@5", "hit@10": "hit_rate@10",
+                "mrr@10": "mrr@10", "ndcg@10": "ndcg@10", "recall@100": "recall@100"}
+RUN_DEPTH = 100
+
+
+# ------------------------------------------------------------------------------------------------ metrics
+
+def compute_metrics(*, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> dict[str, float]:
+    """ranx metrics over the judged queries. A query the run has no answer for scores 0 (not dropped)."""
+    import warnings
+
+    from ranx import Qrels, Run, evaluate
+
+    judged = {q: {d: int(r) for d, r in docs.items()} for q, docs in qrels.items() if any(r > 0 for r in docs.values())}
+    if not judged:
+        return {k: 0.0 for k in RANX_METRICS}
+    full_run = {}
+    for q in judged:
+        docs = {str(d): float(s) for d, s in (run.get(q) or {}).items()}
+        full_run[q] = docs or {"__no_result__": 0.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scores = evaluate(Qrels(judged), Run(full_run), list(RANX_METRICS.values()), make_comparable=True)
+    return {k: round(float(scores[v]), 4) for k, v in RANX_METRICS.items()}
+
+
+def ranked_to_run(ranked: list[tuple[str, float]], *, depth: int = RUN_DEPTH) -> dict[str, float]:
+    """Ordered (doc, score) -> ranx scores that keep the order exactly (ties and rescoring can't reorder)."""
+    out: dict[str, float] = {}
+    for doc, _ in ranked:
+        if doc not in out:
+            out[doc] = float(depth + 1 - len(out))
+            if len(out) >= depth:
+                break
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ BEIR
+
+@dataclass
+class BeirCollection:
+    name: str
+    path: Path
+    corpus: dict[str, dict[str, str]]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def load_beir(path: str | Path, *, max_queries: int | None = None) -> BeirCollection:
+    """Read a BEIR folder; only queries with test judgements are kept."""
+    root = Path(path)
+    if not (root / "corpus.jsonl").exists() or not (root / "queries.jsonl").exists():
+        raise FileNotFoundError(f"{root} has no corpus.jsonl / queries.jsonl")
+    qrels_path = next((p for p in (root / "qrels_test.tsv", root / "qrels" / "test.tsv") if p.exists()), None)
+    if qrels_path is None:
+        raise FileNotFoundError(f"{root} has neither qrels_test.tsv nor qrels/test.tsv")
+    qrels: dict[str, dict[str, int]] = {}
+    with qrels_path.open(newline="") as fh:
+        for row in csv.reader(fh, delimiter="\t"):
+            if len(row) < 3 or not row[2].strip().lstrip("-").isdigit():
+                continue  # header
+            qrels.setdefault(row[0], {})[row[1]] = int(row[2])
+    queries = {}
+    with (root / "queries.jsonl").open() as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                if str(rec["_id"]) in qrels:
+                    queries[str(rec["_id"])] = rec["text"]
+    if max_queries:
+        queries = dict(list(queries.items())[:max_queries])
+    qrels = {q: d for q, d in qrels.items() if q in queries}
+    corpus = {}
+    with (root / "corpus.jsonl").open() as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                corpus[str(rec["_id"])] = {"title": rec.get("title") or "", "text": rec.get("text") or ""}
+    return BeirCollection(name=root.name, path=root, corpus=corpus, queries=queries, qrels=qrels)
+
+
+def beir_documents(collection: BeirCollection) -> list:
+    """One DocumentDraft per corpus entry; title + abstract as one chunk (SciFact abstracts fit the model)."""
+    import hashlib
+
+    from search.ingest.base import ChunkDraft, DocumentDraft
+
+    docs = []
+    for doc_id, rec in collection.corpus.items():
+        text = f"{rec['title']}\n{rec['text']}".strip() if rec["title"] else rec["text"]
+        if not text.strip():
+            continue
+        docs.append(DocumentDraft(
+            path=doc_id, content_hash=hashlib.sha256(text.encode()).hexdigest(), title=rec["title"][:500],
+            chunks=[ChunkDraft(text=text, start_line=1, end_line=max(1, text.count("\n") + 1), kind="beir",
+                               symbol=rec["title"][:500])]))
+    return docs
+
+
+def evaluability(collection: BeirCollection) -> float:
+    """Share of judged queries whose relevant documents are in the corpus at all (1.0 = every query can score)."""
+    if not collection.qrels:
+        return 0.0
+    ok = sum(1 for docs in collection.qrels.values() if any(d in collection.corpus for d, r in docs.items() if r > 0))
+    return round(ok / len(collection.qrels), 4)
+
+
+# ------------------------------------------------------------------------------------------------ rulebook queries
+
+@dataclass
+class RulesQuery:
+    id: str
+    query: str
+    book_id: str = ""
+    ruleset_id: str = ""
+    expected_sections: list[list[str]] = field(default_factory=list)
+    expected_chunk_ids: list[int] = field(default_factory=list)
+    answer: str = ""
+
+
+def load_rules_queries(path: str | Path) -> list[RulesQuery]:
+    data = json.loads(Path(path).read_text())
+    items = data.get("queries", data) if isinstance(data, dict) else data
+    out = []
+    for n, rec in enumerate(items, start=1):
+        out.append(RulesQuery(id=str(rec.get("id", n)), query=rec["query"], book_id=rec.get("book_id", ""),
+                              ruleset_id=rec.get("ruleset_id", ""),
+                              expected_sections=[list(p) for p in rec.get("expected_sections", [])],
+                              expected_chunk_ids=[int(i) for i in rec.get("expected_chunk_ids", [])],
+                              answer=rec.get("answer", "")))
+    return out
+
+
+def resolve_expected(query: RulesQuery, *, dataset_ids: list[int]) -> set[int]:
+    """Chunk ids a rules query expects: explicit ids, or chunks whose section path ends with an expected path."""
+    from search.models import Chunk
+
+    ids = set(query.expected_chunk_ids)
+    if query.expected_sections:
+        qs = Chunk.objects.filter(dataset_id__in=dataset_ids)
+        if query.book_id:
+            qs = qs.filter(book_id=query.book_id)
+        lowered = [[s.lower() for s in p] for p in query.expected_sections]
+        for cid, path in qs.values_list("id", "section_path"):
+            low = [s.lower() for s in path]
+            if any(low[-len(p):] == p for p in lowered if p and len(p) <= len(low)):
+                ids.add(cid)
+    return ids
+
+
+def token_f1(a: str, b: str) -> float:
+    """Answer similarity: SQuAD-style token F1 between a produced and an expected answer."""
+    from collections import Counter
+
+    ta = re.findall(r"[a-z0-9]+", a.lower())
+    tb = re.findall(r"[a-z0-9]+", b.lower())
+    if not ta or not tb:
+        return 0.0
+    common = sum((Counter(ta) & Counter(tb)).values())
+    if common == 0:
+        return 0.0
+    p, r = common / len(ta), common / len(tb)
+    return 2 * p * r / (p + r)
+
+
+# ------------------------------------------------------------------------------------------------ pipelines
+
+Ranker = Callable[[str, dict[str, Any]], list[tuple[int, float]]]  # (query, ctx) -> [(chunk_id, score)] best first
+
+
+def make_rankers(*, project, dataset_ids: list[int], extra_filter: dict[str, Any] | None = None,  # noqa: ANN001
+                 default: Ranker | None = None) -> dict[str, Ranker]:
+    """One callable per ablation, all over the same index and filter; `default` is what the API runs."""
+    from search.fusion import Candidate
+    from search.graph import apply_graph_boost
+    from search.models import Chunk
+    from search.pipeline import build_filter, rerank_candidates, retrieve, run_query
+
+    flt = build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter)
+
+    def leg(legs: str, fusion: str = "rrf") -> Ranker:
+        def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
+            cands = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion=fusion, legs=legs)
+            return [(c.chunk_id, c.fused_score) for c in cands]
+        return rank
+
+    def fused_rerank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
+        cands: list[Candidate] = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion="rrf")
+        rows = {c.pk: c for c in Chunk.objects.filter(pk__in=[c.chunk_id for c in cands])}
+        cands = [c for c in cands if c.chunk_id in rows]
+        for c in cands:
+            c.chunk = rows[c.chunk_id]
+        if cands:
+            rerank_candidates(q=q, cands=cands)
+        return [(c.chunk_id, c.rerank_score or 0.0) for c in cands]
+
+    def fused_graph(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
+        cands = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion="rrf")
+        boosted = apply_graph_boost(cands, dataset_ids=dataset_ids)
+        return [(c.chunk_id, c.fused_score) for c in boosted]
+
+    def api_default(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
+        res = run_query(user=None, project=project, q=q, include_global=False, top_k=min(50, RUN_DEPTH),
+                        candidates=RUN_DEPTH, log=False, extra_filter=extra_filter, kind="eval")
+        return [(c.chunk_id, c.rerank_score if c.rerank_score is not None else c.fused_score) for c in res.candidates]
+
+    return {"default": default or api_default, "sparse": leg("sparse"), "dense": leg("dense"), "fused": leg("hybrid"),
+            "fused+rerank": fused_rerank, "fused+graph": fused_graph, "weighted": leg("hybrid", "weighted")}
+
+
+@dataclass
+class EvalReport:
+    collection: str
+    queries: int
+    pipelines: dict[str, dict[str, float | None]]
+    timings: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"collection": self.collection, "queries": self.queries, "pipelines": self.pipelines,
+                "timings": self.timings, **({"extra": self.extra} if self.extra else {})}
+
+
+def run_pipelines(*, queries: dict[str, str], qrels: dict[str, dict[str, int]], rankers: dict[str, Ranker],
+                  to_doc: Callable[[list[int]], dict[int, str]] | None = None, pipelines: list[str] | None = None,
+                  contexts: dict[str, dict[str, Any]] | None = None, progress: bool = True
+                  ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, list[tuple[str, float]]]], dict]:
+    """Each pipeline over every query -> (metrics per pipeline, ranked doc lists, timings)."""
+    names = [p for p in (pipelines or list(PIPELINES)) if p in rankers]
+    metrics: dict[str, dict[str, float]] = {}
+    ranked_all: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    timings: dict[str, Any] = {}
+    for name in names:
+        rank = rankers[name]
+        runs: dict[str, dict[str, float]] = {}
+        ranked_all[name] = {}
+        t0 = time.perf_counter()
+        for qid, text in tqdm(list(queries.items()), desc=f"{name:>12}", file=sys.stderr, disable=not progress,
+                              leave=False):
+            hits = rank(text, (contexts or {}).get(qid, {}))
+            ids = [cid for cid, _ in hits]
+            mapping = to_doc(ids) if to_doc else {cid: str(cid) for cid in ids}
+            docs = [(mapping[cid], s) for cid, s in hits if cid in mapping]
+            ranked_all[name][qid] = docs
+            runs[qid] = ranked_to_run(docs)
+        elapsed = time.perf_counter() - t0
+        metrics[name] = compute_metrics(qrels=qrels, run=runs)
+        timings[name] = {"total_s": round(elapsed, 2), "ms_per_query": round(1000 * elapsed / max(1, len(queries)), 2)}
+    return metrics, ranked_all, timings
+
+
+# ------------------------------------------------------------------------------------------------ reports
+
+def markdown_table(report: EvalReport) -> str:
+    keys = list(RANX_METRICS) + [k for k in ("evaluability", "cross_book_contamination", "answer_similarity")
+                                 if any(k in m for m in report.pipelines.values())]
+    lines = [f"**{report.collection}** — {report.queries} queries", "",
+             "| pipeline | " + " | ".join(keys) + " | ms/query |", "|---|" + "---:|" * (len(keys) + 1)]
+    for name, m in report.pipelines.items():
+        cells = ["" if m.get(k) is None else f"{m[k]:.4f}" for k in keys]
+        ms = report.timings.get(name, {}).get("ms_per_query", "")
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {ms} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(report: EvalReport, *, report_dir: str | Path) -> dict[str, str]:
+    """report.md (the table), report.json and report.png (nDCG@10 / MRR@10 / recall@100 per pipeline)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    out = Path(report_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", report.collection)
+    md = out / f"{slug}.md"
+    md.write_text(markdown_table(report))
+    js = out / f"{slug}.json"
+    js.write_text(json.dumps(report.as_dict(), indent=2))
+    names = list(report.pipelines)
+    metrics = ["ndcg@10", "mrr@10", "recall@100", "hit@1"]
+    x = np.arange(len(names))
+    width = 0.2
+    fig, ax = plt.subplots(figsize=(max(7, 1.3 * len(names)), 4))
+    for i, m in enumerate(metrics):
+        ax.bar(x + (i - 1.5) * width, [report.pipelines[n].get(m) or 0 for n in names], width, label=m)
+    ax.set_xticks(x, names, rotation=20)
+    ax.set_ylim(0, 1)
+    ax.set_title(f"{report.collection} ({report.queries} queries)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    png = out / f"{slug}.png"
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return {"markdown": str(md), "json": str(js), "png": str(png)}
+
+
+def save_run(report: EvalReport, *, report_dir: str = ""):  # noqa: ANN201
+    from search.models import EvaluationRun
+
+    return EvaluationRun.objects.create(collection=report.collection[:300], queries=report.queries,
+                                        results=report.pipelines, timings=report.timings, report_dir=report_dir)
