@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
+from django_ratelimit import ALL
 from django_ratelimit.core import get_usage
 
 from config.errors import RateLimited
@@ -22,7 +23,7 @@ def enforce(request, *, group: str) -> None:  # noqa: ANN001
     if not settings.RATELIMIT_ENABLE:
         return
     rate = settings.RATE_LIMITS.get(group, settings.RATE_LIMITS["default"])
-    usage = get_usage(request, group=f"rl:{group}", key="user_or_ip", rate=rate, method=None, increment=True)
+    usage = get_usage(request, group=f"rl:{group}", key="user_or_ip", rate=rate, method=ALL, increment=True)
     if usage and usage["should_limit"]:
         retry = max(1, int(usage.get("time_left") or _period_seconds(rate) - int(time.time()) % _period_seconds(rate)))
         raise RateLimited(f"Rate limit {rate} exceeded for {group}.", headers={"Retry-After": str(retry)},
