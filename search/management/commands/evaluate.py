@@ -1,0 +1,66 @@
+"""`manage.py evaluate [--beir DIR | --rules QUERIES.json] [--json] [--report-dir DIR]`: the ablation table.
+
+BEIR: the corpus is ingested (incrementally, embeddings from the shared cache) into the dataset
+`beir:<name>` of the project `--project` (default `eval`), then every pipeline runs every test query.
+Rulebook: queries name expected section paths or chunk ids; the project's rules datasets are searched.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from search.evaluation import PIPELINES
+
+
+class Command(BaseCommand):
+    help = "Evaluate the retrieval pipelines (all ablations in one run) on a BEIR collection or rulebook queries."
+
+    def add_arguments(self, parser):  # noqa: ANN001, ANN201
+        src = parser.add_mutually_exclusive_group()
+        src.add_argument("--beir", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels_test.tsv or qrels/test.tsv")
+        src.add_argument("--rules", help="rulebook queries JSON (default: the demo rulebook's queries)")
+        parser.add_argument("--project", default="", help="project slug (default: eval for BEIR, demo for rules)")
+        parser.add_argument("--pipelines", default=",".join(PIPELINES), help="comma-separated subset")
+        parser.add_argument("--max-queries", type=int, default=0)
+        parser.add_argument("--json", action="store_true", help="print the JSON report on stdout")
+        parser.add_argument("--report-dir", default="var/reports", help="where the .md/.json/.png go")
+        parser.add_argument("--no-save", action="store_true", help="do not store an EvaluationRun row")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, **opts):  # noqa: ANN002, ANN003, ANN201
+        from search.evaluation import save_run, write_report
+        from search.evaluation_runs import evaluate_beir, evaluate_rules
+
+        pipelines = [p.strip() for p in opts["pipelines"].split(",") if p.strip()]
+        bad = [p for p in pipelines if p not in PIPELINES]
+        if bad:
+            raise CommandError(f"unknown pipeline(s) {bad}; choose from {', '.join(PIPELINES)}")
+        progress = not opts["no_progress"]
+        t0 = time.perf_counter()
+        try:
+            if opts["beir"]:
+                report = evaluate_beir(path=opts["beir"], project_slug=opts["project"] or "eval",
+                                       pipelines=pipelines, max_queries=opts["max_queries"] or None,
+                                       progress=progress)
+            else:
+                default_q = Path(__file__).resolve().parents[2] / "demo_rules" / "eval_queries.json"
+                report = evaluate_rules(path=opts["rules"] or str(default_q), project_slug=opts["project"] or "demo",
+                                        pipelines=pipelines, max_queries=opts["max_queries"] or None,
+                                        progress=progress)
+        except (FileNotFoundError, LookupError, ValueError) as exc:
+            raise CommandError(str(exc)) from exc
+        report.timings["wall_s"] = round(time.perf_counter() - t0, 2)
+        files = write_report(report, report_dir=opts["report_dir"])
+        if not opts["no_save"]:
+            save_run(report, report_dir=opts["report_dir"])
+        if opts["json"]:
+            self.stdout.write(json.dumps(report.as_dict(), indent=2))
+        else:
+            from search.evaluation import markdown_table
+
+            self.stdout.write(markdown_table(report))
+        print(f"report: {files['markdown']}  chart: {files['png']}", file=sys.stderr)
