@@ -85,7 +85,11 @@ def build_graph(*, dataset_id: int, ruleset_id: str, book_id: str, config: Trave
     names = config_names(config)
     definition: dict[str, int] = {}  # lower name -> defining chunk id
     by_symbol: dict[str, int] = {}
-    for c in chunks:
+    # definitions resolve across the whole ruleset in this dataset (a GM guide's "pinned" -> the core book),
+    # this book's own headings first
+    ruleset_chunks = (Chunk.objects.filter(dataset_id=dataset_id, ruleset_id=ruleset_id).exclude(book_id=book_id)
+                      .order_by("book_id", "document_id", "ordinal").values("id", "symbol"))
+    for c in chunks + list(ruleset_chunks):
         sym = (c["symbol"] or "").strip()
         if sym:
             by_symbol.setdefault(sym.lower(), c["id"])

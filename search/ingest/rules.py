@@ -59,7 +59,7 @@ _WORD = re.compile(r"\S+")
 RULE_CUES = [re.compile(p, re.IGNORECASE) for p in (
     r"\b\d*d\d+\b", r"\bDC\s*\d+", r"\b(dis)?advantage\b", r"\bsaving throw", r"\battack roll", r"\bability check",
     r"\byou can\b", r"\bmust\b", r"\bcan't\b", r"\bhit points?\b", r"\bbonus action\b", r"\breaction\b",
-    r"\bspeed\b", r"\bmodifier\b", r"\bproficien", r"\b\d+\s*(feet|ft\.)")]
+    r"\bspeed\b", r"\bmodifier\b", r"\bproficien", r"\b\d+\s*(feet|ft\.)", r"\bdamage\b", r"\bcheck\b")]
 
 
 # ---------------------------------------------------------------------------------------------- parsing

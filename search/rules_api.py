@@ -1,0 +1,87 @@
+"""Rules API: rules search (JSON) and streamed answers (SSE). Views parse, authorise, call one service, render.
+
+Why validation happens before the stream opens: once a 200 text/event-stream is
+sent, an error can only be an `error` event; a bad request must still be a plain
+400 JSON error {code, detail, field}, and a non-member must get a 404.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.errors import BadInput
+from config.ratelimits import enforce
+from config.schema import ERROR_RESPONSES
+from projects.access import project_for_member
+
+log = logging.getLogger(__name__)
+KNOWN = {"q", "query", "book", "books", "ruleset", "rulesets", "fusion", "graph", "seed_top_n", "depth", "decay",
+         "graph_top_k", "graph_strength", "top_k", "candidates", "rerank"}
+
+
+class _AnyAccept(BaseContentNegotiation):
+    """`Accept: text/event-stream` must not become a 406: errors still render as JSON."""
+
+    def select_parser(self, request, parsers):  # noqa: ANN001, ANN201
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):  # noqa: ANN001, ANN201
+        return renderers[0], renderers[0].media_type
+
+
+def _params(request) -> dict:  # noqa: ANN001
+    from search.rules_search import validate_rules_params
+
+    if not isinstance(request.data, dict):
+        raise BadInput("The body must be a JSON object.", field=None)
+    unknown = sorted(set(request.data) - KNOWN)
+    if unknown:
+        raise BadInput(f"Unknown field {unknown[0]!r}.", field=unknown[0])
+    return validate_rules_params(dict(request.data))
+
+
+class RulesSearchView(APIView):
+    content_negotiation_class = _AnyAccept
+
+    @extend_schema(operation_id="rules_search", tags=["rules"], responses={200: OpenApiResponse(
+        description="results with base score, graph boost and path"), **ERROR_RESPONSES},
+        description="Rulebook search: hybrid retrieval (fusion rrf|weighted), book/ruleset filters, graph boost "
+                    "(seed_top_n, depth, decay, graph_top_k, graph_strength; graph=false disables it).")
+    def post(self, request, slug: str):  # noqa: ANN001, ANN201
+        from search.rules_search import rules_search
+
+        enforce(request, group="context_query")
+        project = project_for_member(user=request.user, slug=slug)
+        p = _params(request)
+        return Response(rules_search(user=request.user, project=project, **p))
+
+
+class AnswerView(APIView):
+    content_negotiation_class = _AnyAccept
+
+    @extend_schema(operation_id="rules_answer", tags=["rules"], responses={200: OpenApiResponse(
+        description="text/event-stream: search, context, generation, token..., complete | error"), **ERROR_RESPONSES},
+        description="Streamed, cited answer. Same body as rules search.")
+    def post(self, request, slug: str):  # noqa: ANN001, ANN201
+        from search.answer import stream_answer
+        from search.rules_search import rules_search
+
+        enforce(request, group="answer")
+        project = project_for_member(user=request.user, slug=slug)
+        p = _params(request)
+        user = request.user
+
+        def finished(status: str, info: dict) -> None:
+            log.info("answer %s project=%s tokens=%s", status, project.slug, info.get("tokens"))
+
+        stream = stream_answer(q=p["q"], search=lambda: rules_search(user=user, project=project, **p),
+                               on_finish=finished)
+        resp = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
+        resp["Cache-Control"] = "no-cache"
+        resp["X-Accel-Buffering"] = "no"
+        return resp
