@@ -24,7 +24,7 @@ _COMPANY_SUFFIX = re.compile(r"\b(?:pvt\.?|private|ltd\.?|limited|inc\.?|llp|cor
 
 
 def clean_token(value: Any) -> str:
-    if value is None or isinstance(value, (dict, list, bool)):
+    if not isinstance(value, str):  # lists of names hold strings; numbers/objects are parser noise
         return ""
     s = re.sub(r"\s+", " ", str(value)).strip().strip(",;.\"'").lower()
     return s[: C().MAX_TOKEN_LEN]

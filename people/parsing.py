@@ -47,7 +47,7 @@ def empty_payload(query: str) -> dict[str, Any]:
 
 
 def _alias_pattern(alias: str) -> re.Pattern:
-    return re.compile(r"(?<![\w])" + re.escape(alias) + r"(?![\w])", re.IGNORECASE)
+    return re.compile(r"(?<![\w])" + re.escape(alias) + r"s?(?![\w])", re.IGNORECASE)  # plural too
 
 
 def _build_alias_index(mapping: dict[str, list[str]]) -> list[tuple[re.Pattern, str, str]]:

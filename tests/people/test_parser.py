@@ -1,0 +1,83 @@
+"""The deterministic parser on 20 realistic queries (no LLM configured)."""
+import pytest
+
+from people.normalize import validate_and_normalize
+from people.parsing import parse_deterministic
+
+
+def parsed(q):
+    return validate_and_normalize(parse_deterministic(q), query=q)
+
+
+def test_the_issue_example_parses_without_an_llm(settings):
+    settings.OPENAI_BASE_URL = ""
+    from people.parsing import parse_query
+
+    q = "backend engineers in Bangalore who worked at Flipkart after 2020, open to work, under 40 LPA"
+    raw = parse_query(q)
+    assert raw["parser"] == "deterministic"
+    m = validate_and_normalize(raw, query=q)["must"]
+    assert m["company_norm"] == ["flipkart"]
+    assert m["city"] == "bangalore"
+    assert m["time_start"] == "2020-01-01"
+    assert m["open_to_work_only"] is True
+    assert m["offer_salary_inr_per_year"] == 4_000_000
+    assert m["intent_primary"] == ["backend"]
+    assert "backend" in validate_and_normalize(raw, query=q)["should"]["keywords"]
+
+
+CASES = [
+    ("senior android developers from Swiggy or Zomato in Gurgaon",
+     {"company_norm": ["swiggy", "zomato"], "city": "gurugram", "seniority_level": ["senior"],
+      "intent_primary": ["mobile"]}),
+    ("data engineers in Hyderabad with spark and airflow", {"intent_primary": ["data"], "city": "hyderabad"}),
+    ("ML engineers who worked at Google between 2018 and 2022",
+     {"company_norm": ["google"], "intent_primary": ["ml"], "time_start": "2018-01-01", "time_end": "2022-12-31"}),
+    ("frontend engineers in Pune, not from TCS", {"intent_primary": ["frontend"], "city": "pune",
+                                                  "exclude_company": ["tcs"]}),
+    ("devops engineers currently at Razorpay", {"company_norm": ["razorpay"], "is_current": True,
+                                               "intent_primary": ["devops"]}),
+    ("ex-Flipkart product managers in Bengaluru", {"company_norm": ["flipkart"], "is_current": False,
+                                                  "city": "bangalore", "intent_primary": ["product"]}),
+    ("freshers in Chennai looking for a job", {"seniority_level": ["junior"], "city": "chennai",
+                                              "open_to_work_only": True}),
+    ("staff engineers in the payments team at PhonePe", {"company_norm": ["phonepe"], "team_norm": ["payments"],
+                                                         "seniority_level": ["staff"]}),
+    ("SRE in Mumbai under 30 lakhs", {"intent_primary": ["sre"], "city": "mumbai",
+                                     "offer_salary_inr_per_year": 3_000_000}),
+    ("fullstack developers with react and node in Noida budget 25 LPA",
+     {"intent_primary": ["fullstack"], "city": "noida", "offer_salary_inr_per_year": 2_500_000}),
+    ("security engineers who worked at Paytm before 2019", {"company_norm": ["paytm"], "time_end": "2019-12-31",
+                                                           "intent_primary": ["security"]}),
+    ("contract QA engineers in Kochi", {"employment_type": ["contract"], "city": "kochi", "intent_primary": ["qa"]}),
+    ("engineering managers at Microsoft in Hyderabad, max 1.2 crore",
+     {"company_norm": ["microsoft"], "city": "hyderabad", "offer_salary_inr_per_year": 12_000_000}),
+    ("lead backend engineers at Zerodha in 2021", {"company_norm": ["zerodha"], "seniority_level": ["lead"],
+                                                    "time_start": "2021-01-01", "time_end": "2021-12-31"}),
+    ("python developers in Delhi excluding Infosys and Wipro", {"city": "delhi",
+                                                                 "exclude_company": ["infosys", "wipro"]}),
+    ("data analysts in Kolkata open to work", {"intent_primary": ["analytics"], "city": "kolkata",
+                                               "open_to_work_only": True}),
+    ("mobile engineers from Ola since 2019-06", {"company_norm": ["ola"], "time_start": "2019-06-01",
+                                                 "intent_primary": ["mobile"]}),
+    ("interns in Bombay", {"seniority_level": ["intern"], "city": "mumbai"}),
+    ("backend engineers at Tata Consultancy Services in Chennai", {"company_norm": ["tcs"], "city": "chennai"}),
+]
+
+
+@pytest.mark.parametrize("query,expected", CASES, ids=[c[0][:40] for c in CASES])
+def test_realistic_queries(query, expected):
+    out = parsed(query)
+    m = out["must"]
+    for key, value in expected.items():
+        if key == "exclude_company":
+            assert out["exclude"]["company_norm"] == value, out["exclude"]
+        else:
+            assert m[key] == value, (key, m)
+    assert out["query_embedding_text"]
+
+
+def test_skills_become_should_and_phrases():
+    out = parsed("backend engineers with kafka and postgresql")
+    assert {"kafka", "postgresql"} <= set(out["should"]["skills_or_tools"])
+    assert "backend engineer" in out["search_phrases"]
