@@ -201,6 +201,37 @@ def retrieve(*, q: str, flt: IndexFilter, candidates: int = 100, fusion: str = "
     return out
 
 
+_TEST_PATH = re.compile(r"(^|/)(tests?|spec|__tests__)/|(^|/)test_[^/]*$|_test\.[a-z]+$|\.spec\.[a-z]+$")
+_MIGRATION_PATH = re.compile(r"(^|/)migrations/")
+PATH_PRIORS = {"test": 0.8, "migration": 0.5}
+
+
+def apply_path_prior(cands: list[Candidate], *, q: str) -> list[Candidate]:
+    """Code only: tests and migrations mention everything; rank them below the code they exercise unless asked for.
+
+    Multiplies the fused score (recorded in the why as path_prior) and re-sorts; rank_before is the rank after it.
+    """
+    ql = q.lower()
+    changed = False
+    for c in cands:
+        if c.chunk.kind != "code":
+            continue
+        prior = 1.0
+        if "test" not in ql and _TEST_PATH.search(c.chunk.path):
+            prior = PATH_PRIORS["test"]
+        elif "migrat" not in ql and _MIGRATION_PATH.search(c.chunk.path):
+            prior = PATH_PRIORS["migration"]
+        if prior != 1.0:
+            c.fused_score *= prior
+            c.extra["path_prior"] = prior
+            changed = True
+    if changed:
+        cands.sort(key=lambda c: (-c.fused_score, c.rank_before))
+        for i, c in enumerate(cands, start=1):
+            c.rank_before = i
+    return cands
+
+
 def rerank_candidates(*, q: str, cands: list[Candidate]) -> str:
     """Score loaded candidates in place (rerank_score, rank_after) and re-sort them; returns the reranker name."""
     from search.rerank import get_reranker, rerank_text
@@ -225,7 +256,8 @@ def _why(c: Candidate, project_id: int) -> dict[str, Any]:
     ch = c.chunk
     return {"dense_score": c.dense_score, "dense_rank": c.dense_rank, "sparse_score": c.sparse_score,
             "sparse_rank": c.sparse_rank, "fused_score": c.fused_score, "rank_before_rerank": c.rank_before,
-            "rerank_score": c.rerank_score, "graph_boost": c.graph_boost, "final_rank": c.final_rank,
+            "rerank_score": c.rerank_score, "graph_boost": c.graph_boost,
+            "path_prior": c.extra.get("path_prior", 1.0), "final_rank": c.final_rank,
             "dataset_id": ch.dataset_id, "project_id": project_id, "owner_project_id": ch.dataset.project_id,
             "span": f"{ch.path}:{ch.start_line}-{ch.end_line}"}
 
@@ -287,6 +319,7 @@ def run_query(*, user, project, q: str, filters: dict[str, Any] | None = None, i
     if clean.get("path_regex"):
         rx = re.compile(clean["path_regex"])
         cands = [c for c in cands if rx.search(c.chunk.path)]
+    cands = apply_path_prior(cands, q=q)
     timings["recheck_ms"] = _ms(t)
 
     reranker_name = None

@@ -106,6 +106,10 @@ def encode_query(text: str, *, code: bool = True) -> SparseVec:
 
 def sparse_document_text(*, text: str, path: str = "", symbol: str = "", heading_path: list[str] | None = None,
                          micro_summary: str = "") -> str:
-    """What the sparse leg indexes: path, symbol and headings carry much of a code chunk's meaning."""
-    head = " ".join(x for x in [path, symbol, " ".join(heading_path or [])] if x)
+    """What the sparse leg indexes: path, symbol and headings carry much of a code chunk's meaning.
+
+    The symbol is counted twice: a query naming what a function does ("deducted") should reach the function named
+    for it (`deduct`) before the code that merely calls it.
+    """
+    head = " ".join(x for x in [path, symbol, symbol, " ".join(heading_path or [])] if x)
     return f"{head}\n{text}" if head else text

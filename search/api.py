@@ -1,0 +1,112 @@
+"""Context API: query, ingest, feedback. Views parse, authorise, call one service, render."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.errors import BadInput, Forbidden, NotFound
+from config.ratelimits import enforce
+from config.schema import ERROR_RESPONSES, ErrorSerializer
+from projects.access import membership_role, project_for_member
+from search import serializers as s
+
+_ERRS = {**ERROR_RESPONSES, 503: ErrorSerializer}
+
+
+def _body(request) -> dict:  # noqa: ANN001
+    if not isinstance(request.data, dict):
+        raise BadInput("The body must be a JSON object.", field=None)
+    return request.data
+
+
+class QueryView(APIView):
+    @extend_schema(operation_id="context_query", request=s.QueryRequestSerializer,
+                   responses={200: s.QueryResponseSerializer, **_ERRS}, tags=["context"],
+                   description="Hybrid dense+sparse search over every dataset the project can see, with a why per "
+                               "result, a context pack and per-stage timings.")
+    def post(self, request, slug: str):  # noqa: ANN001, ANN201
+        from search.pipeline import run_query
+
+        enforce(request, group="context_query")
+        project = project_for_member(user=request.user, slug=slug)
+        body = _body(request)
+        known = {"q", "filters", "include_global", "top_k", "candidates", "fusion", "rerank", "budget_tokens"}
+        unknown = sorted(set(body) - known)
+        if unknown:
+            raise BadInput(f"Unknown field {unknown[0]!r}.", field=unknown[0])
+        budget = body.get("budget_tokens", 8000)
+        if isinstance(budget, bool) or not isinstance(budget, int) or not 100 <= budget <= 100000:
+            raise BadInput("Must be an integer between 100 and 100000.", field="budget_tokens")
+        result = run_query(user=request.user, project=project, q=body.get("q"), filters=body.get("filters"),
+                           include_global=body.get("include_global", True), top_k=body.get("top_k", 15),
+                           candidates=body.get("candidates", 100), fusion=body.get("fusion", "rrf"),
+                           rerank=body.get("rerank"), budget_tokens=budget)
+        return Response(result.as_dict())
+
+
+def _job_data(job) -> dict:  # noqa: ANN001
+    return {"id": str(job.pk), "dataset_id": job.dataset_id, "kind": job.kind, "source": job.source,
+            "status": job.status, "percent": job.percent, "files_total": job.files_total,
+            "files_done": job.files_done, "files_skipped": job.files_skipped, "files_deleted": job.files_deleted,
+            "chunks_written": job.chunks_written, "embeddings_computed": job.embeddings_computed,
+            "embeddings_cached": job.embeddings_cached, "error": job.error}
+
+
+def allowed_source(source: str) -> Path:
+    """API callers may only ingest server paths under INGEST_ALLOWED_ROOTS (default: none but the repo itself)."""
+    roots = getattr(settings, "INGEST_ALLOWED_ROOTS", None) or [settings.BASE_DIR]
+    path = Path(source).expanduser().resolve()
+    if not any(path == Path(r).resolve() or Path(r).resolve() in path.parents for r in roots):
+        raise BadInput("Source is outside the allowed ingest roots.", field="source")
+    if not path.exists():
+        raise BadInput("Source does not exist on the server.", field="source")
+    return path
+
+
+class IngestView(APIView):
+    @extend_schema(operation_id="context_ingest", request=s.IngestRequestSerializer,
+                   responses={202: s.IngestJobSerializer, 403: ErrorSerializer, **_ERRS}, tags=["context"])
+    def post(self, request, slug: str):  # noqa: ANN001, ANN201
+        from projects.models import Dataset
+        from search.ingest.runner import start_ingest
+
+        project = project_for_member(user=request.user, slug=slug)
+        if membership_role(user=request.user, project=project) not in ("owner", "editor"):
+            raise Forbidden("Only owners and editors may ingest.")
+        ser = s.IngestRequestSerializer(data=_body(request))
+        ser.is_valid(raise_exception=True)
+        data = ser.validated_data
+        source = allowed_source(data["source"])
+        dataset, _ = Dataset.objects.get_or_create(project=project, name=data["dataset"],
+                                                   defaults={"kind": data["kind"]})
+        job = start_ingest(dataset=dataset, source=str(source), kind=data["kind"], user=request.user,
+                           options={"repo": data.get("repo") or ""})
+        return Response(_job_data(job), status=202)
+
+
+class IngestJobView(APIView):
+    @extend_schema(operation_id="context_ingest_job", responses={200: s.IngestJobSerializer, **_ERRS},
+                   tags=["context"])
+    def get(self, request, job_id):  # noqa: ANN001, ANN201
+        from search.models import IngestJob
+
+        job = IngestJob.objects.filter(pk=job_id, dataset__project__memberships__user=request.user).first()
+        if job is None:
+            raise NotFound("Ingest job not found.")
+        return Response(_job_data(job))
+
+
+class FeedbackView(APIView):
+    @extend_schema(operation_id="context_feedback", request=s.FeedbackRequestSerializer,
+                   responses={201: s.FeedbackRequestSerializer, **_ERRS}, tags=["context"])
+    def post(self, request, session_id):  # noqa: ANN001, ANN201
+        from search.feedback import record_feedback
+
+        ser = s.FeedbackRequestSerializer(data=_body(request))
+        ser.is_valid(raise_exception=True)
+        fb = record_feedback(user=request.user, session_id=session_id, **ser.validated_data)
+        return Response({"chunk_id": fb.chunk_id, "relevance": fb.relevance}, status=201)

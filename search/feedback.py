@@ -1,0 +1,18 @@
+"""User judgments on served results (the input of the daily MRR/nDCG metrics)."""
+from __future__ import annotations
+
+from config.errors import BadInput, NotFound
+
+
+def record_feedback(*, user, session_id, chunk_id: int, relevance: int):  # noqa: ANN001, ANN201
+    """Store (or update) one judgment. Only members of the session's project may judge, only served chunks."""
+    from search.models import Feedback, QuerySession, RerankResult
+
+    session = QuerySession.objects.filter(pk=session_id, project__memberships__user=user).first()
+    if session is None:
+        raise NotFound("Query session not found.")
+    if not RerankResult.objects.filter(session=session, chunk_id=chunk_id).exists():
+        raise BadInput("This chunk was not a result of the session.", field="chunk_id")
+    fb, _ = Feedback.objects.update_or_create(session=session, chunk_id=chunk_id,
+                                              defaults={"relevance": relevance, "user": user})
+    return fb

@@ -1,0 +1,278 @@
+"""Persist documents: chunks + cached vectors + index outbox in one transaction per file batch.
+
+Why this shape: Postgres is the truth and Qdrant a projection (DESIGN.md), so
+ingestion never talks to Qdrant. A crash between batches leaves whole files
+written or not at all; re-running the job skips what is already there by
+content hash and finishes with no duplicates. Vectors are cached by
+(model id, text hash), so a moved or renamed file re-embeds nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from search.ingest.base import DocumentDraft, embed_input
+
+log = logging.getLogger(__name__)
+
+FILE_BATCH = 32
+EMBED_RETRIES = 3
+KINDS = ("code", "web", "rules")
+Progress = Callable[[dict[str, Any]], None]
+
+
+def _embed_with_retry(texts: list[str]):  # noqa: ANN202
+    from search.encoders import embed_texts
+
+    for attempt in range(1, EMBED_RETRIES + 1):
+        try:
+            return embed_texts(texts)
+        except Exception:  # noqa: BLE001 - a failed batch retries, then fails the job (which can be re-run)
+            if attempt == EMBED_RETRIES:
+                raise
+            log.warning("embedding batch of %d failed (attempt %d); retrying", len(texts), attempt)
+            time.sleep(0.5 * attempt)
+    raise AssertionError("unreachable")
+
+
+def write_documents(*, dataset, drafts: list[DocumentDraft], job=None) -> dict[str, int]:  # noqa: ANN001
+    """Replace these documents' chunks (by path) in one transaction; embed only cache misses.
+
+    The rules chunker and the BEIR loader call this too: any ChunkDraft list works.
+    """
+    from search.encoders import dense_model_id, text_hash
+    from search.models import Chunk, Document, EmbeddingCache, IndexOutbox
+
+    model_id = dense_model_id()
+    inputs = {}
+    for d in drafts:
+        for c in d.chunks:
+            t = embed_input(c)
+            inputs[text_hash(t)] = t
+    cached = set(EmbeddingCache.objects.filter(model_id=model_id, text_hash__in=list(inputs))
+                 .values_list("text_hash", flat=True))
+    missing = [h for h in inputs if h not in cached]
+    vectors = _embed_with_retry([inputs[h] for h in missing]) if missing else []
+    stats = {"chunks": 0, "embedded": len(missing), "cached": len(inputs) - len(missing)}
+    with transaction.atomic():
+        EmbeddingCache.objects.bulk_create(
+            [EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
+             for h, v in zip(missing, vectors)], ignore_conflicts=True, batch_size=500)
+        paths = [d.path for d in drafts]
+        old_ids = list(Chunk.objects.filter(dataset=dataset, path__in=paths).values_list("pk", flat=True))
+        outbox = [IndexOutbox(op=IndexOutbox.Op.DELETE, chunk_id=i, model_id=model_id) for i in old_ids]
+        Chunk.objects.filter(pk__in=old_ids).delete()
+        new_chunks = []
+        for d in drafts:
+            doc, _ = Document.objects.update_or_create(
+                dataset=dataset, path=d.path,
+                defaults={"repo": d.repo, "url": d.url, "lang": d.lang, "title": d.title[:500],
+                          "content_hash": d.content_hash, "macro_summary": d.macro_summary, "meta": d.meta})
+            for ordinal, c in enumerate(d.chunks):
+                new_chunks.append(Chunk(
+                    document=doc, dataset=dataset, ordinal=ordinal, kind=c.kind, repo=d.repo, path=d.path,
+                    lang=d.lang, symbol=c.symbol[:500], heading_path=[h[:500] for h in c.heading_path],
+                    start_line=c.start_line, end_line=c.end_line, text=c.text, micro_summary=c.micro_summary,
+                    text_hash=text_hash(embed_input(c)), ruleset_id=c.ruleset_id, book_id=c.book_id,
+                    section_path=[s[:500] for s in c.section_path], page=c.page, content_kind=c.content_kind,
+                    tags=c.tags, traits=c.traits, is_rule_bearing=c.is_rule_bearing, meta=c.meta))
+        created = Chunk.objects.bulk_create(new_chunks, batch_size=500)
+        outbox += [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in created]
+        IndexOutbox.objects.bulk_create(outbox, batch_size=1000)
+        stats["chunks"] = len(created)
+        if job is not None:
+            type(job).objects.filter(pk=job.pk).update(
+                files_done=F("files_done") + len(drafts), chunks_written=F("chunks_written") + len(created),
+                embeddings_computed=F("embeddings_computed") + stats["embedded"],
+                embeddings_cached=F("embeddings_cached") + stats["cached"])
+    return stats
+
+
+def delete_documents(*, dataset, paths: Iterable[str]) -> int:  # noqa: ANN001
+    """Remove documents (and their chunks) and queue index deletes, in one transaction."""
+    from search.encoders import dense_model_id
+    from search.models import Chunk, Document, IndexOutbox
+
+    paths = list(paths)
+    if not paths:
+        return 0
+    model_id = dense_model_id()
+    with transaction.atomic():
+        ids = list(Chunk.objects.filter(dataset=dataset, path__in=paths).values_list("pk", flat=True))
+        IndexOutbox.objects.bulk_create([IndexOutbox(op=IndexOutbox.Op.DELETE, chunk_id=i, model_id=model_id)
+                                         for i in ids], batch_size=1000)
+        Chunk.objects.filter(pk__in=ids).delete()
+        n, _ = Document.objects.filter(dataset=dataset, path__in=paths).delete()
+    return len(paths)
+
+
+def sync_documents(*, dataset, drafts: Iterable[DocumentDraft], job=None, delete_missing: bool = True,  # noqa: ANN001
+                   progress: Progress | None = None) -> dict[str, int]:
+    """Incremental sync of a whole source given as drafts (rules, BEIR): unchanged skipped, removed deleted."""
+    from search.models import Document
+
+    existing = dict(Document.objects.filter(dataset=dataset).values_list("path", "content_hash"))
+    seen: set[str] = set()
+    batch: list[DocumentDraft] = []
+    stats = {"files": 0, "skipped": 0, "deleted": 0, "chunks": 0, "embedded": 0, "cached": 0}
+    for d in drafts:
+        seen.add(d.path)
+        stats["files"] += 1
+        if existing.get(d.path) == d.content_hash:
+            stats["skipped"] += 1
+            continue
+        batch.append(d)
+        if len(batch) >= FILE_BATCH:
+            _add(stats, write_documents(dataset=dataset, drafts=batch, job=job))
+            batch = []
+            if progress:
+                progress(stats)
+    if batch:
+        _add(stats, write_documents(dataset=dataset, drafts=batch, job=job))
+    if delete_missing:
+        stats["deleted"] = delete_documents(dataset=dataset, paths=[p for p in existing if p not in seen])
+    if progress:
+        progress(stats)
+    return stats
+
+
+def _add(stats: dict[str, int], part: dict[str, int]) -> None:
+    for k in ("chunks", "embedded", "cached"):
+        stats[k] += part[k]
+
+
+def _source_files(kind: str, root: Path) -> list[tuple[str, Path, str]]:
+    if kind == "code":
+        from search.ingest.code import walk
+
+        if root.is_file():
+            return [(root.name, root, "")]
+        return list(walk(root))
+    from search.ingest.web import walk as web_walk
+
+    return list(web_walk(root))
+
+
+def run_job(*, job, progress: Progress | None = None) -> Any:  # noqa: ANN001, C901
+    """Run (or resume) one IngestJob to completion. Safe to re-run after a crash."""
+    from search.models import IngestJob
+
+    job.status = IngestJob.Status.RUNNING
+    job.started_at = job.started_at or timezone.now()
+    job.error = ""
+    job.files_done = job.files_skipped = job.files_deleted = job.chunks_written = 0
+    job.embeddings_computed = job.embeddings_cached = 0
+    job.save()
+    try:
+        if job.kind == "rules":
+            _run_rules(job=job)
+        else:
+            _run_files(job=job, progress=progress)
+        job.refresh_from_db()
+        job.status = IngestJob.Status.DONE
+        job.finished_at = timezone.now()
+        job.save(update_fields=["status", "finished_at"])
+    except Exception as exc:
+        IngestJob.objects.filter(pk=job.pk).update(status=IngestJob.Status.FAILED, error=f"{type(exc).__name__}: {exc}",
+                                                   finished_at=timezone.now())
+        raise
+    job.refresh_from_db()
+    return job
+
+
+def _run_files(*, job, progress: Progress | None) -> None:  # noqa: ANN001
+    from search.ingest.code import read_code_document
+    from search.ingest.web import read_web_document
+    from search.models import Document, IngestJob
+
+    root = Path(job.source).expanduser().resolve()
+    if not root.exists():
+        raise FileNotFoundError(f"source {root} does not exist")
+    repo = job.options.get("repo") or (root.name if root.is_dir() else root.parent.name)
+    files = _source_files(job.kind, root)
+    IngestJob.objects.filter(pk=job.pk).update(files_total=len(files))
+    existing = dict(Document.objects.filter(dataset=job.dataset).values_list("path", "content_hash"))
+    seen: set[str] = set()
+    batch: list[DocumentDraft] = []
+    skipped = 0
+
+    def flush() -> None:
+        nonlocal batch
+        if batch:
+            write_documents(dataset=job.dataset, drafts=batch, job=job)
+            batch = []
+
+    for rel, abs_path, reason in files:
+        if reason:
+            skipped += 1
+            IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + 1,
+                                                       files_skipped=F("files_skipped") + 1)
+            continue
+        data = abs_path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        if existing.get(rel) == digest:
+            seen.add(rel)
+            IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + 1,
+                                                       files_skipped=F("files_skipped") + 1)
+            if progress:
+                progress({"path": rel, "skipped": True})
+            continue
+        if job.kind == "code":
+            draft, why = read_code_document(root=root, rel=rel, abs_path=abs_path, repo=repo)
+        else:
+            draft, why = read_web_document(rel=rel, abs_path=abs_path, repo=repo)
+        if draft is None:
+            IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + 1,
+                                                       files_skipped=F("files_skipped") + 1)
+            continue
+        seen.add(rel)
+        batch.append(draft)
+        if len(batch) >= FILE_BATCH:
+            flush()
+        if progress:
+            progress({"path": rel, "skipped": False})
+    flush()
+    gone = [p for p in existing if p not in seen]
+    deleted = delete_documents(dataset=job.dataset, paths=gone)
+    IngestJob.objects.filter(pk=job.pk).update(files_deleted=deleted)
+
+
+def _run_rules(*, job) -> None:  # noqa: ANN001
+    """Rulebooks are chunked by search.ingest.rules (owned by the rules engineer); persisted here."""
+    from search.ingest import rules
+
+    opts = dict(job.options)
+    if hasattr(rules, "ingest_rulebook"):
+        rules.ingest_rulebook(dataset=job.dataset, path=job.source, job=job, **opts)
+        return
+    drafts = rules.read_rulebook(path=job.source, ruleset_id=opts.get("ruleset_id") or job.dataset.name,
+                                 book_id=opts.get("book_id") or Path(job.source).stem)
+    from search.models import IngestJob
+
+    IngestJob.objects.filter(pk=job.pk).update(files_total=len(drafts))
+    sync_documents(dataset=job.dataset, drafts=drafts, job=job, delete_missing=False)
+
+
+def start_ingest(*, dataset, source: str, kind: str, user=None, options: dict[str, Any] | None = None,  # noqa: ANN001
+                 sync: bool = False, progress: Progress | None = None) -> Any:
+    """The one entry point behind the command, the API and the admin action: create the job, run or enqueue."""
+    from search.models import IngestJob
+
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}")
+    job = IngestJob.objects.create(dataset=dataset, source=str(source), kind=kind, options=options or {},
+                                   created_by=user if getattr(user, "pk", None) else None)
+    if sync:
+        return run_job(job=job, progress=progress)
+    from search.tasks import run_ingest_job
+
+    transaction.on_commit(lambda: run_ingest_job.delay(str(job.pk)))
+    return job

@@ -1,0 +1,91 @@
+"""`manage.py ingest --project P --dataset D --kind code|web|rules PATH`: the same job as the API and admin action."""
+from __future__ import annotations
+
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+
+class Command(BaseCommand):
+    help = "Ingest a code directory, saved web pages or a rulebook into a project's dataset (incremental)."
+
+    def add_arguments(self, parser):  # noqa: ANN001, ANN201
+        parser.add_argument("path")
+        parser.add_argument("--project", required=True, help="project slug (created if missing)")
+        parser.add_argument("--dataset", required=True, help="dataset name in the project (created if missing)")
+        parser.add_argument("--kind", choices=["code", "web", "rules"], default="code")
+        parser.add_argument("--repo", default="", help="repo name stored on chunks (default: the folder name)")
+        parser.add_argument("--global", dest="is_global", action="store_true", help="mark the dataset global")
+        parser.add_argument("--ruleset-id", default="")
+        parser.add_argument("--book-id", default="")
+        parser.add_argument("--owner", default="", help="email of a user to add as project owner")
+        parser.add_argument("--sync", action="store_true", help="run inline instead of enqueueing to Celery")
+        parser.add_argument("--no-apply", action="store_true",
+                            help="do not apply the outbox to the index here (when a server owns the embedded store)")
+
+    def handle(self, *args, **opts):  # noqa: ANN002, ANN003, ANN201
+        from pathlib import Path
+
+        from accounts.models import User
+        from projects.models import Dataset, Membership, Project
+        from search.ingest.runner import start_ingest
+        from search.models import IngestJob
+
+        source = Path(opts["path"]).expanduser().resolve()
+        if not source.exists():
+            raise CommandError(f"{source} does not exist")
+        project, _ = Project.objects.get_or_create(slug=opts["project"], defaults={"name": opts["project"].title()})
+        if opts["owner"]:
+            user = User.objects.filter(email=opts["owner"]).first()
+            if user is None:
+                raise CommandError(f"no user {opts['owner']}")
+            Membership.objects.get_or_create(project=project, user=user, defaults={"role": "owner"})
+        dataset, _ = Dataset.objects.get_or_create(project=project, name=opts["dataset"],
+                                                   defaults={"kind": opts["kind"], "is_global": opts["is_global"]})
+        if opts["is_global"] and not dataset.is_global:
+            dataset.is_global = True
+            dataset.save(update_fields=["is_global"])
+        options = {k: v for k, v in {"repo": opts["repo"], "ruleset_id": opts["ruleset_id"],
+                                     "book_id": opts["book_id"]}.items() if v}
+        t0 = time.perf_counter()
+        if opts["sync"]:
+            bar = tqdm(desc=f"ingest {source.name}", unit="file")
+
+            def progress(info: dict) -> None:
+                job = IngestJob.objects.filter(dataset=dataset).order_by("-created_at").first()
+                if job and bar.total != job.files_total:
+                    bar.total = job.files_total
+                if "path" in info:
+                    bar.update(1)
+
+            job = start_ingest(dataset=dataset, source=str(source), kind=opts["kind"], options=options, sync=True,
+                               progress=progress)
+            bar.close()
+        else:
+            job = start_ingest(dataset=dataset, source=str(source), kind=opts["kind"], options=options)
+            bar = tqdm(desc=f"ingest {source.name} (celery)", unit="file")
+            while True:
+                job.refresh_from_db()
+                bar.total = job.files_total or None
+                bar.n = job.files_done
+                bar.refresh()
+                if job.status in ("done", "failed"):
+                    break
+                time.sleep(0.5)
+            bar.close()
+        if job.status == "failed":
+            raise CommandError(f"ingest failed: {job.error}")
+        applied = 0
+        if not opts["no_apply"]:
+            from config.errors import DependencyDown
+            from search.index import apply_outbox
+
+            try:
+                applied = apply_outbox()
+            except DependencyDown as exc:  # the running server owns the embedded store; it applies on its next query
+                self.stderr.write(f"index not updated here ({exc.detail}); the process that owns it will apply it")
+        self.stdout.write(
+            f"{job.status}: {job.files_total} files ({job.files_skipped} skipped, {job.files_deleted} deleted), "
+            f"{job.chunks_written} chunks, {job.embeddings_computed} embedded / {job.embeddings_cached} cached, "
+            f"{applied} outbox rows applied, {time.perf_counter() - t0:.1f}s; dataset id {dataset.pk}")

@@ -1,0 +1,49 @@
+"""Celery tasks: ingestion, the outbox applier (server Qdrant only), query-metric aggregation.
+
+Why the applier is conditional: an embedded Qdrant store admits one open
+handle, owned by the web process; a worker must never open it.
+"""
+from __future__ import annotations
+
+import logging
+from datetime import date, timedelta
+
+from celery import shared_task
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(bind=True, autoretry_for=(Exception,), retry_backoff=2, retry_kwargs={"max_retries": 3},
+             acks_late=True)
+def run_ingest_job(self, job_id: str) -> dict:  # noqa: ANN001
+    """Run or resume an IngestJob; a retry re-runs it and skips what earlier attempts committed."""
+    from search.ingest.runner import run_job
+    from search.models import IngestJob
+
+    job = IngestJob.objects.select_related("dataset").get(pk=job_id)
+    if job.status == IngestJob.Status.DONE:
+        return {"status": "done"}
+    job = run_job(job=job)
+    if settings.QDRANT_URL:
+        apply_index_outbox.delay()
+    return {"status": job.status, "chunks": job.chunks_written}
+
+
+@shared_task
+def apply_index_outbox() -> int:
+    """With a Qdrant server the applier runs here; with the embedded store it is a no-op (the web process owns it)."""
+    if not settings.QDRANT_URL:
+        return 0
+    from search.index import apply_outbox
+
+    return apply_outbox()
+
+
+@shared_task
+def aggregate_query_metrics(day: str | None = None) -> int:
+    """MRR@15 and nDCG@10 per project per day from judged sessions (ranx), into DailyMetric."""
+    from search.metrics import aggregate_day
+
+    days = [date.fromisoformat(day)] if day else [date.today() - timedelta(days=1), date.today()]
+    return sum(aggregate_day(day=d) for d in days)
