@@ -1,0 +1,125 @@
+"""Tier filters on real Postgres + pgvector: each tier relaxes exactly what §4.8 says, excludes never."""
+import pytest
+from django.db import transaction
+
+from people.normalize import validate_and_normalize
+from people.tiers import fetch_tier, retrieve_with_fallback, set_scan_mode
+from tests.people.factory import E0, make_person
+
+pytestmark = pytest.mark.django_db
+
+BASE = {"intent_primary": "backend", "visibility": "public", "country": "india"}
+
+
+@pytest.fixture
+def directory():
+    def card(**kw):
+        return [BASE | kw]
+
+    return {
+        "A": make_person("A", cards=card(company_norm="flipkart", city="bangalore", start_date="2020-03-01",
+                                         end_date="2021-05-01")),
+        "B": make_person("B", cards=card(company_norm="flipkart", city="bangalore")),  # no dates
+        "C": make_person("C", cards=card(company_norm="flipkart", city="pune", start_date="2021-01-01",
+                                         is_current=True)),
+        "D": make_person("D", cards=card(company_norm="swiggy", city="bangalore", start_date="2021-01-01")),
+        "E": make_person("E", cards=card(company_norm="tcs", city="bangalore", start_date="2021-01-01")),
+        "F": make_person("F", cards=card(company_norm="swiggy", city="pune", search_phrases=["php"],
+                                         start_date="2021-01-01")),
+        "G": make_person("G", cards=[BASE | {"intent_primary": "frontend", "company_norm": "flipkart",
+                                             "city": "bangalore", "start_date": "2020-06-01"}]),
+        "H": make_person("H", cards=[BASE | {"company_norm": "flipkart", "city": "bangalore",
+                                             "start_date": "2020-06-01", "visibility": "hidden"}]),
+        "I": make_person("I", cards=card(company_norm="flipkart", city="bangalore", start_date="2016-01-01",
+                                         end_date="2018-01-01")),  # dated, outside the window
+    }
+
+
+def parsed_query(**must):
+    payload = {"must": {"company_norm": ["flipkart"], "city": "bangalore", "country": "india",
+                        "intent_primary": ["backend"], "time_start": "2020", "time_end": "2022"} | must,
+               "exclude": {"company_norm": ["tcs"], "keywords": ["php"]}, "confidence_score": 0.9}
+    return validate_and_normalize(payload, query="q")
+
+
+def names(result, directory):
+    back = {p.pk: n for n, p in directory.items()}
+    return {back[pid] for pid in result.person_ids}
+
+
+def test_each_tier_relaxes_exactly_its_filter(directory):
+    q = parsed_query()
+    with transaction.atomic():
+        set_scan_mode()
+        got = [names(fetch_tier(parsed=q, qvec=E0, tier=t), directory) for t in range(4)]
+    assert got[0] == {"A"}                       # strict: company/team + location + time
+    assert got[1] == {"A", "B", "I"}             # time relaxed
+    assert got[2] == {"A", "B", "I", "C"}        # + location relaxed
+    assert got[3] == {"A", "B", "I", "C", "D"}   # + company/team relaxed
+    for g in got:  # never: excluded company (E), excluded keyword (F), other intent (G), hidden card (H)
+        assert not g & {"E", "F", "G", "H"}
+
+
+def test_exact_scan_gives_the_same_sets(directory):
+    q = parsed_query()
+    with transaction.atomic():
+        set_scan_mode(exact=True)
+        got = [names(fetch_tier(parsed=q, qvec=E0, tier=t), directory) for t in range(4)]
+    assert got[3] == {"A", "B", "I", "C", "D"}
+
+
+def test_time_filter_needs_both_bounds(directory):
+    q = parsed_query(time_end=None)
+    assert names(fetch_tier(parsed=q, qvec=E0, tier=0), directory) == {"A", "B", "I"}
+
+
+def test_is_current_is_never_relaxed(directory):
+    q = parsed_query(is_current=True)
+    for t in range(4):
+        assert names(fetch_tier(parsed=q, qvec=E0, tier=t), directory) <= {"C"}
+    assert names(fetch_tier(parsed=q, qvec=E0, tier=3), directory) == {"C"}
+
+
+def test_fallback_stops_at_min_results(directory, settings):
+    settings.PEOPLE_SEARCH = {"MIN_RESULTS": 3}
+    with transaction.atomic():
+        set_scan_mode()
+        res = retrieve_with_fallback(parsed=parsed_query(), qvec=E0)
+    assert res.tier == 1 and names(res, directory) == {"A", "B", "I"}
+    settings.PEOPLE_SEARCH = {"MIN_RESULTS": 50}
+    with transaction.atomic():
+        set_scan_mode()
+        res = retrieve_with_fallback(parsed=parsed_query(), qvec=E0)
+    assert res.tier == 3 and names(res, directory) == {"A", "B", "I", "C", "D"}
+
+
+def test_tiers_that_relax_nothing_are_skipped_but_counted(directory, settings):
+    settings.PEOPLE_SEARCH = {"MIN_RESULTS": 50}
+    q = parsed_query(time_start=None, time_end=None, city=None, country=None, company_norm=[])
+    res = retrieve_with_fallback(parsed=q, qvec=E0)
+    assert res.tier == 3
+    assert names(res, directory) == {"A", "B", "C", "D", "I"}
+
+
+def test_profile_filters_open_to_work_and_salary():
+    lo = make_person("Lo", cards=[BASE | {"company_norm": "x"}],
+                     profile={"open_to_work": True, "work_preferred_salary_min": 2_000_000})
+    hi = make_person("Hi", cards=[BASE | {"company_norm": "x"}],
+                     profile={"open_to_work": True, "work_preferred_salary_min": 6_000_000})
+    unstated = make_person("Un", cards=[BASE | {"company_norm": "x"}], profile={"open_to_work": True})
+    closed = make_person("Cl", cards=[BASE | {"company_norm": "x"}], profile={"open_to_work": False})
+    q = validate_and_normalize({"must": {"open_to_work_only": True, "offer_salary_inr_per_year": 4_000_000},
+                                "confidence_score": 0.9}, query="q")
+    got = fetch_tier(parsed=q, qvec=E0, tier=3).person_ids
+    assert got == {lo.pk, unstated.pk}
+    assert hi.pk not in got and closed.pk not in got
+
+
+def test_child_only_match_is_found_through_its_parent_filters():
+    p = make_person("Kid", cards=[BASE | {"company_norm": "flipkart", "city": "bangalore", "start_date": "2020-06-01",
+                                          "dist": 0.9, "children": [{"title": "Impact", "dist": 0.05}]}])
+    q = parsed_query()
+    res = fetch_tier(parsed=q, qvec=E0, tier=0)
+    assert p.pk in {c["person_id"] for c in res.children}
+    best = min(c["dist"] for c in res.children if c["person_id"] == p.pk)
+    assert best == pytest.approx(0.05, abs=1e-4)
