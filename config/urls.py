@@ -3,6 +3,8 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from config.views import healthz, home
+from people import pages as people_pages
+from search import pages as search_pages
 from search.dashboard_views import dashboard
 
 handler404 = "config.errors.json_404"
@@ -17,6 +19,14 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    path("search/", search_pages.context_search, name="context-search"),
+    path("search/feedback", search_pages.context_feedback, name="context-feedback"),
+    path("rules/", search_pages.rules_page, name="rules"),
+    path("rules/stream", search_pages.rules_stream, name="rules-stream"),
+    path("rules/chunk/<int:chunk_id>", search_pages.rules_chunk, name="rules-chunk"),
+    path("people/", people_pages.people_search, name="people-search"),
+    path("people/discover", people_pages.discover, name="people-discover"),
+    path("people/p/<uuid:person_id>", people_pages.person_profile, name="people-profile"),
     path("", include("accounts.urls")),
     path("", include("projects.urls")),
     path("", include("credits.urls")),

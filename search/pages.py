@@ -1,0 +1,182 @@
+"""Server-rendered pages for context search and the rules lawyer.
+
+Why here and not in api.py: pages authenticate by session and render HTML, but
+call exactly the same services as the API (run_query, the answer stream), so
+behaviour cannot drift between the two.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from config.errors import ApiError
+from projects.models import Membership
+
+
+def _member_projects(user) -> list[Any]:  # noqa: ANN001
+    return [m.project for m in Membership.objects.filter(user=user).select_related("project").order_by("project__slug")]
+
+
+def _numbered(text: str, start: int) -> list[tuple[int, str]]:
+    return [(start + i, line) for i, line in enumerate(text.split("\n"))]
+
+
+@login_required
+@require_http_methods(["GET"])
+def context_search(request: HttpRequest) -> HttpResponse:
+    from projects.access import project_for_member
+    from search.packing import render_pack
+    from search.pipeline import run_query
+
+    projects = _member_projects(request.user)
+    params = request.GET
+    form = {
+        "project": params.get("project") or (projects[0].slug if projects else ""),
+        "q": params.get("q", ""),
+        "repo": params.get("repo", ""),
+        "path": params.get("path", ""),
+        "lang": params.get("lang", ""),
+        "include_global": params.get("include_global", "on" if "q" not in params else "") == "on",
+    }
+    ctx: dict[str, Any] = {"projects": projects, "form": form, "result": None, "error": None}
+    if form["q"].strip():
+        filters = {k: form[k] for k in ("repo", "path", "lang") if form[k].strip()}
+        try:
+            project = project_for_member(user=request.user, slug=form["project"])
+            result = run_query(user=request.user, project=project, q=form["q"], filters=filters or None,
+                               include_global=form["include_global"])
+            for r in result.results:
+                r["lines"] = _numbered(r["text"], r["start_line"])
+            ctx["result"] = result
+            ctx["pack_text"] = render_pack(result.pack)
+        except ApiError as exc:
+            ctx["error"] = {"code": exc.code, "detail": exc.detail, "field": exc.field}
+    status = 400 if ctx["error"] and ctx["error"]["code"] in {"invalid"} else 200
+    if ctx["error"] and ctx["error"]["code"] == "not_found":
+        status = 404
+    if ctx["error"] and ctx["error"]["code"] == "dependency_unavailable":
+        status = 503
+    return render(request, "pages/context_search.html", ctx, status=status)
+
+
+@login_required
+@require_http_methods(["POST"])
+def context_feedback(request: HttpRequest) -> HttpResponse:
+    import uuid
+
+    from config.errors import BadInput
+    from search.feedback import record_feedback
+
+    try:
+        try:
+            session_id = uuid.UUID(request.POST.get("session_id", ""))
+            chunk_id = int(request.POST.get("chunk_id", ""))
+            relevance = int(request.POST.get("relevance", ""))
+        except ValueError as exc:
+            raise BadInput("session_id must be a UUID, chunk_id and relevance integers.") from exc
+        if not 0 <= relevance <= 3:
+            raise BadInput("relevance must be 0..3.", field="relevance")
+        record_feedback(user=request.user, session_id=session_id, chunk_id=chunk_id, relevance=relevance)
+        message = "Thanks: feedback recorded."
+        status = 200
+    except ApiError as exc:
+        message, status = f"Feedback not recorded: {exc.detail}", exc.status_code
+    if request.headers.get("X-Requested-With") == "fetch":
+        return HttpResponse(message, status=status, content_type="text/plain")
+    back = request.POST.get("next") or "/search/"
+    if not back.startswith("/"):
+        back = "/search/"
+    response = redirect(back)
+    return response
+
+
+def _rules_params(request: HttpRequest) -> dict[str, Any]:
+    p = request.GET
+    return {"project": p.get("project", ""), "q": p.get("q", ""), "book": p.get("book", ""),
+            "graph": p.get("graph", "on" if "q" not in p else "") == "on"}
+
+
+def _rules_search_fn(request: HttpRequest, form: dict[str, Any]):  # noqa: ANN202
+    """Validate + authorise now (so bad input is a normal error), search lazily inside the stream."""
+    from projects.access import project_for_member
+    from search.rules_search import rules_search, validate_rules_params
+
+    project = project_for_member(user=request.user, slug=form["project"])
+    params = validate_rules_params({"q": form["q"], "book": form["book"] or None, "graph": form["graph"]})
+    q = params.pop("q")
+    return q, (lambda: rules_search(user=request.user, project=project, q=q, **params))
+
+
+def _rules_books(projects: list[Any]) -> list[str]:
+    from projects.access import accessible_dataset_ids
+    from search.models import Chunk
+
+    ids: set[int] = set()
+    for p in projects:
+        ids |= accessible_dataset_ids(p)
+    return list(Chunk.objects.filter(dataset_id__in=ids, kind="rules").exclude(book_id="")
+                .values_list("book_id", flat=True).distinct().order_by("book_id"))
+
+
+@login_required
+@require_http_methods(["GET"])
+def rules_page(request: HttpRequest) -> HttpResponse:
+    """With JavaScript the answer streams over EventSource; without it, the form renders the full answer."""
+    from search.answer import stream_answer
+
+    projects = _member_projects(request.user)
+    form = _rules_params(request)
+    form["project"] = form["project"] or (projects[0].slug if projects else "")
+    ctx: dict[str, Any] = {"projects": projects, "form": form, "books": _rules_books(projects),
+                           "answer": None, "error": None}
+    if form["q"].strip() and request.GET.get("render") == "1":
+        try:
+            q, search_fn = _rules_search_fn(request, form)
+            final: dict[str, Any] = {}
+            for frame in stream_answer(q=q, search=search_fn):
+                event, _, data = frame.partition("\ndata: ")
+                if event.endswith(("complete", "error")):
+                    final = {"event": event.split(": ", 1)[1], **__import__("json").loads(data)}
+            ctx["answer"] = final
+        except ApiError as exc:
+            ctx["error"] = {"code": exc.code, "detail": exc.detail, "field": exc.field}
+    status = 200 if not ctx["error"] else (404 if ctx["error"]["code"] == "not_found" else 400)
+    return render(request, "pages/rules.html", ctx, status=status)
+
+
+@login_required
+@require_http_methods(["GET"])
+def rules_stream(request: HttpRequest) -> HttpResponse:
+    """GET twin of POST /api/projects/{slug}/answer, because EventSource can only GET."""
+    from django.http import JsonResponse, StreamingHttpResponse
+
+    from config.errors import error_body
+    from search.answer import stream_answer
+
+    try:
+        q, search_fn = _rules_search_fn(request, _rules_params(request))
+    except ApiError as exc:
+        return JsonResponse(error_body(exc.code, exc.detail, exc.field), status=exc.status_code)
+    response = StreamingHttpResponse(stream_answer(q=q, search=search_fn), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+@login_required
+@require_http_methods(["GET"])
+def rules_chunk(request: HttpRequest, chunk_id: int) -> HttpResponse:
+    """A cited section, shown only if one of the caller's projects may see it (404 otherwise)."""
+    from django.http import Http404
+
+    from projects.access import is_resource_accessible
+    from search.models import Chunk
+
+    if not any(is_resource_accessible(p, "chunk", chunk_id) for p in _member_projects(request.user)):
+        raise Http404("No such section.")
+    chunk = Chunk.objects.select_related("document").get(pk=chunk_id)
+    return render(request, "pages/rules_chunk.html", {"chunk": chunk})
