@@ -3,18 +3,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from config.adminkit import ReadOnlyAdmin
 from credits.models import CreditAccount, IdempotencyKey, LedgerEntry
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:  # noqa: ANN001
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:  # noqa: ANN001
-        return False
 
 
 @admin.register(LedgerEntry)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.utils.html import format_html
 
 from projects.models import Dataset, Membership, Project, ProjectShare
 from projects.sharing import revoke_share_row
@@ -35,10 +36,54 @@ class MembershipAdmin(admin.ModelAdmin):
 
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
+    """Long actions go to Celery (or the embedded store's owner); progress shows under Ingest jobs."""
+
     list_display = ("name", "project", "kind", "is_global", "created_at")
     list_filter = ("kind", "is_global")
     search_fields = ("name", "project__slug", "description")
     autocomplete_fields = ("project",)
+    readonly_fields = ("content_report",)
+    actions = ["reingest", "recompute_embeddings", "reindex"]
+
+    @admin.display(description="content")
+    def content_report(self, obj: Dataset) -> str:
+        from search.maintenance import dataset_report
+
+        if obj.pk is None:
+            return "-"
+        r = dataset_report(dataset=obj)
+        job = r["last_job"]
+        coverage = ", ".join(f"{m}: {pct}%" for m, pct in r["coverage"].items()) or "no vectors yet"
+        last = (f"{job.created_at:%Y-%m-%d %H:%M} {job.status} ({job.files_done}/{job.files_total} files, "
+                f"{job.chunks_written} chunks)" if job else "never")
+        return format_html("<b>{}</b> documents, <b>{}</b> chunks<br>embedding coverage: {}<br>last ingest: {}"
+                           "<br>errors: {}", r["documents"], r["chunks"], coverage, last,
+                           (job.error if job and job.error else "none"))
+
+    @admin.action(description="Ingest again (last source; unchanged files are skipped)")
+    def reingest(self, request, queryset):  # noqa: ANN001, ANN201
+        from search.maintenance import reingest
+
+        for ds in queryset:
+            try:
+                reingest(dataset=ds, user=request.user)
+                self.message_user(request, f"{ds.name}: ingest queued (see Ingest jobs for progress).")
+            except ValueError as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+
+    @admin.action(description="Recompute embeddings for the configured model")
+    def recompute_embeddings(self, request, queryset):  # noqa: ANN001, ANN201
+        from search.tasks import reembed_dataset
+
+        for ds in queryset:
+            reembed_dataset.delay(ds.pk, True)
+        self.message_user(request, f"Re-embedding queued for {queryset.count()} dataset(s).")
+
+    @admin.action(description="Reindex Qdrant from Postgres (no re-embedding)")
+    def reindex(self, request, queryset):  # noqa: ANN001, ANN201
+        from search.maintenance import reindex
+
+        self.message_user(request, f"Reindex: {reindex()}.")
 
 
 @admin.register(ProjectShare)

@@ -47,3 +47,23 @@ def aggregate_query_metrics(day: str | None = None) -> int:
 
     days = [date.fromisoformat(day)] if day else [date.today() - timedelta(days=1), date.today()]
     return sum(aggregate_day(day=d) for d in days)
+
+
+@shared_task(bind=True, autoretry_for=(Exception,), retry_backoff=2, retry_kwargs={"max_retries": 3},
+             acks_late=True)
+def reembed_dataset(self, dataset_id: int, force: bool = False) -> dict:  # noqa: ANN001
+    """Recompute a dataset's vectors for the configured model; the outbox carries them to the index."""
+    from search.maintenance import reembed
+
+    stats = reembed(dataset_id=dataset_id, force=force)
+    if settings.QDRANT_URL:
+        apply_index_outbox.delay()
+    return stats
+
+
+@shared_task(acks_late=True)
+def reindex_collection() -> dict:
+    """Rebuild a Qdrant server's collection from Postgres (the embedded store rebuilds in its owner process)."""
+    from search.index import rebuild
+
+    return rebuild() if settings.QDRANT_URL else {}

@@ -1,0 +1,171 @@
+"""Staff console for the retrieval engine: content, jobs with live progress, logs (read-only), graph, configs."""
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db import transaction
+from django.utils.html import format_html
+
+from config.adminkit import ReadOnlyAdmin
+from search import traversal
+from search.models import (Chunk, DailyMetric, Document, EmbeddingCache, EvaluationRun, Feedback, GraphEdge,
+                           IndexOutbox, IndexWatermark, IngestJob, QuerySession, RerankResult, TraversalConfig)
+
+
+@admin.register(Document)
+class DocumentAdmin(ReadOnlyAdmin):
+    list_display = ("path", "dataset", "repo", "lang", "content_hash", "updated_at")
+    list_filter = ("lang", "dataset")
+    search_fields = ("path", "repo", "title", "url")
+    list_select_related = ("dataset",)
+
+
+@admin.register(Chunk)
+class ChunkAdmin(ReadOnlyAdmin):
+    list_display = ("span", "symbol", "kind", "content_kind", "dataset", "book_id")
+    list_filter = ("kind", "lang", "content_kind", "is_rule_bearing", "ruleset_id", "book_id")
+    search_fields = ("path", "symbol", "text", "micro_summary")
+    list_select_related = ("dataset",)
+
+    @admin.display(description="file:lines")
+    def span(self, obj: Chunk) -> str:
+        return f"{obj.path}:{obj.start_line}-{obj.end_line}"
+
+
+@admin.register(EmbeddingCache)
+class EmbeddingCacheAdmin(ReadOnlyAdmin):
+    list_display = ("model_id", "text_hash", "dim", "created_at")
+    list_filter = ("model_id",)
+    search_fields = ("text_hash",)
+    exclude = ("vector",)
+
+
+@admin.register(IndexOutbox)
+class IndexOutboxAdmin(ReadOnlyAdmin):
+    list_display = ("id", "op", "chunk_id", "model_id", "created_at")
+    list_filter = ("op", "model_id")
+    search_fields = ("chunk_id",)
+
+
+@admin.register(IndexWatermark)
+class IndexWatermarkAdmin(ReadOnlyAdmin):
+    list_display = ("store", "last_outbox_id", "updated_at")
+
+
+@admin.register(IngestJob)
+class IngestJobAdmin(ReadOnlyAdmin):
+    """Progress refreshes while a job runs (the change list reloads itself every 3 s when one is active)."""
+
+    list_display = ("created_at", "dataset", "kind", "status", "progress", "files_done", "files_total",
+                    "files_skipped", "files_deleted", "chunks_written", "embeddings_computed", "embeddings_cached",
+                    "short_error")
+    list_filter = ("status", "kind")
+    search_fields = ("source", "dataset__name", "error")
+    list_select_related = ("dataset",)
+
+    @admin.display(description="progress")
+    def progress(self, obj: IngestJob) -> str:
+        pct = 100 if obj.status == "done" else int(100 * obj.files_done / obj.files_total) if obj.files_total else 0
+        return format_html('<progress max="100" value="{}"></progress> {}%', pct, pct)
+
+    @admin.display(description="error")
+    def short_error(self, obj: IngestJob) -> str:
+        return obj.error[:120]
+
+    def changelist_view(self, request, extra_context=None):  # noqa: ANN001, ANN201
+        active = IngestJob.objects.filter(status__in=["pending", "running"]).exists()
+        response = super().changelist_view(request, extra_context=extra_context)
+        if active:
+            response["Refresh"] = "3"
+        return response
+
+
+class RerankInline(admin.TabularInline):
+    model = RerankResult
+    extra = 0
+    can_delete = False
+    fields = ("final_rank", "chunk", "dense_score", "dense_rank", "sparse_score", "sparse_rank", "fused_score",
+              "rank_before", "rerank_score", "rank_after", "graph_boost")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+        return False
+
+
+@admin.register(QuerySession)
+class QuerySessionAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "kind", "project", "user", "query", "result_count", "reranker", "total_ms")
+    list_filter = ("kind", "reranker", "project")
+    search_fields = ("query", "user__email", "project__slug", "search_session_id")
+    list_select_related = ("project", "user")
+    inlines = [RerankInline]
+
+    @admin.display(description="total ms")
+    def total_ms(self, obj: QuerySession) -> float | None:
+        return (obj.timings or {}).get("total_ms")
+
+
+@admin.register(RerankResult)
+class RerankResultAdmin(ReadOnlyAdmin):
+    list_display = ("session", "final_rank", "rank_before", "rank_after", "fused_score", "rerank_score",
+                    "dataset_id", "project_id")
+    search_fields = ("session__query", "session__search_session_id")
+    list_filter = ("project_id",)
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "session", "chunk", "user", "relevance")
+    list_filter = ("relevance",)
+    search_fields = ("session__query", "user__email")
+
+
+@admin.register(DailyMetric)
+class DailyMetricAdmin(ReadOnlyAdmin):
+    list_display = ("day", "project", "kind", "judged_sessions", "mrr_at_15", "ndcg_at_10", "updated_at")
+    list_filter = ("kind", "project")
+    search_fields = ("project__slug",)
+
+
+@admin.register(GraphEdge)
+class GraphEdgeAdmin(ReadOnlyAdmin):
+    list_display = ("source_id", "relation", "target_id", "ruleset_id", "book_id")
+    list_filter = ("relation", "ruleset_id", "book_id")
+    search_fields = ("source_id", "target_id")
+
+
+@admin.register(TraversalConfig)
+class TraversalConfigAdmin(admin.ModelAdmin):
+    """Edits save a new version (the old one stays, inactive) so a change can be audited and reverted."""
+
+    list_display = ("ruleset_id", "version", "is_active", "updated_at")
+    list_filter = ("ruleset_id", "is_active")
+    search_fields = ("ruleset_id",)
+    readonly_fields = ("version", "created_at", "updated_at")
+
+    def save_model(self, request, obj: TraversalConfig, form, change: bool) -> None:  # noqa: ANN001
+        names = {k: getattr(obj, f) for k, f in traversal.NAME_FIELDS.items()}
+        try:
+            with transaction.atomic():
+                saved = traversal.save_config(ruleset_id=obj.ruleset_id, names=names,
+                                              player_keywords=obj.player_keywords, gm_keywords=obj.gm_keywords,
+                                              intent_patterns=obj.intent_patterns, policies=obj.policies)
+        except Exception as exc:  # noqa: BLE001 - e.g. a bad regex: say so instead of a 500
+            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
+            return
+        obj.pk, obj.version = saved.pk, saved.version
+        self.message_user(request, f"Saved as version {saved.version} of {saved.ruleset_id}.", messages.SUCCESS)
+
+
+@admin.register(EvaluationRun)
+class EvaluationRunAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "collection", "queries", "ndcg10", "report_dir")
+    search_fields = ("collection",)
+
+    @admin.display(description="nDCG@10 per pipeline")
+    def ndcg10(self, obj: EvaluationRun) -> str:
+        parts = []
+        for pipe, metrics in (obj.results or {}).items():
+            v = metrics.get("ndcg@10") if isinstance(metrics, dict) else None
+            if isinstance(v, (int, float)):
+                parts.append(f"{pipe} {v:.3f}")
+        return ", ".join(parts)

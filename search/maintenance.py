@@ -1,0 +1,111 @@
+"""Dataset upkeep behind the admin actions: re-ingest, recompute embeddings, reindex, and the per-dataset report.
+
+Why a module of its own: the admin, Celery and commands call the same three
+operations, and each must respect "Postgres is the truth, the index a
+projection" — they only ever write Postgres rows and outbox entries, and
+leave applying them to the process that owns the store.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max
+
+REEMBED_BATCH = 256
+
+
+def last_ingest(*, dataset) -> Any:  # noqa: ANN001
+    from search.models import IngestJob
+
+    return IngestJob.objects.filter(dataset=dataset).order_by("-created_at").first()
+
+
+def reingest(*, dataset, user=None) -> Any:  # noqa: ANN001
+    """Re-run the dataset's last source through the incremental runner (unchanged files are skipped)."""
+    from search.ingest.runner import start_ingest
+
+    job = last_ingest(dataset=dataset)
+    if job is None:
+        raise ValueError(f"dataset {dataset.name!r} has never been ingested: run `manage.py ingest` once first")
+    return start_ingest(dataset=dataset, source=job.source, kind=job.kind, options=job.options, user=user)
+
+
+def reembed(*, dataset_id: int, force: bool = False) -> dict[str, int]:
+    """Fill (or with force, recompute) the current model's vectors for a dataset, then queue index upserts.
+
+    Vectors are keyed by (model id, text hash), so switching EMBEDDING_MODEL and
+    running this gives every chunk a vector for the new model without re-chunking.
+    """
+    from search.encoders import dense_model_id, embed_texts
+    from search.ingest.base import embed_input
+    from search.models import Chunk, EmbeddingCache, IndexOutbox
+
+    model_id = dense_model_id()
+    chunks = list(Chunk.objects.filter(dataset_id=dataset_id).only("pk", "text_hash", "text", "micro_summary"))
+    have = set(EmbeddingCache.objects.filter(model_id=model_id, text_hash__in={c.text_hash for c in chunks})
+               .values_list("text_hash", flat=True))
+    todo: dict[str, str] = {}
+    for c in chunks:
+        if force or c.text_hash not in have:
+            todo.setdefault(c.text_hash, _chunk_input(c, embed_input))
+    hashes = list(todo)
+    for i in range(0, len(hashes), REEMBED_BATCH):
+        part = hashes[i:i + REEMBED_BATCH]
+        vectors = embed_texts([todo[h] for h in part])
+        with transaction.atomic():
+            EmbeddingCache.objects.filter(model_id=model_id, text_hash__in=part).delete()
+            EmbeddingCache.objects.bulk_create([
+                EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
+                for h, v in zip(part, vectors)])
+    IndexOutbox.objects.bulk_create(
+        [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in chunks], batch_size=1000)
+    return {"chunks": len(chunks), "embedded": len(hashes), "model": model_id}
+
+
+def _chunk_input(chunk, embed_input) -> str:  # noqa: ANN001
+    """The exact text ingestion embedded, so the recomputed vector matches the chunk's text hash."""
+    from search.ingest.base import ChunkDraft
+
+    return embed_input(ChunkDraft(text=chunk.text, start_line=1, end_line=1, micro_summary=chunk.micro_summary))
+
+
+def reindex(*, background: bool = True) -> str:
+    """Rebuild the collection from Postgres: in Celery for a Qdrant server, in this process for the embedded
+    store (the one process allowed to hold it)."""
+    if settings.QDRANT_URL:
+        from search.tasks import reindex_collection
+
+        reindex_collection.delay()
+        return "queued in Celery"
+    from search.index import rebuild
+
+    if not background:
+        stats = rebuild()
+        return f"rebuilt {int(stats['points'])} points"
+    threading.Thread(target=rebuild, name="reindex", daemon=True).start()
+    return "rebuilding in the web process (it owns the embedded store)"
+
+
+def dataset_report(*, dataset) -> dict[str, Any]:  # noqa: ANN001
+    """Counts, embedding coverage per model, last ingest and its errors: the admin's per-dataset panel."""
+    from search.models import Chunk, Document, EmbeddingCache
+
+    chunks = Chunk.objects.filter(dataset=dataset)
+    n_chunks = chunks.count()
+    hashes = chunks.values("text_hash")
+    coverage = {}
+    for row in (EmbeddingCache.objects.filter(text_hash__in=hashes).values("model_id")
+                .annotate(n=Count("text_hash", distinct=True))):
+        distinct = chunks.values("text_hash").distinct().count() or 1
+        coverage[row["model_id"]] = round(100.0 * row["n"] / distinct, 1)
+    job = last_ingest(dataset=dataset)
+    return {
+        "documents": Document.objects.filter(dataset=dataset).count(),
+        "chunks": n_chunks,
+        "last_chunk_at": chunks.aggregate(m=Max("created_at"))["m"],
+        "coverage": coverage,
+        "last_job": job,
+    }

@@ -1,0 +1,117 @@
+"""Real headless Chromium (Debian's package) driven by Playwright against a live server.
+
+Screenshots of each page land in $TEST_OUTPUT_DIR/screenshots (default test-output/)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+SHOTS = Path(os.environ.get("TEST_OUTPUT_DIR", "test-output")) / "screenshots"
+PASSWORD = "pw-secret-123"
+
+
+def _chromium() -> str:
+    path = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).exists():
+        raise RuntimeError("Debian's chromium is required for browser tests: apt-get install chromium "
+                           "(.ci/run installs it)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser():
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, live_server, member):
+    user, _ = member
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(30000)
+    pg.goto(f"{live_server.url}/accounts/login/")
+    pg.fill("input[name=username]", user.email)
+    pg.fill("input[name=password]", PASSWORD)
+    pg.click("button[type=submit], input[type=submit]")
+    pg.wait_for_url(re.compile(r".*/$"))
+    yield pg
+    context.close()
+
+
+def test_sign_in_shows_balance(page):
+    assert "10 credits" in page.inner_text("header")
+    page.screenshot(path=str(SHOTS / "home.png"), full_page=True)
+
+
+def test_context_search_shows_file_line_result(page, live_server, member, code_dataset):
+    _, project = member
+    page.goto(f"{live_server.url}/search/")
+    page.fill("input[name=q]", "where are credits deducted?")
+    page.click("form.search button[type=submit]")
+    page.wait_for_selector(".result .span")
+    spans = page.locator(".result .span").all_inner_texts()
+    assert "billing/ledger.py:4-9" in spans
+    page.locator("details.why").first.click()
+    page.locator("form.fb button[value='3']").first.click()
+    page.wait_for_function("document.querySelector('.fb-msg').textContent.includes('recorded')")
+    page.screenshot(path=str(SHOTS / "context-search.png"), full_page=True)
+
+
+def test_rules_answer_streams_tokens_then_citations(page, live_server, member, rules_dataset):
+    page.goto(f"{live_server.url}/rules/")
+    page.fill("#q", "what happens when I'm grappled?")
+    page.click("#ask button[type=submit]")
+    page.wait_for_function("document.getElementById('answer').textContent.length > 0")
+    page.wait_for_selector("#citations li a")
+    assert "complete" in page.inner_text("#status")
+    assert "speed becomes 0" in page.inner_text("#answer")
+    assert page.url.endswith("/rules/")  # streamed in place over EventSource, no page load
+    page.screenshot(path=str(SHOTS / "rules-qa.png"), full_page=True)
+
+
+def test_people_search_profile_unlock_drops_balance(page, live_server, member, directory):
+    page.goto(f"{live_server.url}/people/")
+    page.fill("input[name=query]", "backend engineers in Bangalore open to work")
+    page.select_option("select[name=open_to_work_only]", "yes")
+    page.click("form.people button[type=submit]")
+    page.wait_for_selector(".card.person h3 a")
+    assert page.inner_text("#balance") == "9"
+    page.screenshot(path=str(SHOTS / "people-search.png"), full_page=True)
+    page.locator(".card.person h3 a").first.click()
+    page.wait_for_selector("#unlock")
+    page.screenshot(path=str(SHOTS / "person-profile.png"), full_page=True)
+    before = int(page.inner_text("#balance"))
+    page.click("#unlock")
+    page.wait_for_selector("#contact")
+    assert int(page.inner_text("#balance")) == before - 1
+    page.screenshot(path=str(SHOTS / "person-unlocked.png"), full_page=True)
+
+
+def test_admin_dashboard_shows_charts(browser, live_server, make_user):
+    staff = make_user("staff@example.com", staff=True)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.goto(f"{live_server.url}/admin/login/?next=/admin/dashboard/")
+    pg.fill("input[name=username]", staff.email)
+    pg.fill("input[name=password]", PASSWORD)
+    pg.click("input[type=submit]")
+    pg.wait_for_selector("#chart-volume svg")
+    assert pg.locator("figure.chart svg").count() == 4
+    pg.screenshot(path=str(SHOTS / "admin-dashboard.png"), full_page=True)
+    context.close()
