@@ -37,7 +37,8 @@ def _model(label: str):  # noqa: ANN202 - a model class or None while that app h
 def query_volume(*, days: int = 14) -> dict[str, dict[str, Series]]:
     """Per search kind: queries per day and mean total latency per day (ms)."""
     since = timezone.now() - timedelta(days=days)
-    out: dict[str, dict[str, Series]] = {}
+    out: dict[str, dict[str, Series]] = {
+        kind: {"volume": Series(f"{kind} queries"), "latency": Series(f"{kind} ms")} for kind in ("context", "rules")}
     qs_model = _model("search.QuerySession")
     if qs_model is not None:
         rows = (qs_model.objects.filter(created_at__gte=since).annotate(day=TruncDay("created_at"))
@@ -106,6 +107,8 @@ def line_chart_svg(*, series: list[Series], title: str, days: int = 14, ylabel: 
     fig, ax = plt.subplots(figsize=(6.4, 2.6), dpi=100)
     for s in series:
         ax.plot(xs, [s.points.get(d, 0) for d in xs], marker="o", markersize=3, label=s.label)
+    top = max([v for s in series for v in s.points.values()] + [0])
+    ax.set_ylim(bottom=0, top=top * 1.15 if top > 0 else 1)  # no negative axis for counts and latencies
     ax.set_title(title, fontsize=10)
     ax.set_ylabel(ylabel, fontsize=8)
     ax.tick_params(labelsize=7)
