@@ -10,12 +10,15 @@ def load_demo(stdout=None) -> dict:  # noqa: ANN001
     """Ingest the repo's source (incremental: a second call skips unchanged files) and apply it to the index."""
     from projects.models import Dataset, Project
     from search.index import apply_outbox
+    from search.ingest.progress import file_progress
     from search.ingest.runner import start_ingest
 
     project, _ = Project.objects.get_or_create(slug="demo", defaults={"name": "Demo"})
     dataset, _ = Dataset.objects.get_or_create(project=project, name="platform-source", defaults={"kind": "code"})
+    progress, bar = file_progress(dataset=dataset, desc="demo: ingest platform source")
     job = start_ingest(dataset=dataset, source=str(Path(settings.BASE_DIR)), kind="code",
-                       options={"repo": "platform"}, sync=True)
+                       options={"repo": "platform"}, sync=True, progress=progress)
+    bar.close()
     applied = apply_outbox()
     msg = (f"demo: {job.files_total} files, {job.chunks_written} chunks written, {job.files_skipped} unchanged, "
            f"{applied} index changes applied")

@@ -19,7 +19,7 @@ from projects.models import Membership, Project
 DEMO_EMAIL = "demo@example.com"
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "demo-password")
 DEMO_CREDITS = 100
-LOADERS = ("search.demo", "people.demo")
+LOADERS = (("search.demo", "load_demo"), ("search.demo_rules", "load_demo_rules"), ("people.demo", "load_demo"))
 
 
 def ensure_demo_platform() -> tuple[User, Project, Project]:
@@ -50,7 +50,7 @@ class Command(BaseCommand):
             f"projects: {demo.slug}, {glob.slug})"))
         if skip_content:
             return
-        for module_name in LOADERS:
+        for module_name, loader_name in LOADERS:
             try:
                 module = importlib.import_module(module_name)
             except ModuleNotFoundError as exc:
@@ -58,9 +58,9 @@ class Command(BaseCommand):
                     self.stdout.write(f"{module_name}: not present yet, skipped")
                     continue
                 raise
-            loader = getattr(module, "load_demo", None)
+            loader = getattr(module, loader_name, None)
             if loader is None:
-                self.stdout.write(f"{module_name}: has no load_demo(), skipped")
+                self.stdout.write(f"{module_name}: has no {loader_name}(), skipped")
                 continue
             self.stdout.write(f"{module_name}: loading …")
             loader(stdout=self.stdout)

@@ -12,13 +12,14 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):  # noqa: ANN001, ANN201
         parser.add_argument("path")
-        parser.add_argument("--project", required=True, help="project slug (created if missing)")
-        parser.add_argument("--dataset", required=True, help="dataset name in the project (created if missing)")
+        parser.add_argument("--project", default="", help="project slug (created if missing; rules default: demo)")
+        parser.add_argument("--dataset", default="",
+                            help="dataset name in the project (created if missing; rules default: <ruleset>-rules)")
         parser.add_argument("--kind", choices=["code", "web", "rules"], default="code")
         parser.add_argument("--repo", default="", help="repo name stored on chunks (default: the folder name)")
         parser.add_argument("--global", dest="is_global", action="store_true", help="mark the dataset global")
-        parser.add_argument("--ruleset-id", default="")
-        parser.add_argument("--book-id", default="")
+        parser.add_argument("--ruleset", "--ruleset-id", dest="ruleset_id", default="", help="rules: ruleset id")
+        parser.add_argument("--book", "--book-id", dest="book_id", default="", help="rules: book id")
         parser.add_argument("--owner", default="", help="email of a user to add as project owner")
         parser.add_argument("--sync", action="store_true", help="run inline instead of enqueueing to Celery")
         parser.add_argument("--no-apply", action="store_true",
@@ -29,12 +30,19 @@ class Command(BaseCommand):
 
         from accounts.models import User
         from projects.models import Dataset, Membership, Project
+        from search.ingest.progress import file_progress
         from search.ingest.runner import start_ingest
-        from search.models import IngestJob
 
         source = Path(opts["path"]).expanduser().resolve()
         if not source.exists():
             raise CommandError(f"{source} does not exist")
+        if opts["kind"] == "rules":
+            # `ingest --kind rules --ruleset R --book B PATH`: a global rules dataset of the demo project
+            opts["project"] = opts["project"] or "demo"
+            opts["dataset"] = opts["dataset"] or f"{opts['ruleset_id'] or source.name}-rules"
+            opts["is_global"] = opts["is_global"] or opts["project"] == "demo"
+        if not opts["project"] or not opts["dataset"]:
+            raise CommandError("--project and --dataset are required for code and web ingestion")
         project, _ = Project.objects.get_or_create(slug=opts["project"], defaults={"name": opts["project"].title()})
         if opts["owner"]:
             user = User.objects.filter(email=opts["owner"]).first()
@@ -50,15 +58,7 @@ class Command(BaseCommand):
                                      "book_id": opts["book_id"]}.items() if v}
         t0 = time.perf_counter()
         if opts["sync"]:
-            bar = tqdm(desc=f"ingest {source.name}", unit="file")
-
-            def progress(info: dict) -> None:
-                job = IngestJob.objects.filter(dataset=dataset).order_by("-created_at").first()
-                if job and bar.total != job.files_total:
-                    bar.total = job.files_total
-                if "path" in info:
-                    bar.update(1)
-
+            progress, bar = file_progress(dataset=dataset, desc=f"ingest {source.name}")
             job = start_ingest(dataset=dataset, source=str(source), kind=opts["kind"], options=options, sync=True,
                                progress=progress)
             bar.close()

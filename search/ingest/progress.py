@@ -1,0 +1,24 @@
+"""A tqdm progress bar fed by the runner's per-file callback (the ingest command and the demo loader share it)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tqdm import tqdm
+
+
+def file_progress(*, dataset, desc: str) -> tuple[Callable[[dict[str, Any]], None], tqdm]:  # noqa: ANN001
+    """The runner learns the file count after walking the source, so the total is read from the job lazily."""
+    from search.models import IngestJob
+
+    bar = tqdm(desc=desc, unit="file")
+
+    def progress(info: dict[str, Any]) -> None:
+        if not bar.total:
+            job = IngestJob.objects.filter(dataset=dataset).order_by("-created_at").first()
+            if job and job.files_total:
+                bar.total = job.files_total
+        if "path" in info:
+            bar.update(1)
+
+    return progress, bar
