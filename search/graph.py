@@ -33,7 +33,7 @@ DEFAULT_TOP_K = 50
 DEFAULT_STRENGTH = 0.05  # seed 002's boost, relative to the best base score (1.0 on min-max scores)
 BOOST_RELATIONS = ("references", "next", "contains", "describes")
 
-_SEE = re.compile(r"\b[Ss]ee\s+(?:the\s+)?[\"*_]*([A-Z][\w'’-]*(?:\s+(?:of|and|the|a|an|[A-Z][\w'’-]*))*)[\"*_]*")
+_SEE = re.compile(r"\b[Ss]ee\s+(?:the\s+)?[\"*_]*([A-Z][\w'’-]*(?:\s+(?:of|and|the|a|an|[A-Z][\w'’-]*)\b)*)[\"*_]*")
 # spell and item names are italic in rulebook prose ("the *fireball* spell"); conditions/feats/actions are plain
 _ITALIC = re.compile(r"(?<![*\w])[*_]([^*_\n]{3,60})[*_](?![*\w])")
 
