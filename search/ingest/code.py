@@ -155,13 +155,14 @@ def chunk_python(text: str, *, path: str) -> tuple[list[ChunkDraft], str] | None
 
     defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     first_def = min((node_start(n) for n in defs), default=len(lines) + 1)
+    # path-free like every embed input (base.embed_input): a renamed file must hit the embedding cache
     module_doc = summaries.first_line(ast.get_docstring(tree))
     if first_def > 1:
         header_end = min(first_def - 1, MAX_HEADER_LINES)
         s, e, body = _span(lines, 1, header_end)
         if body.strip():
             chunks.append(ChunkDraft(text=body, start_line=s, end_line=e, kind="code", symbol="<module>",
-                                     micro_summary=f"module {path}" + (f" — {module_doc}" if module_doc else "")))
+                                     micro_summary="module header" + (f" — {module_doc}" if module_doc else "")))
             covered.update(range(s, e + 1))
     for node in defs:
         start, end = node_start(node), node.end_lineno or node.lineno
