@@ -88,7 +88,10 @@ def context_feedback(request: HttpRequest) -> HttpResponse:
     if request.headers.get("X-Requested-With") == "fetch":
         return HttpResponse(message, status=status, content_type="text/plain")
     back = request.POST.get("next") or "/search/"
-    if not back.startswith("/"):
+    # `next` is user input: only a same-site path (not //host, /\\host or a scheme) may be followed
+    from django.utils.http import url_has_allowed_host_and_scheme
+
+    if not back.startswith("/") or not url_has_allowed_host_and_scheme(back, allowed_hosts=None):
         back = "/search/"
     response = redirect(back)
     return response
