@@ -210,28 +210,37 @@ def _run_files(*, job, progress: Progress | None) -> None:  # noqa: ANN001
             write_documents(dataset=job.dataset, drafts=batch, job=job)
             batch = []
 
+    def skip(rel: str) -> None:
+        IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + 1,
+                                                   files_skipped=F("files_skipped") + 1)
+        if progress:
+            progress({"path": rel, "skipped": True})
+
     for rel, abs_path, reason in files:
         if reason:
             skipped += 1
-            IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + 1,
-                                                       files_skipped=F("files_skipped") + 1)
+            skip(rel)
             continue
-        data = abs_path.read_bytes()
+        try:
+            data = abs_path.read_bytes()
+        except OSError as exc:  # removed or unreadable since the walk: treat as gone, don't fail the job
+            log.info("ingest: %s vanished or unreadable (%s); skipped", rel, exc)
+            skip(rel)
+            continue
         digest = hashlib.sha256(data).hexdigest()
         if existing.get(rel) == digest:
             seen.add(rel)
-            IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + 1,
-                                                       files_skipped=F("files_skipped") + 1)
-            if progress:
-                progress({"path": rel, "skipped": True})
+            skip(rel)
             continue
-        if job.kind == "code":
-            draft, why = read_code_document(root=root, rel=rel, abs_path=abs_path, repo=repo)
-        else:
-            draft, why = read_web_document(rel=rel, abs_path=abs_path, repo=repo)
+        try:
+            if job.kind == "code":
+                draft, why = read_code_document(root=root, rel=rel, abs_path=abs_path, repo=repo)
+            else:
+                draft, why = read_web_document(rel=rel, abs_path=abs_path, repo=repo)
+        except OSError:
+            draft = None
         if draft is None:
-            IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + 1,
-                                                       files_skipped=F("files_skipped") + 1)
+            skip(rel)
             continue
         seen.add(rel)
         batch.append(draft)
