@@ -33,15 +33,16 @@ def aggregate_day(*, day: date, kind: str | None = None) -> int:
         for sid, cid, rank in RerankResult.objects.filter(session_id__in=list(qrels), final_rank__isnull=False) \
                 .values_list("session_id", "chunk_id", "final_rank"):
             run.setdefault(str(sid), {})[str(cid)] = 1.0 / rank
+        # a session whose results were all judged irrelevant scores 0 on both metrics (ranx cannot score a
+        # query with no relevant document, so it averages over the others and we rescale to every judged session)
         judged = {s: q for s, q in qrels.items() if any(v > 0 for v in q.values())}
-        mrr = ndcg = None
+        mrr = ndcg = 0.0
         if judged:
             for s in judged:
                 run.setdefault(s, {"__none__": 0.0})
             scores = evaluate(Qrels(judged), Run({s: run[s] for s in judged}), ["mrr@15", "ndcg@10"])
-            mrr, ndcg = float(scores["mrr@15"]), float(scores["ndcg@10"])
-        else:
-            mrr = ndcg = 0.0
+            share = len(judged) / len(qrels)
+            mrr, ndcg = float(scores["mrr@15"]) * share, float(scores["ndcg@10"]) * share
         with transaction.atomic():
             DailyMetric.objects.update_or_create(project_id=pid, day=day, kind=skind,
                                                  defaults={"judged_sessions": len(qrels), "mrr_at_15": mrr,

@@ -267,7 +267,8 @@ def result_dict(c: Candidate, *, project_id: int) -> dict[str, Any]:
     return {"rank": c.final_rank, "chunk_id": ch.pk, "document_id": ch.document_id, "dataset_id": ch.dataset_id,
             "repo": ch.repo, "path": ch.path, "lang": ch.lang, "kind": ch.kind, "symbol": ch.symbol,
             "heading_path": ch.heading_path, "start_line": ch.start_line, "end_line": ch.end_line,
-            "span": f"{ch.path}:{ch.start_line}-{ch.end_line}", "micro_summary": ch.micro_summary,
+            "span": f"{ch.path}:{ch.start_line}-{ch.end_line}", "url": (ch.meta or {}).get("url", ""),
+            "micro_summary": ch.micro_summary,
             "text": ch.text, "score": c.rerank_score if c.rerank_score is not None else c.fused_score,
             "why": _why(c, project_id)}
 

@@ -85,6 +85,9 @@ def read_web_document(*, rel: str, abs_path: Path, repo: str = "") -> tuple[Docu
     if not md.strip():
         return None, "no readable text"
     chunks = chunk_markdown(md)
+    if url:
+        for c in chunks:  # results carry the page URL without a join to Document
+            c.meta = {**c.meta, "url": url}
     headings = [m.group(2) for m in map(_HEADING.match, md.split("\n")) if m]
     title = title or (headings[0] if headings else rel)
     macro = (f"{title}: " + summaries.first_sentence(re.sub(r"^#.*$", "", md, flags=re.M))
