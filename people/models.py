@@ -61,6 +61,17 @@ class CardBase(models.Model):
     def embedding_text(self) -> str:
         return " | ".join(p for p in [self.title, self.summary, ", ".join(self.search_phrases or [])] if p)
 
+    def drop_stale_embedding(self) -> None:
+        """Before an update: if the embedded text changed but the vector did not, clear the vector so the
+        post_save signal recomputes it in Celery (a stale vector would keep matching the old text)."""
+        if self._state.adding or self.embedding is None:
+            return
+        old = type(self).objects.filter(pk=self.pk).only("title", "summary", "search_phrases", "embedding").first()
+        if old is None or old.embedding_text() == self.embedding_text():
+            return
+        if old.embedding is not None and list(old.embedding) == list(self.embedding):
+            self.embedding = None
+
 
 class ExperienceCard(CardBase):
     class Visibility(models.TextChoices):
@@ -93,6 +104,7 @@ class ExperienceCard(CardBase):
         ]
 
     def save(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        self.drop_stale_embedding()
         super().save(*args, **kwargs)
         from people.indexing import refresh_search_documents
 
@@ -112,6 +124,7 @@ class ExperienceCardChild(CardBase):
         ]
 
     def save(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        self.drop_stale_embedding()
         super().save(*args, **kwargs)
         from people.indexing import refresh_search_documents
 

@@ -18,6 +18,7 @@ from people.parsing import _money_to_inr, empty_payload
 _LIST_MUST = ("company_norm", "team_norm", "intent_primary", "domain", "sub_domain", "employment_type",
               "seniority_level")
 _WEAK_MUST = ("team_norm", "domain", "sub_domain", "employment_type", "seniority_level")  # demoted on low confidence
+OPEN_START = "1900-01-01"
 _DATE_RE = re.compile(r"^\s*(\d{4})(?:-(\d{1,2}))?(?:-(\d{1,2}))?\s*$")
 _COMPANY_SUFFIX = re.compile(r"\b(?:pvt\.?|private|ltd\.?|limited|inc\.?|llp|corp(?:oration)?\.?|technologies|"
                              r"india)\s*$", re.I)
@@ -177,6 +178,12 @@ def validate_and_normalize(payload: Any, *, query: str) -> dict[str, Any]:
     if ts and te and ts > te:
         ts, te = normalize_date(must_in.get("time_end"), end=False), normalize_date(must_in.get("time_start"), end=True)
         out["dates_swapped"] = True
+    # an open-ended range ("after 2020", "before 2019") is closed here: the tier filter needs both bounds
+    # (§4.7), and the seed silently dropped one-sided ranges
+    if ts and not te:
+        te, out["time_open_ended"] = date.today().isoformat(), "end"
+    elif te and not ts:
+        ts, out["time_open_ended"] = OPEN_START, "start"
     must["time_start"], must["time_end"] = ts, te
 
     should["keywords"] = list(dict.fromkeys(should["keywords"] + demoted))[: k.MAX_LIST_ITEMS]

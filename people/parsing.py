@@ -70,8 +70,9 @@ _TEAMS = [(re.compile(r"(?<![\w])" + re.escape(t) + r"\s+(?:team|org|group|verti
 _EXCLUDE_LEAD = re.compile(r"\b(?:not\s+(?:from|at|in)|excluding|except|exclude|but\s+not|other\s+than|without|"
                            r"no\s+one\s+from|apart\s+from)\s+", re.I)
 _YEAR = r"((?:19|20)\d\d)(?:[-/](\d{1,2}))?"
-_AFTER = re.compile(r"\b(?:after|since|from|post|starting|later than)\s+(?:year\s+)?" + _YEAR, re.I)
-_BEFORE = re.compile(r"\b(?:before|until|till|prior to|pre|up to|upto)\s+(?:year\s+)?" + _YEAR, re.I)
+_AFTER = re.compile(r"\b(after|since|from|post|starting|later than)\s+(?:year\s+)?" + _YEAR, re.I)
+_BEFORE = re.compile(r"\b(before|until|till|prior to|pre|up to|upto)\s+(?:year\s+)?" + _YEAR, re.I)
+_STRICT = {"after", "post", "later than", "before", "prior to", "pre"}  # exclusive bounds; since/until include
 _BETWEEN = re.compile(r"\b(?:between|from)\s+" + _YEAR + r"\s*(?:and|to|-|–)\s*" + _YEAR, re.I)
 _IN_YEAR = re.compile(r"\b(?:in|during)\s+" + _YEAR + r"\b", re.I)
 _MONEY = r"(\d+(?:\.\d+)?)\s*(lpa|l\b|lakhs?|lacs?|lac\b|cr\b|crores?|k\b|inr|rs\.?|₹)?"
@@ -122,6 +123,20 @@ def _uniq(items: list[str]) -> list[str]:
 
 def _date(year: str, month: str | None) -> str:
     return f"{year}-{int(month):02d}" if month else year
+
+
+def _bound(word: str, year: str, month: str | None, *, step: int) -> str:
+    """'after 2020' starts in 2021 and 'before 2019' ends in 2018; 'since'/'until' keep their period."""
+    if word.lower() not in _STRICT:
+        return _date(year, month)
+    if not month:
+        return str(int(year) + step)
+    y, mo = int(year), int(month) + step
+    if mo == 13:
+        y, mo = y + 1, 1
+    elif mo == 0:
+        y, mo = y - 1, 12
+    return f"{y}-{mo:02d}"
 
 
 def parse_deterministic(query: str) -> dict[str, Any]:
@@ -177,9 +192,9 @@ def parse_deterministic(query: str) -> dict[str, Any]:
         must["time_start"], must["time_end"] = _date(m.group(1), m.group(2)), _date(m.group(3), m.group(4))
     else:
         if (m := _AFTER.search(low)):
-            must["time_start"] = _date(m.group(1), m.group(2))
+            must["time_start"] = _bound(m.group(1), m.group(2), m.group(3), step=1)
         if (m := _BEFORE.search(low)):
-            must["time_end"] = _date(m.group(1), m.group(2))
+            must["time_end"] = _bound(m.group(1), m.group(2), m.group(3), step=-1)
         if not must["time_start"] and not must["time_end"] and (m := _IN_YEAR.search(low)):
             must["time_start"] = must["time_end"] = _date(m.group(1), m.group(2))
 

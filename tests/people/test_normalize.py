@@ -98,3 +98,13 @@ def test_overrides_beat_parsed_values():
     assert over["must"]["offer_salary_inr_per_year"] == 2500000
     assert over["preferred_locations"] == ["pune"]
     assert parsed["must"]["open_to_work_only"] is True  # not mutated
+
+
+def test_open_ended_ranges_are_closed():
+    from datetime import date
+
+    out = norm(must={"time_start": "2021"})
+    assert out["must"]["time_start"] == "2021-01-01" and out["must"]["time_end"] == date.today().isoformat()
+    out = norm(must={"time_end": "2019-03"})
+    assert out["must"]["time_start"] == "1900-01-01" and out["must"]["time_end"] == "2019-03-31"
+    assert norm(must={})["must"]["time_start"] is None and norm(must={})["must"]["time_end"] is None

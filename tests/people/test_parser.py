@@ -1,4 +1,6 @@
 """The deterministic parser on 20 realistic queries (no LLM configured)."""
+from datetime import date
+
 import pytest
 
 from people.normalize import validate_and_normalize
@@ -19,7 +21,8 @@ def test_the_issue_example_parses_without_an_llm(settings):
     m = validate_and_normalize(raw, query=q)["must"]
     assert m["company_norm"] == ["flipkart"]
     assert m["city"] == "bangalore"
-    assert m["time_start"] == "2020-01-01"
+    assert m["time_start"] == "2021-01-01"  # "after 2020" is exclusive
+    assert m["time_end"] == date.today().isoformat()  # open end closed by the normaliser
     assert m["open_to_work_only"] is True
     assert m["offer_salary_inr_per_year"] == 4_000_000
     assert m["intent_primary"] == ["backend"]
@@ -47,7 +50,7 @@ CASES = [
                                      "offer_salary_inr_per_year": 3_000_000}),
     ("fullstack developers with react and node in Noida budget 25 LPA",
      {"intent_primary": ["fullstack"], "city": "noida", "offer_salary_inr_per_year": 2_500_000}),
-    ("security engineers who worked at Paytm before 2019", {"company_norm": ["paytm"], "time_end": "2019-12-31",
+    ("security engineers who worked at Paytm before 2019", {"company_norm": ["paytm"], "time_end": "2018-12-31",
                                                            "intent_primary": ["security"]}),
     ("contract QA engineers in Kochi", {"employment_type": ["contract"], "city": "kochi", "intent_primary": ["qa"]}),
     ("engineering managers at Microsoft in Hyderabad, max 1.2 crore",

@@ -69,8 +69,18 @@ def test_exact_scan_gives_the_same_sets(directory):
 
 
 def test_time_filter_needs_both_bounds(directory):
-    q = parsed_query(time_end=None)
+    q = parsed_query()
+    q["must"]["time_end"] = None  # a raw one-sided range reaching SQL is not a time filter (§4.7)
     assert names(fetch_tier(parsed=q, qvec=E0, tier=0), directory) == {"A", "B", "I"}
+
+
+def test_one_sided_range_is_closed_by_the_normaliser_and_filters(directory):
+    q = parsed_query(time_start="2019-06", time_end=None)  # "since June 2019"
+    assert q["must"]["time_end"] is not None and q["time_open_ended"] == "end"
+    assert names(fetch_tier(parsed=q, qvec=E0, tier=0), directory) == {"A"}  # B (undated) and I (2016-18) out
+    q = parsed_query(time_start=None, time_end="2018-06")  # "until mid 2018"
+    assert q["must"]["time_start"] == "1900-01-01"
+    assert names(fetch_tier(parsed=q, qvec=E0, tier=0), directory) == {"I"}
 
 
 def test_is_current_is_never_relaxed(directory):
