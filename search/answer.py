@@ -130,9 +130,16 @@ def stream_answer(*, q: str, search: Callable[[], dict[str, Any]],
         mode, model = ("llm", settings.LLM_MODEL) if (llm.is_configured() and context) else ("extractive", "")
         answer = ""
         if mode == "llm":
-            yield sse("generation", {"mode": "llm", "model": model})
             gen = llm.stream_chat(system=SYSTEM_PROMPT, user=_context_prompt(q, context))
             try:
+                # the `generation` event waits for the first token, so it names the mode that really
+                # answers: a failure before any token falls back to extractive with ONE generation event
+                first = next(gen, None)
+                yield sse("generation", {"mode": "llm", "model": model})
+                if first is not None:
+                    answer += first
+                    info["tokens"] += 1
+                    yield sse("token", {"text": first})
                 for tok in gen:
                     answer += tok
                     info["tokens"] += 1

@@ -85,6 +85,7 @@ def chat_json(*, system: str, user: str, timeout: float | None = None) -> dict[s
 def stream_chat(*, system: str, user: str, timeout: float | None = None) -> Iterator[str]:
     """Yield text tokens as they arrive. A failure before or during the stream raises LLMError."""
     client = get_client(timeout)
+    stream = None
     try:
         stream = client.chat.completions.create(
             model=settings.LLM_MODEL, temperature=0.0, stream=True,
@@ -101,3 +102,8 @@ def stream_chat(*, system: str, user: str, timeout: float | None = None) -> Iter
         raise
     except Exception as exc:  # noqa: BLE001
         raise LLMError(f"LLM stream failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        # closing this generator (the caller's client went away) must close the HTTP stream now, so the
+        # server sees the disconnect and stops generating; otherwise it runs on until garbage collection
+        if stream is not None:
+            stream.close()

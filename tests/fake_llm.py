@@ -15,7 +15,10 @@ Usage in a test:
         fake_llm.mode = "error"       # HTTP 500 on every request
         fake_llm.mode = "timeout"     # sleeps past settings.LLM_TIMEOUT_S (set short by the fixture)
         fake_llm.mode = "malformed"   # 200 with a reply that is not JSON
+        fake_llm.mode = "garbage"     # 200 whose HTTP body / SSE frames are not JSON at all (a broken proxy)
         fake_llm.requests             # list of decoded request bodies received
+        fake_llm.token_delay_s = 0.05 # pause between streamed tokens (to disconnect mid-stream)
+        fake_llm.aborted_streams      # streams the client closed before the last token
 """
 from __future__ import annotations
 
@@ -33,8 +36,11 @@ Reply = str | Callable[[dict[str, Any]], str]
 class FakeLLM:
     def __init__(self, *, model: str = "fake-model", timeout_sleep_s: float = 3.0) -> None:
         self.model = model
-        self.mode = "ok"  # ok | error | timeout | malformed
+        self.mode = "ok"  # ok | error | timeout | malformed | garbage
         self.timeout_sleep_s = timeout_sleep_s
+        self.token_delay_s = 0.0
+        self.aborted_streams = 0
+        self.tokens_sent = 0
         self.requests: list[dict[str, Any]] = []
         self._rules: list[tuple[str | None, Reply]] = []
         self._lock = threading.Lock()
@@ -114,6 +120,18 @@ class FakeLLM:
                     return
                 if mode == "timeout":
                     time.sleep(fake.timeout_sleep_s)
+                if mode == "garbage":
+                    if body.get("stream"):
+                        self.send_response(200)
+                        self.send_header("Content-Type", "text/event-stream")
+                        self.send_header("Connection", "close")
+                        self.end_headers()
+                        self.close_connection = True
+                        self.wfile.write(b"data: {oops this is not json\n\n")
+                        self.wfile.flush()
+                    else:
+                        self._send(200, b"<html>502 bad gateway</html>")
+                    return
                 content = "this is {not json" if mode == "malformed" else fake._answer(body)
                 if body.get("stream"):
                     self._stream(content)
@@ -129,14 +147,19 @@ class FakeLLM:
                 self.close_connection = True
                 try:
                     for i, tok in enumerate(_tokens(content)):
+                        if i and fake.token_delay_s:
+                            time.sleep(fake.token_delay_s)
                         chunk = _chunk(fake.model, tok, first=(i == 0))
                         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                         self.wfile.flush()
+                        with fake._lock:
+                            fake.tokens_sent += 1
                     self.wfile.write(f"data: {json.dumps(_chunk(fake.model, None, finish=True))}\n\n".encode())
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
-                    pass
+                    with fake._lock:
+                        fake.aborted_streams += 1
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
