@@ -44,7 +44,11 @@ def _resolve_model_path(name: str) -> tuple[str, str]:
 
 
 def dense_model_id() -> str:
-    return _resolve_model_path(settings.EMBEDDING_MODEL)[0]
+    """The model id (the index collection and the cache key depend on it); a bad setting is a 503, not a 500."""
+    try:
+        return _resolve_model_path(settings.EMBEDDING_MODEL)[0]
+    except EmbeddingModelError as exc:
+        raise DependencyDown("embeddings", str(exc)) from exc
 
 
 @lru_cache(maxsize=4)
