@@ -138,6 +138,7 @@ class Search(models.Model):
     parsed_constraints = models.JSONField(default=dict)
     filters = models.JSONField(default=dict, help_text="request overrides")
     extra = models.JSONField(default=dict)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True, help_text="server time for the whole search")
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
 

@@ -59,10 +59,12 @@ def embed_query_text(text: str) -> np.ndarray:
     return np.asarray(vecs[0], dtype=np.float32)
 
 
-def _create_search(*, user, query: str, parsed: dict, overrides: dict, tier: int | None) -> Search:  # noqa: ANN001
+def _create_search(*, user, query: str, parsed: dict, overrides: dict, tier: int | None,  # noqa: ANN001
+                   started: float) -> Search:
     k = C()
     search = Search.objects.create(
         searcher=user, query_text=query, parsed_constraints=parsed, filters=overrides,
+        latency_ms=int((time.perf_counter() - started) * 1000),
         extra={"fallback_tier": tier}, expires_at=timezone.now() + timedelta(hours=k.SEARCH_RESULT_EXPIRY_HOURS))
     deduct(user=user, amount=k.SEARCH_COST, reason="search", reference_type="search_id", reference_id=str(search.pk))
     return search
@@ -91,6 +93,7 @@ def run_search(*, user, query: str, open_to_work_only: bool | None = None,  # no
                exact_scan: bool = False) -> dict[str, Any]:
     """Run one paid people search. Must run inside a transaction (the view's run_idempotent gives one)."""
     k = C()
+    started = time.perf_counter()
     assert transaction.get_connection().in_atomic_block, "run_search must run inside a transaction"
     # 2. credit pre-check
     require_balance(user=user, amount=k.SEARCH_COST)
@@ -109,7 +112,8 @@ def run_search(*, user, query: str, open_to_work_only: bool | None = None,  # no
     # 6. empty vector -> empty (charged) response
     if qvec.size == 0 or not np.isfinite(qvec).all() or float(np.linalg.norm(qvec)) == 0.0:
         with _stage(timings, "persist"):
-            search = _create_search(user=user, query=query, parsed=parsed, overrides=overrides, tier=None)
+            search = _create_search(user=user, query=query, parsed=parsed, overrides=overrides, tier=None,
+                                    started=started)
         return {"search_id": str(search.pk), "people": []}
     # 9. candidates with fallback tiers
     with _stage(timings, "tiers"):
@@ -133,7 +137,8 @@ def run_search(*, user, query: str, open_to_work_only: bool | None = None,  # no
         ranked = apply_tiebreaks([r for r in ranked if r.person_id in persons], parsed=parsed)
     with _stage(timings, "persist"):
         # 12 / 15. Search row + debit (an empty ranking is still charged, as the seed says)
-        search = _create_search(user=user, query=query, parsed=parsed, overrides=overrides, tier=found.tier)
+        search = _create_search(user=user, query=query, parsed=parsed, overrides=overrides, tier=found.tier,
+                                started=started)
         if not ranked:
             return {"search_id": str(search.pk), "people": []}
         # 16-18. SearchResult rows with deterministic why_matched
@@ -180,7 +185,8 @@ def run_search(*, user, query: str, open_to_work_only: bool | None = None,  # no
                 log.warning("could not enqueue why_matched refinement: %s", exc)
 
         transaction.on_commit(_enqueue)
-    # 20. response
+    # 20. response; the row's latency now covers results and why_matched too (the dashboard plots it)
+    Search.objects.filter(pk=search.pk).update(latency_ms=int((time.perf_counter() - started) * 1000))
     return {"search_id": str(search.pk), "people": people_out}
 
 

@@ -97,7 +97,9 @@ def latest_evaluations(*, limit: int = 5) -> list[dict[str, Any]]:
     return out
 
 
-def line_chart_svg(*, series: list[Series], title: str, days: int = 14, ylabel: str = "") -> str:
+def line_chart_svg(*, series: list[Series], title: str, days: int = 14, ylabel: str = "",
+                   gaps: bool = False) -> str:
+    """`gaps`: a day without a value is a gap, not a zero (no feedback that day is not an MRR of 0)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -106,7 +108,8 @@ def line_chart_svg(*, series: list[Series], title: str, days: int = 14, ylabel: 
     xs = _days(days)
     fig, ax = plt.subplots(figsize=(6.4, 2.6), dpi=100)
     for s in series:
-        ax.plot(xs, [s.points.get(d, 0) for d in xs], marker="o", markersize=3, label=s.label)
+        ax.plot(xs, [s.points.get(d, float("nan") if gaps else 0) for d in xs], marker="o", markersize=3,
+                label=s.label)
     top = max([v for s in series for v in s.points.values()] + [0])
     ax.set_ylim(bottom=0, top=top * 1.15 if top > 0 else 1)  # no negative axis for counts and latencies
     ax.set_title(title, fontsize=10)
@@ -141,7 +144,7 @@ def dashboard_context(*, days: int = 14) -> dict[str, Any]:
             "latency": line_chart_svg(series=[v["latency"] for v in volume.values()],
                                       title="Mean latency per day (ms)", days=days, ylabel="ms"),
             "quality": line_chart_svg(series=list(by_project.values()),
-                                      title="MRR@15 and nDCG@10 from feedback", days=30),
+                                      title="MRR@15 and nDCG@10 from feedback", days=30, gaps=True),
             "credits": line_chart_svg(series=[credits_spent(days=days)], title="Credits spent per day", days=days),
         },
         "quality_rows": quality[:50],

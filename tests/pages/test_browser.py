@@ -103,8 +103,41 @@ def test_people_search_profile_unlock_drops_balance(page, live_server, member, d
     page.screenshot(path=str(SHOTS / "person-unlocked.png"), full_page=True)
 
 
-def test_admin_dashboard_shows_charts(browser, live_server, make_user):
+def _two_weeks_of_activity(*, staff, project) -> None:
+    """Logged rows as the product writes them, spread over the last days, so the charts have lines."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from credits.ledger import deduct, grant
+    from credits.models import LedgerEntry
+    from people.models import Search
+    from search.models import DailyMetric, EvaluationRun, QuerySession
+
+    now = timezone.now()
+    grant(user=staff, amount=500)
+    for d in range(10):
+        when = now - timedelta(days=d)
+        for i in range(3 + d % 4):
+            for kind, ms in (("context", 120 + 9 * d + i), ("rules", 210 + 5 * i)):
+                qs = QuerySession.objects.create(user=staff, project=project, kind=kind, query=f"q{d}-{i}",
+                                                 timings={"total_ms": ms}, result_count=10)
+                QuerySession.objects.filter(pk=qs.pk).update(created_at=when)
+            s = Search.objects.create(searcher=staff, query_text=f"backend {d}-{i}", expires_at=when,
+                                      latency_ms=300 + 11 * i)
+            Search.objects.filter(pk=s.pk).update(created_at=when)
+            e = deduct(user=staff, amount=1, reason="search", reference_type="search_id", reference_id=str(s.pk))
+            LedgerEntry.objects.filter(pk=e.pk).update(created_at=when)
+        DailyMetric.objects.create(project=project, day=when.date(), kind="context", judged_sessions=4 + d,
+                                   mrr_at_15=0.55 + 0.02 * (d % 5), ndcg_at_10=0.5 + 0.03 * (d % 4))
+    EvaluationRun.objects.create(collection="ctx-minilm (scifact)", queries=300,
+                                 results={"dense": {"ndcg@10": 0.645}, "fused": {"ndcg@10": 0.667},
+                                          "fused+rerank": {"ndcg@10": 0.688}})
+
+
+def test_admin_dashboard_shows_charts(browser, live_server, make_user, make_project):
     staff = make_user("staff@example.com", staff=True)
+    _two_weeks_of_activity(staff=staff, project=make_project("dash", staff))
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     pg = context.new_page()
     pg.goto(f"{live_server.url}/admin/login/?next=/admin/dashboard/")
@@ -113,5 +146,9 @@ def test_admin_dashboard_shows_charts(browser, live_server, make_user):
     pg.click("input[type=submit]")
     pg.wait_for_selector("#chart-volume svg")
     assert pg.locator("figure.chart svg").count() == 4
+    body = pg.inner_text("body")
+    assert "dash" in body and "ctx-minilm (scifact)" in body and "fused+rerank: 0.688" in body
+    for kind in ("context", "rules", "people"):  # 10 days of 3..6 queries each: 43 per kind
+        assert f"{kind}: 43 queries" in body, kind
     pg.screenshot(path=str(SHOTS / "admin-dashboard.png"), full_page=True)
     context.close()

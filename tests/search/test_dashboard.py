@@ -29,3 +29,18 @@ def test_dashboard_renders_charts_from_logged_data(client, make_user, make_proje
     assert "context: 1 queries" in body.replace("</strong>", "").replace("<strong>", "")
     assert "0.610" in body and "acme" in body
     assert "default: 0.712" in body
+
+
+def test_people_search_latency_is_recorded_and_plotted(make_user, client_for):
+    from people.models import Search
+    from search.dashboard import query_volume
+    from tests.people.factory import embed_all, make_person
+
+    make_person("Asha", cards=[{"title": "Backend Engineer", "intent_primary": "backend"}])
+    embed_all()
+    api = client_for(make_user("lat@example.com", credits=2))
+    assert api.post("/api/search", {"query": "backend engineers"}, format="json").status_code == 200
+    search = Search.objects.get()
+    assert search.latency_ms is not None and search.latency_ms > 0
+    latency = query_volume(days=2)["people"]["latency"].points
+    assert list(latency.values()) == [float(search.latency_ms)]
