@@ -152,6 +152,11 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "search.tasks.aggregate_query_metrics",
         "schedule": timedelta(hours=1),
     },
+    # an ingest whose worker died is re-queued (also done at every worker start); see search/ingest/recovery.py
+    "recover-ingest-jobs": {
+        "task": "search.tasks.recover_ingest_jobs",
+        "schedule": timedelta(seconds=env_int("INGEST_RECOVERY_INTERVAL_S", 60)),
+    },
 }
 
 # --- Qdrant ---------------------------------------------------------------

@@ -9,6 +9,7 @@ import logging
 from datetime import date, timedelta
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 
 log = logging.getLogger(__name__)
@@ -17,17 +18,41 @@ log = logging.getLogger(__name__)
 @shared_task(bind=True, autoretry_for=(Exception,), retry_backoff=2, retry_kwargs={"max_retries": 3},
              acks_late=True)
 def run_ingest_job(self, job_id: str) -> dict:  # noqa: ANN001
-    """Run or resume an IngestJob; a retry re-runs it and skips what earlier attempts committed."""
+    """Run or resume an IngestJob; a retry re-runs it and skips what earlier attempts committed.
+
+    A job killed with its worker is re-queued by `recover_ingest_jobs` (search.ingest.recovery).
+    """
+    from search.ingest.recovery import JobBusy
     from search.ingest.runner import run_job
     from search.models import IngestJob
 
     job = IngestJob.objects.select_related("dataset").get(pk=job_id)
     if job.status == IngestJob.Status.DONE:
         return {"status": "done"}
-    job = run_job(job=job)
+    try:
+        job = run_job(job=job)
+    except JobBusy:  # a live runner has it (e.g. a redelivered message): nothing to do here
+        return {"status": "busy"}
     if settings.QDRANT_URL:
         apply_index_outbox.delay()
     return {"status": job.status, "chunks": job.chunks_written}
+
+
+@shared_task
+def recover_ingest_jobs() -> list[str]:
+    """Re-queue ingest jobs whose worker died mid-run (on every worker start, and from beat)."""
+    from search.ingest.recovery import recover_stalled_ingests
+
+    return recover_stalled_ingests()
+
+
+@worker_ready.connect
+def _recover_on_worker_start(sender=None, **kwargs) -> None:  # noqa: ANN001, ANN003
+    """A (re)started worker picks up what a killed one dropped, without waiting for the broker's visibility timeout."""
+    try:
+        recover_ingest_jobs.delay()
+    except Exception:  # noqa: BLE001 - never block worker start-up; beat retries the recovery
+        log.exception("could not queue ingest recovery at worker start")
 
 
 @shared_task

@@ -162,7 +162,25 @@ def _source_files(kind: str, root: Path) -> list[tuple[str, Path, str]]:
 
 
 def run_job(*, job, progress: Progress | None = None) -> Any:  # noqa: ANN001, C901
-    """Run (or resume) one IngestJob to completion. Safe to re-run after a crash."""
+    """Run (or resume) one IngestJob to completion. Safe to re-run after a crash.
+
+    The job's advisory lock is held throughout: it is how a dead runner is told
+    from a live one (search.ingest.recovery), and it keeps a second delivery of
+    the same job from running alongside. Raises JobBusy if a live runner has it.
+    """
+    from search.ingest.recovery import JobBusy, hold_job_lock
+    from search.models import IngestJob
+
+    with hold_job_lock(job.pk, wait_s=3.0) as got:
+        if not got:
+            raise JobBusy(f"ingest job {job.pk} is being run by another process")
+        job.refresh_from_db()
+        if job.status == IngestJob.Status.DONE:  # finished by an earlier delivery
+            return job
+        return _run_locked(job=job, progress=progress)
+
+
+def _run_locked(*, job, progress: Progress | None) -> Any:  # noqa: ANN001
     from search.models import IngestJob
 
     job.status = IngestJob.Status.RUNNING
