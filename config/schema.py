@@ -26,3 +26,8 @@ IDEMPOTENT_ERRORS = {
     409: _err("A request with this Idempotency-Key is in progress."),
     422: _err("This Idempotency-Key was used with a different request."),
 }
+DEPENDENCY_ERRORS = {
+    503: _err("A backing service is down (`dependency` names it: postgres, redis, qdrant, embeddings, llm); "
+              "nothing was charged."),
+}
+SESSION_ERRORS = {410: _err("The people-search session has expired (24 h); run the search again.")}

@@ -1,17 +1,31 @@
 """People search API. Views parse, authorise, call one service, render."""
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.ratelimits import enforce
+from config.schema import DEPENDENCY_ERRORS, ERROR_RESPONSES, IDEMPOTENT_ERRORS, SESSION_ERRORS, ErrorSerializer
 from credits.idempotency import HEADER, request_fingerprint, run_idempotent
 from people import profiles, service, unlocks
-from people.serializers import (DiscoverQuerySerializer, ProfileQuerySerializer, SearchRequestSerializer,
-                                UnlockRequestSerializer)
+from people.serializers import (DiscoverQuerySerializer, DiscoverSerializer, PastSearchSerializer,
+                                PersonProfileSerializer, ProfileQuerySerializer, PublicProfileSerializer,
+                                SearchRequestSerializer, SearchResponseSerializer, UnlockRequestSerializer,
+                                UnlockResponseSerializer)
+
+_IDEMPOTENCY = OpenApiParameter(HEADER, OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+                                description="Retry safely: the same key and body replays the first response.")
+_SESSION_ERRORS = {**ERROR_RESPONSES, **SESSION_ERRORS}
 
 
 class SearchView(APIView):
+    @extend_schema(operation_id="people_search", tags=["people"], request=SearchRequestSerializer,
+                   parameters=[_IDEMPOTENCY],
+                   responses={200: SearchResponseSerializer, **ERROR_RESPONSES, **IDEMPOTENT_ERRORS,
+                              **DEPENDENCY_ERRORS},
+                   description="Natural-language people search; costs 1 credit (an empty result is charged too).")
     def post(self, request):  # noqa: ANN001, ANN201
         raw = request.body  # read before DRF parses, so the fingerprint sees the exact bytes
         enforce(request, group="search")
@@ -25,11 +39,15 @@ class SearchView(APIView):
 
 
 class SearchDetailView(APIView):
+    @extend_schema(operation_id="people_search_retrieve", tags=["people"],
+                   responses={200: PastSearchSerializer, **_SESSION_ERRORS})
     def get(self, request, search_id):  # noqa: ANN001, ANN201
         return Response(service.get_search(user=request.user, search_id=search_id))
 
 
 class PeopleListView(APIView):
+    @extend_schema(operation_id="people_discover", tags=["people"], parameters=[DiscoverQuerySerializer],
+                   responses={200: DiscoverSerializer, **ERROR_RESPONSES})
     def get(self, request):  # noqa: ANN001, ANN201
         ser = DiscoverQuerySerializer(data=request.query_params)
         ser.is_valid(raise_exception=True)
@@ -37,6 +55,9 @@ class PeopleListView(APIView):
 
 
 class PersonView(APIView):
+    @extend_schema(operation_id="people_profile", tags=["people"], parameters=[ProfileQuerySerializer],
+                   responses={200: PersonProfileSerializer, **_SESSION_ERRORS},
+                   description="Full profile of a person from one of your searches (within its 24 h session).")
     def get(self, request, person_id):  # noqa: ANN001, ANN201
         ser = ProfileQuerySerializer(data=request.query_params)
         ser.is_valid(raise_exception=True)
@@ -45,11 +66,19 @@ class PersonView(APIView):
 
 
 class PublicProfileView(APIView):
+    @extend_schema(operation_id="people_public_profile", tags=["people"],
+                   responses={200: PublicProfileSerializer, **ERROR_RESPONSES})
     def get(self, request, person_id):  # noqa: ANN001, ANN201
         return Response(profiles.get_public_profile(person_id=person_id))
 
 
 class UnlockContactView(APIView):
+    @extend_schema(operation_id="people_unlock_contact", tags=["people"], request=UnlockRequestSerializer,
+                   parameters=[_IDEMPOTENCY],
+                   responses={200: UnlockResponseSerializer, 403: ErrorSerializer, **_SESSION_ERRORS,
+                              **IDEMPOTENT_ERRORS, **DEPENDENCY_ERRORS},
+                   description="Unlock a person's contact (1 credit per person and search; a repeat is free). "
+                               "403 when the person is not open to work or contact.")
     def post(self, request, person_id):  # noqa: ANN001, ANN201
         raw = request.body
         enforce(request, group="unlock")

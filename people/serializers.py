@@ -32,3 +32,135 @@ class DiscoverQuerySerializer(serializers.Serializer):
 
 class ProfileQuerySerializer(serializers.Serializer):
     search_id = serializers.UUIDField()
+
+
+# Response shapes (OpenAPI only: the services build plain dicts; these document them for clients and the fuzzer).
+def _s(**kw) -> serializers.CharField:  # noqa: ANN003
+    return serializers.CharField(allow_blank=True, **kw)
+
+
+class CardChildSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    title = _s()
+    summary = _s()
+    child_type = _s()
+
+
+class CardSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    title = _s()
+    summary = _s()
+    company_norm = _s()
+    team_norm = _s()
+    intent_primary = _s()
+    domain = _s()
+    sub_domain = _s()
+    employment_type = _s()
+    seniority_level = _s()
+    city = _s()
+    country = _s()
+    location_text = _s()
+    start_date = serializers.DateField(allow_null=True)
+    end_date = serializers.DateField(allow_null=True)
+    is_current = serializers.BooleanField()
+    search_phrases = serializers.ListField(child=_s())
+
+
+class CardFamilySerializer(CardSerializer):
+    children = CardChildSerializer(many=True)
+
+
+class SearchPersonSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField(allow_null=True)
+    headline = serializers.CharField(allow_null=True)
+    bio = serializers.CharField(allow_null=True)
+    similarity_percent = serializers.IntegerField(min_value=0, max_value=100)
+    why_matched = serializers.ListField(child=serializers.CharField(), help_text="1-3 bullets.")
+    open_to_work = serializers.BooleanField()
+    open_to_contact = serializers.BooleanField()
+    work_preferred_locations = serializers.ListField(child=serializers.CharField())
+    work_preferred_salary_min = serializers.IntegerField(allow_null=True)
+    matched_cards = CardSerializer(many=True)
+
+
+class SearchResponseSerializer(serializers.Serializer):
+    search_id = serializers.UUIDField(help_text="Opens a 24 h session for profile views and unlocks.")
+    people = SearchPersonSerializer(many=True)
+
+
+class PastSearchPersonSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = _s()
+    headline = serializers.CharField(allow_null=True)
+    rank = serializers.IntegerField()
+    score = serializers.FloatField()
+    similarity_percent = serializers.IntegerField(min_value=0, max_value=100)
+    why_matched = serializers.ListField(child=serializers.CharField())
+    why_source = serializers.CharField(help_text="deterministic | llm")
+    open_to_work = serializers.BooleanField()
+    open_to_contact = serializers.BooleanField()
+    matched_parent_ids = serializers.ListField(child=serializers.UUIDField())
+    matched_child_ids = serializers.ListField(child=serializers.UUIDField())
+
+
+class PastSearchSerializer(serializers.Serializer):
+    search_id = serializers.UUIDField()
+    query = _s()
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    fallback_tier = serializers.IntegerField(allow_null=True)
+    parsed_constraints = serializers.DictField()
+    people = PastSearchPersonSerializer(many=True)
+
+
+class DiscoverPersonSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    display_name = _s()
+    current_location = serializers.CharField(allow_null=True)
+    summaries = serializers.ListField(child=serializers.CharField())
+
+
+class DiscoverSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    results = DiscoverPersonSerializer(many=True)
+
+
+class ContactSerializer(serializers.Serializer):
+    email = _s()
+    phone = _s()
+    linkedin_url = _s()
+
+
+class PersonProfileSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    display_name = _s()
+    headline = serializers.CharField(allow_null=True)
+    bio = serializers.CharField(allow_null=True)
+    current_city = serializers.CharField(allow_null=True)
+    open_to_work = serializers.BooleanField()
+    open_to_contact = serializers.BooleanField()
+    work_preferred_locations = serializers.ListField(child=serializers.CharField())
+    work_preferred_salary_min = serializers.IntegerField(allow_null=True)
+    contact_unlocked = serializers.BooleanField()
+    contact = ContactSerializer(allow_null=True, help_text="Only after an unlock, and only if open to work/contact.")
+    experience_cards = CardSerializer(many=True)
+    card_families = CardFamilySerializer(many=True)
+
+
+class PublicProfileSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    display_name = _s()
+    bio = serializers.CharField(allow_null=True)
+    card_families = CardFamilySerializer(many=True)
+
+
+class UnlockResponseSerializer(serializers.Serializer):
+    unlocked = serializers.BooleanField()
+    charged = serializers.IntegerField(help_text="Credits taken: 0 for a repeat.")
+    person_id = serializers.UUIDField()
+    search_id = serializers.UUIDField()
+    contact = ContactSerializer()
+    balance = serializers.IntegerField()

@@ -16,12 +16,25 @@ from rest_framework.views import APIView
 
 from config.errors import BadInput
 from config.ratelimits import enforce
-from config.schema import ERROR_RESPONSES
+from config.schema import DEPENDENCY_ERRORS, ERROR_RESPONSES
 from projects.access import project_for_member
+from search.serializers import RulesRequestSerializer, RulesSearchResponseSerializer
 
 log = logging.getLogger(__name__)
 KNOWN = {"q", "query", "book", "books", "ruleset", "rulesets", "fusion", "graph", "seed_top_n", "depth", "decay",
          "graph_top_k", "graph_strength", "top_k", "candidates", "rerank"}
+
+
+# One server-sent event: the schema of each event of the stream, as schemathesis and OpenAPI 3.2 read a
+# text/event-stream response. (contentMediaType for `data` is JSON Schema 2019+, not valid in OpenAPI 3.0.)
+SSE_EVENT = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["search", "context", "generation", "token", "complete", "error"]},
+        "data": {"type": "string", "description": "A JSON object."},
+    },
+    "required": ["event", "data"],
+}
 
 
 class _AnyAccept(BaseContentNegotiation):
@@ -48,10 +61,11 @@ def _params(request) -> dict:  # noqa: ANN001
 class RulesSearchView(APIView):
     content_negotiation_class = _AnyAccept
 
-    @extend_schema(operation_id="rules_search", tags=["rules"], responses={200: OpenApiResponse(
-        description="results with base score, graph boost and path"), **ERROR_RESPONSES},
-        description="Rulebook search: hybrid retrieval (fusion rrf|weighted), book/ruleset filters, graph boost "
-                    "(seed_top_n, depth, decay, graph_top_k, graph_strength; graph=false disables it).")
+    @extend_schema(operation_id="rules_search", tags=["rules"], request=RulesRequestSerializer,
+                   responses={200: RulesSearchResponseSerializer, **ERROR_RESPONSES, **DEPENDENCY_ERRORS},
+                   description="Rulebook search: hybrid retrieval (fusion rrf|weighted), book/ruleset filters, graph "
+                               "boost (seed_top_n, depth, decay, graph_top_k, graph_strength; graph=false disables "
+                               "it).")
     def post(self, request, slug: str):  # noqa: ANN001, ANN201
         from search.rules_search import rules_search
 
@@ -64,9 +78,11 @@ class RulesSearchView(APIView):
 class AnswerView(APIView):
     content_negotiation_class = _AnyAccept
 
-    @extend_schema(operation_id="rules_answer", tags=["rules"], responses={200: OpenApiResponse(
-        description="text/event-stream: search, context, generation, token..., complete | error"), **ERROR_RESPONSES},
-        description="Streamed, cited answer. Same body as rules search.")
+    @extend_schema(operation_id="rules_answer", tags=["rules"], request=RulesRequestSerializer,
+                   responses={(200, "text/event-stream"): OpenApiResponse(
+                       SSE_EVENT, description="One schema per event: search, context, generation, token..., "
+                                              "complete | error"), **ERROR_RESPONSES, **DEPENDENCY_ERRORS},
+                   description="Streamed, cited answer. Same body as rules search.")
     def post(self, request, slug: str):  # noqa: ANN001, ANN201
         from search.answer import stream_answer
         from search.rules_search import rules_search

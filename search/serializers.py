@@ -93,3 +93,50 @@ class IngestJobSerializer(serializers.Serializer):
 class FeedbackRequestSerializer(serializers.Serializer):
     chunk_id = serializers.IntegerField(min_value=1)
     relevance = serializers.IntegerField(min_value=0, max_value=3)
+
+
+class RulesRequestSerializer(serializers.Serializer):
+    """Body of rules search and rules answer (validated by search.rules_search.validate_rules_params)."""
+
+    q = serializers.CharField(help_text="The question (`query` is accepted as an alias).")
+    book = serializers.ListField(child=serializers.RegexField(r"^[\w.:-]{1,100}$"), required=False, max_length=50,
+                                 help_text="Book id(s) to search; a single string works too. Alias: books.")
+    ruleset = serializers.ListField(child=serializers.RegexField(r"^[\w.:-]{1,100}$"), required=False,
+                                    max_length=50,
+                                    help_text="Ruleset id(s); a single string works too. Alias: rulesets.")
+    fusion = serializers.ChoiceField(choices=["rrf", "weighted"], default="rrf")
+    graph = serializers.BooleanField(default=True, help_text="false disables the graph boost.")
+    seed_top_n = serializers.IntegerField(required=False, min_value=0, max_value=20)
+    depth = serializers.IntegerField(required=False, min_value=0, max_value=4)
+    decay = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+    graph_top_k = serializers.IntegerField(required=False, min_value=0, max_value=200)
+    graph_strength = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+    top_k = serializers.IntegerField(default=8, min_value=1, max_value=50)
+    candidates = serializers.IntegerField(default=100, min_value=1, max_value=200)
+    rerank = serializers.BooleanField(default=False)
+
+
+class RulesResultSerializer(ResultSerializer):
+    book_id = serializers.CharField(allow_blank=True)
+    ruleset_id = serializers.CharField(allow_blank=True)
+    section_path = serializers.ListField(child=serializers.CharField())
+    page = serializers.CharField(allow_blank=True)
+    content_kind = serializers.CharField(allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField())
+    traits = serializers.DictField()
+    is_rule_bearing = serializers.BooleanField()
+    base_score = serializers.FloatField(help_text="Fused score before the graph boost.")
+    graph_boost = serializers.FloatField()
+    graph_path = serializers.ListField(child=serializers.JSONField(), help_text="How the boost reached this chunk.")
+
+
+class RulesSearchResponseSerializer(serializers.Serializer):
+    search_session_id = serializers.UUIDField(allow_null=True)
+    results = RulesResultSerializer(many=True)
+    analysis = serializers.DictField(help_text="Detected intents, entities, audience and preferred kinds.")
+    filters = serializers.DictField()
+    fusion = serializers.CharField()
+    reranker = serializers.CharField(allow_null=True)
+    graph = serializers.DictField()
+    timings_ms = serializers.DictField(child=serializers.FloatField())
+    candidate_ids = serializers.ListField(child=serializers.IntegerField())
