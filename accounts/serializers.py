@@ -3,6 +3,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from accounts.models import ApiKey
+from config.fields import TextField
 
 
 class ProjectRoleSerializer(serializers.Serializer):
@@ -30,7 +31,7 @@ class ApiKeySerializer(serializers.ModelSerializer):
 
 
 class ApiKeyCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100, required=False, default="default", allow_blank=False)
+    name = TextField(max_length=100, required=False, default="default", allow_blank=False)
 
 
 class IssuedApiKeySerializer(ApiKeySerializer):

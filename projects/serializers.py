@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from config.fields import TextField
 from projects.models import Dataset, ProjectShare
 
 
@@ -28,9 +29,9 @@ class DatasetSerializer(serializers.ModelSerializer):
 
 
 class DatasetCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
+    name = TextField(max_length=200)
     kind = serializers.ChoiceField(choices=Dataset.Kind.choices, default=Dataset.Kind.CODE)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+    description = TextField(required=False, allow_blank=True, default="")
     is_global = serializers.BooleanField(required=False, default=False, help_text="Staff only.")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from config.fields import TextField
+
 
 class QueryFiltersSerializer(serializers.Serializer):
     repo = serializers.ListField(child=serializers.CharField(), required=False, help_text="Repo name(s); a string works too.")
@@ -67,10 +69,10 @@ class QueryResponseSerializer(serializers.Serializer):
 
 
 class IngestRequestSerializer(serializers.Serializer):
-    dataset = serializers.CharField(max_length=200, help_text="Dataset name in this project (created if missing).")
+    dataset = TextField(max_length=200, help_text="Dataset name in this project (created if missing).")
     kind = serializers.ChoiceField(choices=["code", "web", "rules"])
-    source = serializers.CharField(max_length=2000, help_text="Server-side path under INGEST_ALLOWED_ROOTS.")
-    repo = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    source = TextField(max_length=2000, help_text="Server-side path under INGEST_ALLOWED_ROOTS.")
+    repo = TextField(max_length=200, required=False, allow_blank=True)
 
 
 class IngestJobSerializer(serializers.Serializer):

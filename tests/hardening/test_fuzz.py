@@ -67,3 +67,28 @@ def test_every_operation_answers_without_5xx_and_within_its_schema(case, rnd, wo
     use_world(case, rnd, secret=world.secret)
     with InProcessRequests():
         case.call_and_validate(checks=CHECKS)
+
+
+# What the fuzzer found: DRF turned JSON numbers into text, so {"query": 1.25e272} ran (and charged) a people
+# search for "1.25e+272" and {"name": 7876609} issued a key named "7876609". A wrong type is now a 400.
+@pytest.mark.parametrize("path,body,field", [
+    ("/api/search", {"query": 1.2501866551734208e+272}, "query"),
+    ("/api/search", {"query": "python", "preferred_locations": ["pune", 7]}, "preferred_locations"),
+    ("/api/keys", {"name": 7876609}, "name"),
+    ("/api/projects/typed/datasets", {"name": 5}, "name"),
+    ("/api/projects/typed/datasets", {"name": "docs", "description": True}, "description"),
+    ("/api/projects/typed/ingest", {"dataset": 1, "kind": "code", "source": "."}, "dataset"),
+])
+def test_a_number_sent_for_a_text_field_is_a_400_naming_it_and_costs_nothing(user, api, make_project, path, body,
+                                                                              field):
+    from accounts.models import ApiKey
+    from credits.ledger import get_balance
+    from projects.models import Dataset
+
+    make_project("typed", user)
+    keys, datasets, balance = ApiKey.objects.count(), Dataset.objects.count(), get_balance(user=user)
+    resp = api.post(path, body, format="json")
+    assert resp.status_code == 400, resp.content
+    err = resp.json()
+    assert err["code"] == "invalid" and err["field"].split(".")[0] == field and err["detail"]
+    assert (ApiKey.objects.count(), Dataset.objects.count(), get_balance(user=user)) == (keys, datasets, balance)
