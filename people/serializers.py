@@ -31,6 +31,13 @@ class DiscoverQuerySerializer(serializers.Serializer):
     limit = serializers.IntegerField(required=False, min_value=1, max_value=100, default=20)
     offset = serializers.IntegerField(required=False, min_value=0, max_value=10**6, default=0)
 
+    def to_internal_value(self, data):  # noqa: ANN001, ANN201
+        # DRF reads `?limit=` (present but empty) as absent and uses the default; like /api/credits, it is a 400.
+        for name in ("limit", "offset"):
+            if name in data and not str(data.get(name, "")).strip():
+                raise serializers.ValidationError({name: "A valid integer is required."})
+        return super().to_internal_value(data)
+
 
 class ProfileQuerySerializer(serializers.Serializer):
     search_id = serializers.UUIDField()

@@ -92,3 +92,11 @@ def test_a_number_sent_for_a_text_field_is_a_400_naming_it_and_costs_nothing(use
     err = resp.json()
     assert err["code"] == "invalid" and err["field"].split(".")[0] == field and err["detail"]
     assert (ApiKey.objects.count(), Dataset.objects.count(), get_balance(user=user)) == (keys, datasets, balance)
+
+
+@pytest.mark.parametrize("query,field", [("limit=", "limit"), ("offset=&limit=1", "offset")])
+def test_an_empty_paging_parameter_is_a_400_not_the_default(api, query, field):
+    """Also found by the fuzzer: `/api/people?limit=` was read as "no limit given" (20)."""
+    resp = api.get(f"/api/people?{query}")
+    assert resp.status_code == 400 and resp.json()["field"] == field and resp.json()["code"] == "invalid"
+    assert api.get("/api/people?limit=1&offset=0").status_code == 200
