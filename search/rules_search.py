@@ -87,14 +87,14 @@ def rules_search(*, user, project, q: str, books: list[str] | None = None, rules
     """Search the project's rulebooks. Returns {results, analysis, filters, graph, timings_ms, search_session_id}."""
     from projects.access import accessible_dataset_ids
     from search.pipeline import run_query
-    from search.traversal import detect, load_config
+    from search.traversal import detect
 
     dataset_ids = sorted(accessible_dataset_ids(project))
     books = list(books or [])
     named = [] if books else books_named_in(q=q, dataset_ids=dataset_ids)
     if named:
         books = named  # the query names a book: other books are not mixed in
-    config = load_config(ruleset_id=rulesets[0]) if rulesets else _config_for(dataset_ids)
+    config = _config_for(dataset_ids, ruleset_id=rulesets[0] if rulesets else None)
     analysis = detect(query=q, config=config)
     extra: dict[str, Any] = {"kind": ["rules"]}
     if books:
@@ -132,11 +132,16 @@ def rules_search(*, user, project, q: str, books: list[str] | None = None, rules
             "timings_ms": res.timings, "candidate_ids": [c.chunk_id for c in res.candidates]}
 
 
-def _config_for(dataset_ids: list[int]):  # noqa: ANN202
-    """The traversal config of the (first) ruleset among the accessible rules chunks."""
+def _config_for(dataset_ids: list[int], *, ruleset_id: str | None = None):  # noqa: ANN202
+    """The traversal config of the named ruleset, else of the first ruleset among the accessible rules chunks.
+
+    Only a ruleset the caller can read counts: the config's entity names would otherwise confirm what an
+    inaccessible rulebook contains (`analysis.entities`)."""
     from search.models import Chunk
     from search.traversal import load_config
 
-    rs = (Chunk.objects.filter(dataset_id__in=dataset_ids, kind="rules").exclude(ruleset_id="")
-          .values_list("ruleset_id", flat=True).first())
+    qs = Chunk.objects.filter(dataset_id__in=dataset_ids, kind="rules").exclude(ruleset_id="")
+    if ruleset_id is not None:
+        qs = qs.filter(ruleset_id=ruleset_id)
+    rs = qs.values_list("ruleset_id", flat=True).first()
     return load_config(ruleset_id=rs) if rs else None

@@ -199,3 +199,13 @@ def test_api_rules_search(demo_project, client_for, make_user):
     not_json = api.post(url, "[1, 2]", content_type="application/json")
     assert not_json.status_code == 400
     assert client_for(outsider).post(url, {"q": PINNED_Q}, format="json").status_code == 404
+
+
+def test_a_named_ruleset_the_caller_cannot_read_reveals_no_entities(demo_project, emberfall):
+    from projects.models import Dataset, Project
+
+    Dataset.objects.filter(project=demo_project, kind="rules").update(is_global=False)
+    outsider = Project.objects.create(slug="outsider", name="Outsider")
+    res = _search(outsider, rulesets=["emberfall"])
+    assert res["results"] == [] and res["analysis"]["entities"] == []
+    assert {"kind": "condition", "name": "Pinned"} in _search(demo_project, rulesets=["emberfall"])["analysis"]["entities"]
