@@ -21,3 +21,19 @@ class TextField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("not_text")
         return super().to_internal_value(data)
+
+
+class FlagField(serializers.BooleanField):
+    """A BooleanField that accepts only JSON true/false (and null where allowed), not "", "yes", "1" or 1."""
+
+    default_error_messages = {"not_flag": "Must be true or false."}
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        if data == "":  # DRF reads "" as null for a nullable BooleanField
+            self.fail("not_flag")
+        return super().validate_empty_values(data)
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("not_flag")
+        return data

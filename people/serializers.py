@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from config.fields import TextField
+from config.fields import FlagField, TextField
 
 
 class SearchRequestSerializer(serializers.Serializer):
     query = TextField(max_length=1000, trim_whitespace=True, allow_blank=False)
-    open_to_work_only = serializers.BooleanField(required=False, allow_null=True, default=None)
+    open_to_work_only = FlagField(required=False, allow_null=True, default=None)
     preferred_locations = serializers.ListField(child=TextField(max_length=100), required=False,
                                                 max_length=10, default=list)
     salary_min = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=10**10,

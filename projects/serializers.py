@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from config.fields import TextField
+from config.fields import FlagField, TextField
 from projects.models import Dataset, ProjectShare
 
 
@@ -32,7 +32,7 @@ class DatasetCreateSerializer(serializers.Serializer):
     name = TextField(max_length=200)
     kind = serializers.ChoiceField(choices=Dataset.Kind.choices, default=Dataset.Kind.CODE)
     description = TextField(required=False, allow_blank=True, default="")
-    is_global = serializers.BooleanField(required=False, default=False, help_text="Staff only.")
+    is_global = FlagField(required=False, default=False, help_text="Staff only.")
 
 
 class ShareSerializer(serializers.ModelSerializer):

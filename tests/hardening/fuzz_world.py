@@ -48,7 +48,8 @@ def build_world(tmp: Path) -> World:
     grant(user=user, amount=CREDITS, reason="fuzz")
     project, _ = Project.objects.get_or_create(slug=PROJECT, defaults={"name": "Fuzz"})
     Membership.objects.get_or_create(project=project, user=user, defaults={"role": "owner"})
-    _, job = ingest(project, "shop", write_repo(tmp / "shop"), repo="shop")
+    repo_dir = write_repo(tmp / "shop")
+    _, job = ingest(project, "shop", repo_dir, repo="shop")
     rules = load_demo_rules()
     Membership.objects.get_or_create(project=Project.objects.get(slug=rules["project"]), user=user,
                                      defaults={"role": "viewer"})
@@ -83,6 +84,7 @@ def build_world(tmp: Path) -> World:
         "share_id": [share.pk],
         "dataset_id": [shared.pk],
         "chunk_id": [r["chunk_id"] for r in session.results[:3]],
+        "source": [str(repo_dir), str(repo_dir / "billing")],  # the only ingest roots the fuzz run allows
     })
     CURRENT["world"] = world
     return world

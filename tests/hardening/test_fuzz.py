@@ -70,7 +70,8 @@ def test_every_operation_answers_without_5xx_and_within_its_schema(case, rnd, wo
 
 
 # What the fuzzer found: DRF turned JSON numbers into text, so {"query": 1.25e272} ran (and charged) a people
-# search for "1.25e+272" and {"name": 7876609} issued a key named "7876609". A wrong type is now a 400.
+# search for "1.25e+272", {"name": 7876609} issued a key named "7876609", {"open_to_work_only": ""} searched
+# as if the flag were absent. A wrong type is now a 400.
 @pytest.mark.parametrize("path,body,field", [
     ("/api/search", {"query": 1.2501866551734208e+272}, "query"),
     ("/api/search", {"query": "python", "preferred_locations": ["pune", 7]}, "preferred_locations"),
@@ -78,8 +79,11 @@ def test_every_operation_answers_without_5xx_and_within_its_schema(case, rnd, wo
     ("/api/projects/typed/datasets", {"name": 5}, "name"),
     ("/api/projects/typed/datasets", {"name": "docs", "description": True}, "description"),
     ("/api/projects/typed/ingest", {"dataset": 1, "kind": "code", "source": "."}, "dataset"),
+    ("/api/search", {"query": "python", "open_to_work_only": ""}, "open_to_work_only"),
+    ("/api/search", {"query": "python", "open_to_work_only": "yes"}, "open_to_work_only"),
+    ("/api/projects/typed/datasets", {"name": "docs", "is_global": 1}, "is_global"),
 ])
-def test_a_number_sent_for_a_text_field_is_a_400_naming_it_and_costs_nothing(user, api, make_project, path, body,
+def test_a_wrongly_typed_text_or_flag_field_is_a_400_naming_it_and_costs_nothing(user, api, make_project, path, body,
                                                                               field):
     from accounts.models import ApiKey
     from credits.ledger import get_balance
