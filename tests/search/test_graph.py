@@ -30,7 +30,7 @@ def test_boost_follows_depth_and_decay():
     assert b[7][0] == pytest.approx(0.05 * 0.4)                # through a section node
     assert b[6][1] == ["chunk:1", "references", "chunk:5", "next", "chunk:6"]
     assert 8 not in b                                          # chunk 2 is not a seed with seed_top_n=1
-    assert 1 not in b                                          # a seed does not boost itself
+    assert b.get(1) is None                                       # a seed does not boost itself
 
 
 def test_boost_parameters_change_the_result():
