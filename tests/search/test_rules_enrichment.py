@@ -1,4 +1,5 @@
-"""Rulebook chunking and the deterministic classifier, on real SRD 5.1 files (../shared/data/srd51)."""
+"""Rulebook chunking and the deterministic classifier, on real SRD 5.1 files (a CC-BY excerpt vendored in
+tests/search/fixtures/srd51, so the tests run in any fresh clone; SRD_DIR points them at a full copy)."""
 from __future__ import annotations
 
 import json
@@ -9,9 +10,7 @@ import pytest
 
 from search.ingest.rules import chunk_json_records, chunk_markdown, classify, read_rulebook
 
-ROOT = Path(__file__).resolve().parents[2]
-SRD = Path(os.environ.get("SRD_DIR", ROOT.parent / "shared" / "data" / "srd51"))
-needs_srd = pytest.mark.skipif(not SRD.exists(), reason=f"SRD 5.1 not found at {SRD} (set SRD_DIR)")
+SRD = Path(os.environ.get("SRD_DIR", Path(__file__).resolve().parent / "fixtures" / "srd51"))
 
 
 def _chunks(rel: str):
@@ -25,7 +24,6 @@ def _by_symbol(chunks, symbol):
     return hits
 
 
-@needs_srd
 def test_grappled_is_a_condition():
     chunks = _chunks("Gamemastering/Conditions.md")
     (grappled,) = _by_symbol(chunks, "Grappled")
@@ -37,7 +35,6 @@ def test_grappled_is_a_condition():
     assert grappled.page == "Conditions.md" and grappled.start_line < grappled.end_line
 
 
-@needs_srd
 def test_fireball_is_a_level_3_evocation_spell():
     (fireball,) = _chunks("Spells/Fireball.md")
     assert fireball.content_kind == "spell"
@@ -49,7 +46,6 @@ def test_fireball_is_a_level_3_evocation_spell():
     assert {"spell", "level:3", "school:evocation"} <= set(fireball.tags)
 
 
-@needs_srd
 def test_cantrip_and_ritual_and_concentration_traits():
     chunks = read_rulebook(path=SRD / "Spells", ruleset_id="srd51", book_id="srd")
     by_name = {c.symbol: c for d in chunks for c in d.chunks}
@@ -58,7 +54,6 @@ def test_cantrip_and_ritual_and_concentration_traits():
     assert by_name["Detect Magic"].traits["concentration"] is True
 
 
-@needs_srd
 def test_a_table_stays_a_table():
     chunks = _chunks("Gamemastering/Conditions.md")
     tables = [c for c in chunks if c.content_kind == "table"]
@@ -72,7 +67,6 @@ def test_a_table_stays_a_table():
     assert prose and all("|" not in c.text for c in prose)  # the prose around the table stays with its heading
 
 
-@needs_srd
 def test_monster_stat_block_is_one_chunk_with_its_actions():
     (ogre,) = _chunks("Monsters/Ogre.md")
     assert ogre.content_kind == "monster"
@@ -80,7 +74,6 @@ def test_monster_stat_block_is_one_chunk_with_its_actions():
     assert "Greatclub" in ogre.text and "Javelin" in ogre.text  # the ###### Actions heading did not split it
 
 
-@needs_srd
 def test_items_feats_actions():
     (wand,) = _chunks("Treasure/Wand of Fireballs.md")
     assert wand.content_kind == "item"
@@ -92,7 +85,6 @@ def test_items_feats_actions():
     assert _by_symbol(combat, "Opportunity Attacks")[0].content_kind == "rule"
 
 
-@needs_srd
 def test_classifier_is_deterministic_over_the_whole_srd():
     a = read_rulebook(path=SRD, ruleset_id="srd51", book_id="srd")
     b = read_rulebook(path=SRD, ruleset_id="srd51", book_id="srd")
