@@ -6,7 +6,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 
 from search.ingest.rules import chunk_json_records, chunk_markdown, classify, read_rulebook
 
