@@ -6,7 +6,6 @@ import json
 import os
 from pathlib import Path
 
-
 from search.ingest.rules import chunk_json_records, chunk_markdown, classify, read_rulebook
 
 SRD = Path(os.environ.get("SRD_DIR", Path(__file__).resolve().parent / "fixtures" / "srd51"))
