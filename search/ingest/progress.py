@@ -18,7 +18,9 @@ def file_progress(*, dataset, desc: str) -> tuple[Callable[[dict[str, Any]], Non
             job = IngestJob.objects.filter(dataset=dataset).order_by("-created_at").first()
             if job and job.files_total:
                 bar.total = job.files_total
-        if "path" in info:
+        if "path" in info:  # the file walker reports each file
             bar.update(1)
+        elif "files" in info:  # sync_documents (rules, BEIR) reports running totals per batch
+            bar.update(info["files"] - bar.n)
 
     return progress, bar

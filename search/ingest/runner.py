@@ -191,7 +191,7 @@ def _run_locked(*, job, progress: Progress | None) -> Any:  # noqa: ANN001
     job.save()
     try:
         if job.kind == "rules":
-            _run_rules(job=job)
+            _run_rules(job=job, progress=progress)
         else:
             _run_files(job=job, progress=progress)
         job.refresh_from_db()
@@ -272,20 +272,11 @@ def _run_files(*, job, progress: Progress | None) -> None:  # noqa: ANN001
     IngestJob.objects.filter(pk=job.pk).update(files_deleted=deleted)
 
 
-def _run_rules(*, job) -> None:  # noqa: ANN001
-    """Rulebooks are chunked by search.ingest.rules (owned by the rules engineer); persisted here."""
-    from search.ingest import rules
+def _run_rules(*, job, progress: Progress | None) -> None:  # noqa: ANN001
+    """Rulebooks are chunked and enriched by search.ingest.rules, persisted through sync_documents."""
+    from search.ingest.rules import ingest_rulebook
 
-    opts = dict(job.options)
-    if hasattr(rules, "ingest_rulebook"):
-        rules.ingest_rulebook(dataset=job.dataset, path=job.source, job=job, **opts)
-        return
-    drafts = rules.read_rulebook(path=job.source, ruleset_id=opts.get("ruleset_id") or job.dataset.name,
-                                 book_id=opts.get("book_id") or Path(job.source).stem)
-    from search.models import IngestJob
-
-    IngestJob.objects.filter(pk=job.pk).update(files_total=len(drafts))
-    sync_documents(dataset=job.dataset, drafts=drafts, job=job, delete_missing=False)
+    ingest_rulebook(dataset=job.dataset, path=job.source, job=job, progress=progress, **dict(job.options))
 
 
 def start_ingest(*, dataset, source: str, kind: str, user=None, options: dict[str, Any] | None = None,  # noqa: ANN001

@@ -1,4 +1,4 @@
-"""Graph edges (known cross-references on SRD and demo text) and the graph boost's arithmetic."""
+"""Graph edges (known cross-references on SRD text, vendored in fixtures/srd51, and demo text) and the graph boost's arithmetic."""
 from __future__ import annotations
 
 import shutil
@@ -7,7 +7,7 @@ import pytest
 
 from search.graph import apply_graph_boost, build_graph, compute_boosts
 from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture
-from tests.search.test_rules_enrichment import SRD, needs_srd
+from tests.search.test_rules_enrichment import SRD
 
 # ---------------------------------------------------------------------------------------- pure boost arithmetic
 
@@ -68,7 +68,6 @@ def _chunk_id(**kw):
     return Chunk.objects.get(**kw).pk
 
 
-@needs_srd
 def test_srd_grappling_references_the_grappled_condition(db, tmp_path, make_project):
     from projects.models import Dataset
     from search.ingest.rules import read_rulebook
