@@ -16,6 +16,7 @@ Relations:
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -257,10 +258,17 @@ def apply_graph_boost(candidates: list, *, dataset_ids: Iterable[int], seed_top_
                         obj = type(candidates[0])(chunk_id=cid)
                         _set(obj, key, 0.0)
                         out.append(obj)
+    # The boost reorders everything below the retrieval's best match but never lifts a chunk above it: with
+    # RRF the gaps between top ranks are smaller than one boost unit, and seeds boosting each other used to
+    # push a linked neighbour (the "Pinned" condition) over the section actually asked for ("Escaping a Pin").
+    top_seed = seeds[0] if seeds else None
+    ceiling = base.get(top_seed, 0.0) if top_seed is not None else None
     for c in out:
         cid = int(_get(c, "chunk_id"))
         b, path = boosts.get(cid, (0.0, []))
         base_score = float(_get(c, key) or 0.0)
+        if b and ceiling is not None and cid != top_seed and base_score + b >= ceiling:
+            b = max(0.0, math.nextafter(ceiling, -math.inf) - base_score)
         _set(c, key, base_score + b)
         _set(c, "graph_boost", b)
         if is_dict:
