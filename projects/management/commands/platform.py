@@ -102,6 +102,14 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"serving http://{addr}/  (admin: /admin/, API docs: /api/docs/); "
                                              "Ctrl-C stops"))
         procs = [web, worker]
+
+        def stop(signum, frame):  # noqa: ANN001, ANN202, ARG001
+            raise KeyboardInterrupt
+
+        # Ctrl-C, and also SIGTERM from a process manager (or a SIGINT that a non-interactive shell started us
+        # ignoring), stop the web process, the worker and the embedded services we started.
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
         try:
             while all(p.poll() is None for p in procs):
                 time.sleep(0.5)
