@@ -49,23 +49,7 @@ def setup_django(*, var_dir: str | None = None) -> Path:
 def _teardown(var_dir: Path, keep: bool) -> None:
     from config import embedded
 
-    try:
-        from search.index import close_index
-
-        close_index()
-    except Exception:  # noqa: BLE001 - best effort at exit
-        pass
-    try:
-        from django.db import connections
-
-        connections.close_all()
-    except Exception:  # noqa: BLE001
-        pass
-    embedded.stop_redis(var_dir=var_dir)
-    try:
-        embedded.stop_postgres(var_dir=var_dir)
-    except Exception:  # noqa: BLE001
-        pass
+    embedded.stop_everything(var_dir=var_dir)
     if not keep:
         shutil.rmtree(var_dir, ignore_errors=True)
 

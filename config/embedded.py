@@ -137,3 +137,25 @@ def celery_broker_url(url: str) -> str:
     if url.startswith("unix://"):
         return "redis+socket://" + url[len("unix://"):]
     return url
+
+
+def stop_everything(*, var_dir: Path) -> None:
+    """Best-effort teardown of a private VAR_DIR (test session, benchmark): close the index handle and the
+    DB connections first, so the services can stop cleanly, then stop redis and postgres."""
+    try:
+        from search.index import close_index
+
+        close_index()
+    except Exception:  # noqa: BLE001 - best effort at teardown
+        pass
+    try:
+        from django.db import connections
+
+        connections.close_all()
+    except Exception:  # noqa: BLE001
+        pass
+    stop_redis(var_dir=var_dir)
+    try:
+        stop_postgres(var_dir=var_dir)
+    except Exception:  # noqa: BLE001
+        pass

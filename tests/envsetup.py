@@ -21,15 +21,5 @@ def pytest_unconfigure(config) -> None:  # noqa: ANN001
     from config import embedded
 
     var_dir = Path(os.environ["VAR_DIR"])
-    try:
-        from search.index import close_index
-
-        close_index()
-    except Exception:  # noqa: BLE001 - best effort at teardown
-        pass
-    embedded.stop_redis(var_dir=var_dir)
-    try:
-        embedded.stop_postgres(var_dir=var_dir)
-    except Exception:  # noqa: BLE001
-        pass
+    embedded.stop_everything(var_dir=var_dir)
     shutil.rmtree(var_dir, ignore_errors=True)

@@ -13,14 +13,9 @@ import pytest
 
 
 @pytest.fixture
-def rules_index(tmp_path, db):
-    from search.index import open_index, set_index
-
-    index = open_index(path=tmp_path / "qdrant-rules")
-    set_index(index)
-    yield index
-    set_index(None)
-    index.close()
+def rules_index(edge_index):
+    """The test's private embedded store (the same one context tests use), under the name rules tests know."""
+    return edge_index
 
 
 @pytest.fixture

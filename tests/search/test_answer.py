@@ -10,6 +10,7 @@ import pytest
 
 from search.answer import extractive_answer, stream_answer
 from tests.fake_llm import fake_llm  # noqa: F401 - fixture
+from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture behind rules_index
 from tests.search.rules_fixtures import demo_project, emberfall, parse_sse, rules_index  # noqa: F401 - fixtures
 
 Q = "what happens when I'm pinned?"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from search.rules_search import DEFAULTS, rules_search, validate_rules_params
+from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture behind rules_index
 from tests.search.rules_fixtures import demo_project, emberfall, rules_index  # noqa: F401 - fixtures
 
 PINNED_Q = "what happens when I'm pinned?"
