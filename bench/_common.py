@@ -57,13 +57,18 @@ def _teardown(var_dir: Path, keep: bool) -> None:
 def machine() -> str:
     """One markdown line naming the machine the figures come from."""
     cpu = platform.processor() or "?"
+    flags: set[str] = set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith("model name") and cpu == (platform.processor() or "?"):
                 cpu = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
                 break
     except OSError:
         pass
+    bf16 = [f for f in ("amx_bf16", "avx512_bf16") if f in flags]
+    cpu += f" (native bf16: {', '.join(bf16)})" if bf16 else " (no native bf16)"
     ram = "?"
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

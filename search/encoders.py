@@ -5,6 +5,7 @@ the model id, the offline rule and the cache key are the same everywhere.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -63,6 +64,52 @@ def _load(name: str):  # noqa: ANN202
         raise EmbeddingModelError(f"could not load embedding model at {path}: {exc}") from exc
 
 
+PRECISIONS = ("auto", "fp32", "bf16")
+# Below ~250 characters in one call (a query) fp32 is faster: 6.4 vs 8.2 ms at 60 chars, 13.0 vs 12.2 at 300.
+BF16_MIN_CHARS = 256
+_NATIVE_BF16_FLAGS = {"amx_bf16", "avx512_bf16"}
+
+
+@lru_cache(maxsize=1)
+def cpu_has_native_bf16() -> bool:
+    """Without AMX or AVX512-BF16, torch emulates bf16 and autocast is slower than fp32, so auto stays fp32."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return bool(_NATIVE_BF16_FLAGS & set(line.split(":", 1)[1].split()))
+    except OSError:
+        pass
+    return False
+
+
+def resolve_precision(setting: str) -> str:
+    """'fp32' or 'bf16'; an unknown setting is a configuration error named like a bad model path."""
+    value = (setting or "auto").strip().lower()
+    if value not in PRECISIONS:
+        raise EmbeddingModelError(f"EMBEDDING_PRECISION={setting!r} is not one of {', '.join(PRECISIONS)}.")
+    if value == "auto":
+        return "bf16" if cpu_has_native_bf16() else "fp32"
+    return value
+
+
+def precision() -> str:
+    try:
+        return resolve_precision(settings.EMBEDDING_PRECISION)
+    except EmbeddingModelError as exc:
+        raise DependencyDown("embeddings", str(exc)) from exc
+
+
+def inference_context(mode: str) -> contextlib.AbstractContextManager:
+    """bf16 autocast keeps the fp32 weights and LayerNorm/softmax in fp32 and runs the matmuls in bf16: on
+    AMX cores that is ~3x the fp32 speed with vectors at cosine >= 0.9999 to fp32 (bench_embedding.py),
+    so cached fp32 and bf16 vectors can share one collection and one cache key."""
+    if mode == "bf16":
+        import torch
+
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def get_dense_model():  # noqa: ANN201
     try:
         with _lock:
@@ -76,8 +123,12 @@ def embed_texts(texts: list[str], *, batch_size: int | None = None, show_progres
     if not texts:
         return np.zeros((0, embedding_dim()), dtype=np.float32)
     model = get_dense_model()
-    vecs = model.encode(texts, batch_size=batch_size or settings.EMBEDDING_BATCH_SIZE,
-                        normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=show_progress)
+    mode = precision()
+    if mode == "bf16" and sum(map(len, texts)) < BF16_MIN_CHARS:
+        mode = "fp32"  # a short query: autocast's per-call weight cast costs more than bf16 saves
+    with inference_context(mode):
+        vecs = model.encode(texts, batch_size=batch_size or settings.EMBEDDING_BATCH_SIZE,
+                            normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=show_progress)
     return vecs.astype(np.float32, copy=False)
 
 

@@ -19,6 +19,7 @@ from typing import Protocol
 from django.conf import settings
 
 from config.errors import DependencyDown
+from search.encoders import inference_context, precision
 from search.sparse import tokenize
 
 SNIPPET_CHARS = 1500
@@ -48,7 +49,7 @@ class CrossEncoderReranker:
     def score(self, query: str, docs: list[str], *, prior: list[float]) -> list[float]:
         if not docs:
             return []
-        with _lock:
+        with _lock, inference_context(precision()):
             return [float(s) for s in self.model.predict([(query, d) for d in docs], show_progress_bar=False)]
 
 

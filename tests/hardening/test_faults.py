@@ -183,20 +183,22 @@ def test_llm_malformed_stream_text_is_still_a_cited_answer(world, fake_llm):
 
 
 # --------------------------------------------------------------------------- embeddings
-@pytest.fixture(params=["missing-path", "hub-id"])
+@pytest.fixture(params=["missing-path", "hub-id", "unknown-precision"])
 def bad_model(request, tmp_path, settings):
-    from search.index import close_index
-
+    """Each case names the setting the 503's detail must point the operator at."""
+    if request.param == "unknown-precision":
+        settings.EMBEDDING_PRECISION = "fp8"
+        return "EMBEDDING_PRECISION"
     settings.EMBEDDING_MODEL = (str(tmp_path / "no-such-model") if request.param == "missing-path"
                                 else "sentence-transformers/all-mpnet-base-v2")
-    yield settings.EMBEDDING_MODEL
+    return "EMBEDDING_MODEL"
 
 
-def _assert_embeddings_503(resp):  # noqa: ANN001
+def _assert_embeddings_503(resp, setting: str = "EMBEDDING_MODEL"):  # noqa: ANN001
     assert resp.status_code == 503, resp.content
     body = resp.json()
     assert body["code"] == "dependency_unavailable" and body["dependency"] == "embeddings"
-    assert "EMBEDDING_MODEL" in body["detail"]
+    assert setting in body["detail"]
 
 
 def test_missing_embedding_model_people_search_is_503_and_free(people, make_user, client_for, bad_model):
@@ -204,13 +206,15 @@ def test_missing_embedding_model_people_search_is_503_and_free(people, make_user
     from people.models import Search
 
     user = make_user(credits=3)
-    _assert_embeddings_503(client_for(user).post("/api/search", {"query": "backend engineers"}, format="json"))
+    _assert_embeddings_503(client_for(user).post("/api/search", {"query": "backend engineers"}, format="json"),
+                           bad_model)
     assert get_balance(user=user) == 3 and ledger_sum(user=user) == 3
     assert Search.objects.count() == 0
 
 
 def test_missing_embedding_model_context_query_is_503_and_logs_nothing(world, bad_model):
-    _assert_embeddings_503(world["api"].post("/api/projects/faults/query", {"q": "deduct credits"}, format="json"))
+    _assert_embeddings_503(world["api"].post("/api/projects/faults/query", {"q": "deduct credits"}, format="json"),
+                           bad_model)
     _no_logs_written()
 
 
@@ -220,7 +224,8 @@ def test_missing_embedding_model_before_the_index_is_opened_is_503(world, bad_mo
 
     close_index()
     try:
-        _assert_embeddings_503(world["api"].post("/api/projects/faults/query", {"q": "deduct"}, format="json"))
+        _assert_embeddings_503(world["api"].post("/api/projects/faults/query", {"q": "deduct"}, format="json"),
+                               bad_model)
         events = sse_events(world["api"].post("/api/projects/faults/answer", {"q": "grappled"}, format="json"))
         assert events[-1][0] == "error" and events[-1][1]["code"] == "dependency_unavailable"
         _no_logs_written()
