@@ -30,6 +30,8 @@ def require_balance(*, user, amount: int = 1) -> None:  # noqa: ANN001
 
 
 def deduct(*, user, amount: int, reason: str, reference_type: str = "", reference_id: str = "") -> LedgerEntry:  # noqa: ANN001
+    """Credits are deducted here and only here: the balance is re-checked under the account's row lock, so
+    concurrent requests can never overspend, and the ledger entry is written in the same transaction."""
     if amount <= 0:
         raise BadInput("amount must be positive", field="amount")
     with transaction.atomic():
