@@ -126,7 +126,7 @@ def baseline_ingest(*, target_chunks: int) -> list[list[object]]:
 
 def main() -> None:  # noqa: C901, PLR0915
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--chunks", type=int, default=4000, help="size flag: target chunk count (10000, 100000 ...)")
+    ap.add_argument("--chunks", type=int, default=10_000, help="size flag: target chunk count (10000, 100000 ...)")
     ap.add_argument("--queries", type=int, default=3, help="passes over the 20 queries")
     ap.add_argument("--baseline-chunks", type=int, default=1000,
                     help="chunks for the fp32-vs-configured-precision ingest baseline (0 = skip)")

@@ -38,6 +38,14 @@ def check_qdrant() -> str:
     return get_index().health()
 
 
+def check_embeddings() -> str:
+    """Resolves the model path and precision without loading weights: a typo in EMBEDDING_MODEL or
+    EMBEDDING_PRECISION shows here before the first query fails on it."""
+    from search.encoders import describe_configuration
+
+    return describe_configuration()
+
+
 def check_worker() -> str:
     from config.celery import app
 
@@ -48,7 +56,8 @@ def check_worker() -> str:
 
 
 def health_report(*, include_worker: bool = True) -> dict[str, Any]:
-    checks = {"postgres": _timed(check_postgres), "redis": _timed(check_redis), "qdrant": _timed(check_qdrant)}
+    checks = {"postgres": _timed(check_postgres), "redis": _timed(check_redis), "qdrant": _timed(check_qdrant),
+              "embeddings": _timed(check_embeddings)}
     if include_worker:
         checks["worker"] = _timed(check_worker)
     return {"ok": all(c["ok"] for c in checks.values()), "checks": checks}

@@ -99,6 +99,13 @@ def precision() -> str:
         raise DependencyDown("embeddings", str(exc)) from exc
 
 
+def describe_configuration() -> str:
+    """'model id, precision' from the settings alone (no weights loaded); raises EmbeddingModelError."""
+    model_id, _ = _resolve_model_path(settings.EMBEDDING_MODEL)
+    setting = (settings.EMBEDDING_PRECISION or "auto").strip().lower()
+    return f"{model_id}, {resolve_precision(setting)}" + (" (auto)" if setting == "auto" else "")
+
+
 def inference_context(mode: str) -> contextlib.AbstractContextManager:
     """bf16 autocast keeps the fp32 weights and LayerNorm/softmax in fp32 and runs the matmuls in bf16: on
     AMX cores that is ~3x the fp32 speed with vectors at cosine >= 0.9999 to fp32 (bench_embedding.py),

@@ -47,6 +47,20 @@ def test_healthz_503_names_the_missing_worker():
     assert resp.status_code == 503 and "worker" in body["down"]
 
 
+def test_healthz_names_a_bad_embedding_precision(settings):
+    settings.EMBEDDING_PRECISION = "fp8"
+    resp = Client().get("/healthz")
+    body = resp.json()
+    assert resp.status_code == 503 and "embeddings" in body["down"]
+    assert "EMBEDDING_PRECISION" in body["checks"]["embeddings"]["detail"]
+
+
+def test_healthz_reports_the_embedding_model_and_precision(settings):
+    settings.EMBEDDING_PRECISION = "fp32"
+    check = Client().get("/healthz").json()["checks"]["embeddings"]
+    assert check["ok"] and check["detail"] == "all-MiniLM-L6-v2, fp32"
+
+
 def test_healthz_503_when_redis_is_unreachable(settings):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
     body = Client().get("/healthz").json()
@@ -58,5 +72,5 @@ def test_healthz_200_with_everything_up(celery_worker_proc):
     resp = Client().get("/healthz")
     body = resp.json()
     assert resp.status_code == 200, body
-    assert set(body["checks"]) == {"postgres", "redis", "qdrant", "worker"}
+    assert set(body["checks"]) == {"postgres", "redis", "qdrant", "embeddings", "worker"}
     assert all(c["ok"] for c in body["checks"].values())

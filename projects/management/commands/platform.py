@@ -84,7 +84,7 @@ class Command(BaseCommand):
         report = health_report()
         for name, check in report["checks"].items():
             mark = "up  " if check["ok"] else "DOWN"
-            self.stdout.write(f"{name:9s} {mark} {check['ms']:7.1f} ms  {check['detail']}")
+            self.stdout.write(f"{name:10s} {mark} {check['ms']:7.1f} ms  {check['detail']}")
         if not report["ok"]:
             raise CommandError("some dependencies are down")
 
