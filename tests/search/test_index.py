@@ -145,3 +145,18 @@ def test_rebuild_reuses_cached_vectors_and_reports_optimize_time(make_project, c
         assert reopened.count() == Chunk.objects.count()
     finally:
         reopened.close()
+
+
+@pytest.mark.django_db
+def test_reindex_command_on_a_store_held_elsewhere_says_how_to_reindex(tmp_path):
+    """While the server runs it owns the embedded store: the command must say so, not print a traceback."""
+    from django.core.management import CommandError, call_command
+
+    from search.index import open_index
+
+    held = open_index(path=tmp_path / "qdrant")
+    try:
+        with pytest.raises(CommandError, match="Reindex Qdrant from Postgres"):
+            call_command("reindex", path=str(tmp_path / "qdrant"))
+    finally:
+        held.close()

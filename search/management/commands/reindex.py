@@ -1,7 +1,9 @@
 """`manage.py reindex`: drop and rebuild the Qdrant collection from Postgres (no re-embedding), then optimize."""
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+
+from config.errors import DependencyDown
 
 
 class Command(BaseCommand):
@@ -13,7 +15,12 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):  # noqa: ANN002, ANN003, ANN201
         from search.index import get_index, open_index, rebuild
 
-        index = open_index(path=opts["path"]) if opts["path"] else get_index()
+        try:
+            index = open_index(path=opts["path"]) if opts["path"] else get_index()
+        except DependencyDown as exc:
+            raise CommandError(
+                f"{exc.detail}\nWhile `make run` serves, its web process owns the embedded store: use the admin "
+                "action 'Reindex Qdrant from Postgres' on Datasets, or stop the server first.") from exc
         stats = rebuild(index=index, progress=True)
         self.stdout.write(f"reindexed {int(stats['points'])} points into {index.store_key}: upsert "
                           f"{stats['upsert_s']:.1f}s, optimize {stats['optimize_s']:.1f}s")
