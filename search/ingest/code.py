@@ -1,9 +1,10 @@
 """Code sources: walk a directory or git checkout and chunk each file into exact line spans.
 
 Why AST for Python: a function or method is the unit a developer asks about,
-and the AST gives exact 1-based line numbers (decorators included). Other
-languages use top-level indentation/brace blocks with a line cap and a small
-overlap, which keeps spans readable without a parser per language.
+and the AST gives exact 1-based line numbers (decorators included). JavaScript,
+TypeScript, Go, Rust, Java, C, C++, Ruby, C# and PHP go through their tree-sitter
+grammars (search/ingest/syntax.py) for the same reason. Other languages use
+top-level indentation/brace blocks with a line cap and a small overlap.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pathspec
 
-from search.ingest import summaries
+from search.ingest import summaries, syntax
 from search.ingest.base import ChunkDraft, DocumentDraft
 
 MAX_FILE_BYTES = 1_000_000
@@ -240,11 +241,13 @@ def chunk_generic(text: str) -> tuple[list[ChunkDraft], str]:
 
 
 def chunk_file(*, path: str, text: str, lang: str) -> tuple[list[ChunkDraft], str]:
+    """Python by its AST, languages with a tree-sitter grammar wheel by their syntax tree, the rest by blocks."""
     if lang == "python":
         result = chunk_python(text, path=path)
-        if result is not None:
-            return result
-    return chunk_generic(text)
+    else:
+        grammar = "tsx" if path.lower().endswith(".tsx") else lang
+        result = syntax.chunk_syntax(text, lang=grammar, cap=MAX_CHUNK_LINES, windows=_windows, span=_span)
+    return result if result is not None else chunk_generic(text)
 
 
 def read_code_document(*, root: Path, rel: str, abs_path: Path, repo: str) -> tuple[DocumentDraft | None, str]:

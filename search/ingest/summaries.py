@@ -52,13 +52,18 @@ def python_micro(lines: list[str], node: ast.AST, *, qualname: str) -> str:
     return f"{sig} — {doc}"[:MAX_MICRO] if doc else sig
 
 
-def python_macro(tree: ast.Module) -> str:
-    doc = (ast.get_docstring(tree) or "").strip().split("\n\n")[0]
-    symbols = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    parts = [" ".join(doc.split())] if doc else []
+def symbols_macro(*, doc: str, symbols: list[str]) -> str:
+    """A file's macro summary: its leading doc (module docstring or header comment) plus its top-level symbols."""
+    parts = [" ".join(doc.split())] if doc.strip() else []
     if symbols:
         parts.append("Symbols: " + ", ".join(symbols))
     return "\n".join(parts)[:MAX_MACRO]
+
+
+def python_macro(tree: ast.Module) -> str:
+    doc = (ast.get_docstring(tree) or "").strip().split("\n\n")[0]
+    symbols = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    return symbols_macro(doc=doc, symbols=symbols)
 
 
 def generic_micro(text: str, *, symbol: str = "") -> str:
@@ -75,10 +80,7 @@ def generic_macro(text: str) -> str:
         elif s:
             break
     symbols = list(dict.fromkeys(_SYMBOL.findall(text)))[:40]
-    parts = [" ".join(c for c in comments if c)] if any(comments) else []
-    if symbols:
-        parts.append("Symbols: " + ", ".join(symbols))
-    return "\n".join(parts)[:MAX_MACRO]
+    return symbols_macro(doc=" ".join(c for c in comments if c), symbols=symbols)
 
 
 def generic_symbol(text: str) -> str:
