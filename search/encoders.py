@@ -72,7 +72,7 @@ _NATIVE_BF16_FLAGS = {"amx_bf16", "avx512_bf16"}
 
 @lru_cache(maxsize=1)
 def cpu_has_native_bf16() -> bool:
-    """Without AMX or AVX512-BF16, torch emulates bf16 and autocast is slower than fp32, so auto stays fp32."""
+    """Without AMX or AVX512-BF16 torch emulates bf16, which is not expected to beat fp32, so auto stays fp32."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("flags"):

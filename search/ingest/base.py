@@ -51,3 +51,32 @@ class DocumentDraft:
 def embed_input(chunk: ChunkDraft) -> str:
     """What the dense model sees. Path-free on purpose so a moved file hits the embedding cache."""
     return f"{chunk.micro_summary}\n{chunk.text}" if chunk.micro_summary else chunk.text
+
+
+MAX_CHUNK_LINES = 80
+OVERLAP_LINES = 5
+
+
+def exact_span(lines: list[str], start: int, end: int) -> tuple[int, int, str]:
+    """Trim blank lines at both ends; return exact (start, end, text), 1-based inclusive.
+
+    Every chunker cuts through here, so a chunk's text is always exactly its file lines."""
+    while start < end and not lines[start - 1].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return start, end, "\n".join(lines[start - 1:end])
+
+
+def line_windows(start: int, end: int, cap: int = MAX_CHUNK_LINES, overlap: int = OVERLAP_LINES) -> list[tuple[int, int]]:
+    """A span over the cap becomes overlapping windows, so no chunk outgrows what the encoder reads."""
+    if end - start + 1 <= cap:
+        return [(start, end)]
+    out, s = [], start
+    while s <= end:
+        e = min(end, s + cap - 1)
+        out.append((s, e))
+        if e == end:
+            break
+        s = e + 1 - overlap
+    return out

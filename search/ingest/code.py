@@ -17,11 +17,11 @@ from pathlib import Path
 import pathspec
 
 from search.ingest import summaries, syntax
-from search.ingest.base import ChunkDraft, DocumentDraft
+from search.ingest.base import MAX_CHUNK_LINES, ChunkDraft, DocumentDraft
+from search.ingest.base import exact_span as _span
+from search.ingest.base import line_windows as _windows
 
 MAX_FILE_BYTES = 1_000_000
-MAX_CHUNK_LINES = 80
-OVERLAP_LINES = 5
 MAX_HEADER_LINES = 60
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "vendor", "vendors", "third_party", "third-party", ".venv", "venv",
              "env", "__pycache__", "site-packages", "dist", "build", ".tox", ".mypy_cache", ".pytest_cache",
@@ -106,28 +106,6 @@ def walk(root: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Iterator[tuple[str, 
                 continue
             reason = "oversized" if abs_path.stat().st_size > max_bytes else ""
             yield rel, abs_path, reason
-
-
-def _span(lines: list[str], start: int, end: int) -> tuple[int, int, str]:
-    """Trim blank lines at both ends; return exact (start, end, text), 1-based inclusive."""
-    while start < end and not lines[start - 1].strip():
-        start += 1
-    while end > start and not lines[end - 1].strip():
-        end -= 1
-    return start, end, "\n".join(lines[start - 1:end])
-
-
-def _windows(start: int, end: int, cap: int = MAX_CHUNK_LINES, overlap: int = OVERLAP_LINES) -> list[tuple[int, int]]:
-    if end - start + 1 <= cap:
-        return [(start, end)]
-    out, s = [], start
-    while s <= end:
-        e = min(end, s + cap - 1)
-        out.append((s, e))
-        if e == end:
-            break
-        s = e + 1 - overlap
-    return out
 
 
 def chunk_python(text: str, *, path: str) -> tuple[list[ChunkDraft], str] | None:
@@ -246,7 +224,7 @@ def chunk_file(*, path: str, text: str, lang: str) -> tuple[list[ChunkDraft], st
         result = chunk_python(text, path=path)
     else:
         grammar = "tsx" if path.lower().endswith(".tsx") else lang
-        result = syntax.chunk_syntax(text, lang=grammar, cap=MAX_CHUNK_LINES, windows=_windows, span=_span)
+        result = syntax.chunk_syntax(text, lang=grammar, cap=MAX_CHUNK_LINES)
     return result if result is not None else chunk_generic(text)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from search.ingest import summaries
-from search.ingest.base import ChunkDraft
+from search.ingest.base import ChunkDraft, exact_span, line_windows
 
 # lang (as code.detect_lang names it) -> (module, function returning the language pointer)
 GRAMMARS: dict[str, tuple[str, str]] = {
@@ -128,7 +128,7 @@ def _last_line(node) -> int:  # noqa: ANN001
 def _body(node):  # noqa: ANN001, ANN202
     """The member list of a class-like node (searched through export wrappers), or None."""
     body = node.child_by_field_name("body")
-    if body is not None and body.type in _BODY_TYPES | {"class_body"}:
+    if body is not None and body.type in _BODY_TYPES:
         return body
     for child in node.named_children:
         if child.type in _BODY_TYPES and child.type != "compound_statement":
@@ -184,10 +184,8 @@ def _comment_unit(nodes: list) -> _Unit:
                  _comment_text("\n".join(_text(c) for c in nodes)))
 
 
-def chunk_syntax(text: str, *, lang: str, cap: int, windows, span) -> tuple[list[ChunkDraft], str] | None:  # noqa: ANN001
-    """Definition chunks (with their doc comments) + grouped other statements, or None to fall back.
-
-    `windows` and `span` are code._windows/_span, passed in so both chunkers cut and trim lines the same way."""
+def chunk_syntax(text: str, *, lang: str, cap: int) -> tuple[list[ChunkDraft], str] | None:
+    """Definition chunks (with their doc comments) + grouped other statements, or None to fall back."""
     parser = parser_for(lang)
     if parser is None:
         return None
@@ -208,8 +206,8 @@ def chunk_syntax(text: str, *, lang: str, cap: int, windows, span) -> tuple[list
             grouped.append(_Unit(u.start, u.end, u.symbol, u.definition, u.doc, u.top))
     chunks: list[ChunkDraft] = []
     for u in grouped:
-        for ws, we in windows(u.start, u.end):
-            s, e, body = span(lines, ws, we)
+        for ws, we in line_windows(u.start, u.end, cap=cap):
+            s, e, body = exact_span(lines, ws, we)
             if not body.strip():
                 continue
             symbol = u.symbol or ("<module>" if not u.definition else "")

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from search.ingest import summaries
 from search.ingest.base import ChunkDraft, DocumentDraft
-from search.ingest.code import MAX_FILE_BYTES, SKIP_DIRS, _windows
+from search.ingest.base import line_windows
+from search.ingest.code import MAX_FILE_BYTES, SKIP_DIRS
 
 WEB_EXTS = {".html", ".htm", ".xhtml", ".md", ".markdown"}
 MAX_SECTION_LINES = 60
@@ -62,7 +63,7 @@ def chunk_markdown(md: str) -> list[ChunkDraft]:
     sections.append((start, len(lines), list(path)))
     chunks = []
     for s0, e0, hp in sections:
-        for ws, we in _windows(s0, e0, cap=MAX_SECTION_LINES, overlap=2):
+        for ws, we in line_windows(s0, e0, cap=MAX_SECTION_LINES, overlap=2):
             while ws < we and not lines[ws - 1].strip():
                 ws += 1
             while we > ws and not lines[we - 1].strip():

@@ -89,8 +89,7 @@ def test_every_shipped_grammar_parses_and_names_the_definition(lang):
 
 def test_a_file_the_grammar_cannot_parse_falls_back_to_blocks():
     text = "<<<<<<< HEAD\nfunction a() {\n=======\n}}} ))) ((( {{{\n>>>>>>> other\n" * 3
-    assert syntax.chunk_syntax(text, lang="javascript", cap=MAX_CHUNK_LINES, windows=lambda s, e: [(s, e)],
-                               span=lambda lines, s, e: (s, e, "\n".join(lines[s - 1:e]))) is None
+    assert syntax.chunk_syntax(text, lang="javascript", cap=MAX_CHUNK_LINES) is None
     chunks, _ = chunk_file(path="broken.js", text=text, lang="javascript")
     assert chunks
     _exact(text, chunks)
