@@ -100,9 +100,10 @@ def main() -> None:
         f"- Shipped: EMBEDDING_PRECISION=auto runs the encoder under bf16 autocast when the CPU has native bf16 "
         f"(AMX or AVX512-BF16; this one: {'yes' if cpu_has_native_bf16() else 'no'}): {auto_16} vs {fp32_16} "
         f"texts/s at batch 16 ({auto_16 / fp32_16:.2f}x) with vectors that keep cosine >= 0.9999 to fp32, so "
-        "cached fp32 vectors stay valid. Elsewhere auto stays fp32: without native bf16 instructions bf16 is emulated and no faster (not measured: this machine has AMX).",
-        "- Not shipped: int8 and a shorter max_seq_length move vectors (mean cosine to fp32 0.86-0.90; truncation also drops "
-        "the end of long chunks from the dense leg); bf16 weights are a little faster than autocast but run "
+        "cached fp32 vectors stay valid. Elsewhere auto stays fp32: without native bf16 instructions bf16 is "
+        "emulated and no faster (not measured: this machine has AMX).",
+        "- Not shipped: int8 and a shorter max_seq_length move vectors (mean cosine to fp32 0.86-0.90; "
+        "truncation also drops the end of long chunks from the dense leg); bf16 weights are a little faster than autocast but run "
         "LayerNorm and the pooling in bf16 too (larger drift). ONNX and OpenVINO backends are not installable "
         "offline on these machines.",
         "", machine(), "",

@@ -102,8 +102,8 @@ def precision() -> str:
 def describe_configuration() -> str:
     """'model id, precision' from the settings alone (no weights loaded); raises EmbeddingModelError."""
     model_id, _ = _resolve_model_path(settings.EMBEDDING_MODEL)
-    setting = (settings.EMBEDDING_PRECISION or "auto").strip().lower()
-    return f"{model_id}, {resolve_precision(setting)}" + (" (auto)" if setting == "auto" else "")
+    resolved = resolve_precision(settings.EMBEDDING_PRECISION)
+    return f"{model_id}, {resolved}" + ("" if settings.EMBEDDING_PRECISION in ("fp32", "bf16") else " (auto)")
 
 
 def inference_context(mode: str) -> contextlib.AbstractContextManager:
