@@ -117,8 +117,8 @@ def baseline_ingest(*, target_chunks: int) -> list[list[object]]:
         rows.append([label, f"{job.chunks_written:,}", round(secs, 1), round(rates[mode], 1),
                      f"{rates[mode] / rates['fp32']:.2f}x"])
     ids = list(Chunk.objects.filter(dataset__project=project).values_list("pk", flat=True))
-    IndexOutbox.objects.filter(chunk_id__in=ids).delete()
     project.delete()
+    IndexOutbox.objects.filter(chunk_id__in=ids).delete()  # after: the delete trigger queued rows for these too
     EmbeddingCache.objects.all().delete()
     shutil.rmtree(tmp, ignore_errors=True)
     return rows

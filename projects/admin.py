@@ -7,6 +7,25 @@ from projects.models import Dataset, Membership, Project, ProjectShare
 from projects.sharing import revoke_share_row
 
 
+class DeletesOwnedContent:
+    """Deleting a project or dataset deletes what it owns (documents, chunks, ingest jobs, graph edges, logs,
+    shares, memberships), and the index deletes are queued by the search_chunk trigger.
+
+    Why the override: those rows have read-only admins (history is never edited by hand), and Django's delete
+    confirmation requires delete permission on every cascaded model, so no one could delete a dataset that had
+    content. Permission to delete the owner is what is checked; other models keep Django's rule.
+    """
+
+    def get_deleted_objects(self, objs, request):  # noqa: ANN001, ANN201
+        from django.apps import apps
+
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        owned = {str(m._meta.verbose_name) for m in apps.get_app_config("search").get_models()}
+        owned |= {str(ProjectShare._meta.verbose_name), str(Membership._meta.verbose_name),
+                  str(Dataset._meta.verbose_name)}
+        return deleted, counts, {p for p in perms_needed if str(p) not in owned}, protected
+
+
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 0
@@ -14,7 +33,7 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(DeletesOwnedContent, admin.ModelAdmin):
     list_display = ("slug", "name", "member_count", "created_at")
     list_filter = ("created_at",)
     search_fields = ("slug", "name", "memberships__user__email")
@@ -35,7 +54,7 @@ class MembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
     """Long actions go to Celery (or the embedded store's owner); progress shows under Ingest jobs."""
 
     list_display = ("name", "project", "kind", "is_global", "created_at")

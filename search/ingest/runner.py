@@ -67,9 +67,8 @@ def write_documents(*, dataset, drafts: list[DocumentDraft], job=None) -> dict[s
             [EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
              for h, v in zip(missing, vectors)], ignore_conflicts=True, batch_size=500)
         paths = [d.path for d in drafts]
-        old_ids = list(Chunk.objects.filter(dataset=dataset, path__in=paths).values_list("pk", flat=True))
-        outbox = [IndexOutbox(op=IndexOutbox.Op.DELETE, chunk_id=i, model_id=model_id) for i in old_ids]
-        Chunk.objects.filter(pk__in=old_ids).delete()
+        # The search_chunk trigger (migration 0002) queues the index deletes for these rows.
+        Chunk.objects.filter(dataset=dataset, path__in=paths).delete()
         new_chunks = []
         for d in drafts:
             doc, _ = Document.objects.update_or_create(
@@ -85,8 +84,9 @@ def write_documents(*, dataset, drafts: list[DocumentDraft], job=None) -> dict[s
                     section_path=[s[:500] for s in c.section_path], page=c.page, content_kind=c.content_kind,
                     tags=c.tags, traits=c.traits, is_rule_bearing=c.is_rule_bearing, meta=c.meta))
         created = Chunk.objects.bulk_create(new_chunks, batch_size=500)
-        outbox += [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in created]
-        IndexOutbox.objects.bulk_create(outbox, batch_size=1000)
+        IndexOutbox.objects.bulk_create(
+            [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in created],
+            batch_size=1000)
         stats["chunks"] = len(created)
         if job is not None:
             type(job).objects.filter(pk=job.pk).update(
@@ -97,20 +97,19 @@ def write_documents(*, dataset, drafts: list[DocumentDraft], job=None) -> dict[s
 
 
 def delete_documents(*, dataset, paths: Iterable[str]) -> int:  # noqa: ANN001
-    """Remove documents (and their chunks) and queue index deletes, in one transaction."""
-    from search.encoders import dense_model_id
-    from search.models import Chunk, Document, IndexOutbox
+    """Remove documents (and their chunks) in one transaction.
+
+    The index deletes are queued by the search_chunk trigger (migration 0002) in
+    this same transaction, as for every other way a chunk leaves.
+    """
+    from search.models import Chunk, Document
 
     paths = list(paths)
     if not paths:
         return 0
-    model_id = dense_model_id()
     with transaction.atomic():
-        ids = list(Chunk.objects.filter(dataset=dataset, path__in=paths).values_list("pk", flat=True))
-        IndexOutbox.objects.bulk_create([IndexOutbox(op=IndexOutbox.Op.DELETE, chunk_id=i, model_id=model_id)
-                                         for i in ids], batch_size=1000)
-        Chunk.objects.filter(pk__in=ids).delete()
-        n, _ = Document.objects.filter(dataset=dataset, path__in=paths).delete()
+        Chunk.objects.filter(dataset=dataset, path__in=paths).delete()
+        Document.objects.filter(dataset=dataset, path__in=paths).delete()
     return len(paths)
 
 
