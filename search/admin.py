@@ -3,12 +3,15 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.db import transaction
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import path, reverse
 from django.utils.html import format_html
 
 from config.adminkit import ReadOnlyAdmin
 from search import traversal
 from search.models import (Chunk, DailyMetric, Document, EmbeddingCache, EvaluationRun, Feedback, GraphEdge,
-                           IndexOutbox, IndexWatermark, IngestJob, QuerySession, RerankResult, TraversalConfig)
+                           IndexOutbox, IndexWatermark, IngestJob, QuerySession, ReconcileRun, RerankResult,
+                           TraversalConfig)
 
 
 @admin.register(Document)
@@ -169,3 +172,45 @@ class EvaluationRunAdmin(ReadOnlyAdmin):
             if isinstance(v, (int, float)):
                 parts.append(f"{pipe} {v:.3f}")
         return ", ".join(parts)
+
+
+@admin.register(ReconcileRun)
+class ReconcileRunAdmin(ReadOnlyAdmin):
+    """History of index checks; "Reconcile now" runs one here, in the process that owns the embedded store."""
+
+    list_display = ("created_at", "verdict", "orphans", "missing", "stale", "unembedded", "pending", "fixed",
+                    "orphans_after", "missing_after", "stale_after", "points", "chunks", "duration_s")
+    list_filter = ("fixed",)
+    search_fields = ("store", "model_id")
+    change_list_template = "admin/search/reconcilerun/change_list.html"
+
+    @admin.display(description="index", boolean=True)
+    def verdict(self, obj: ReconcileRun) -> bool:
+        return obj.exact
+
+    def get_urls(self):  # noqa: ANN201
+        run = self.admin_site.admin_view(self.run_view)
+        return [path("run/", run, name="search_reconcilerun_run"), *super().get_urls()]
+
+    def run_view(self, request):  # noqa: ANN001, ANN201
+        """POST only. Synchronous: a check reads every point once (seconds at 100k); the message gives the counts."""
+        from config.errors import DependencyDown
+        from search.reconcile import reconcile
+
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_view_permission(request):
+            return HttpResponseRedirect(reverse("admin:index"))
+        fix = request.POST.get("fix") == "1"
+        try:
+            report = reconcile(fix=fix)
+        except DependencyDown as exc:
+            self.message_user(request, f"Reconcile failed: {exc.detail}", messages.ERROR)
+        else:
+            f, a = report.found, report.after
+            text = (f"Found {len(f.orphans)} orphans, {len(f.missing)} missing, {len(f.stale)} stale "
+                    f"({f.points} points, {f.chunks} chunks, {report.pending} outbox rows pending).")
+            if a is not None:
+                text += f" After the fix: {len(a.orphans)} orphans, {len(a.missing)} missing, {len(a.stale)} stale."
+            self.message_user(request, text, messages.SUCCESS if report.exact else messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:search_reconcilerun_changelist"))

@@ -97,6 +97,18 @@ def latest_evaluations(*, limit: int = 5) -> list[dict[str, Any]]:
     return out
 
 
+def last_reconcile() -> dict[str, Any] | None:
+    """The latest index check: whether the Qdrant projection was found exact, and what a fix left."""
+    run = _model("search.ReconcileRun")
+    last = run.objects.order_by("-created_at").first() if run is not None else None
+    if last is None:
+        return None
+    return {"created_at": last.created_at, "exact": last.exact, "orphans": last.orphans, "missing": last.missing,
+            "stale": last.stale, "unembedded": last.unembedded, "pending": last.pending, "fixed": last.fixed,
+            "orphans_after": last.orphans_after, "missing_after": last.missing_after,
+            "stale_after": last.stale_after, "points": last.points, "chunks": last.chunks}
+
+
 def line_chart_svg(*, series: list[Series], title: str, days: int = 14, ylabel: str = "",
                    gaps: bool = False) -> str:
     """`gaps`: a day without a value is a gap, not a zero (no feedback that day is not an MRR of 0)."""
@@ -149,5 +161,6 @@ def dashboard_context(*, days: int = 14) -> dict[str, Any]:
         },
         "quality_rows": quality[:50],
         "evaluations": latest_evaluations(),
+        "reconcile": last_reconcile(),
         "totals": {kind: int(sum(v["volume"].points.values())) for kind, v in volume.items()},
     }

@@ -18,6 +18,8 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,6 +36,10 @@ DENSE = "dense"
 SPARSE = "sparse"
 KEYWORD_FIELDS = ("repo", "path", "lang", "kind", "book_id", "ruleset_id")
 INTEGER_FIELDS = ("dataset_id", "project_id")
+# payload key -> the Chunk lookup that fills it; chunk_payload() and the reconciler read the same map
+PAYLOAD_LOOKUPS = {"dataset_id": "dataset_id", "project_id": "dataset__project_id", "repo": "repo", "path": "path",
+                   "lang": "lang", "kind": "kind", "book_id": "book_id", "ruleset_id": "ruleset_id"}
+SCROLL_BATCH = 1000
 APPLY_BATCH = 512
 # A gap in outbox ids younger than this may be a transaction still in flight: hold the watermark before it.
 GAP_GRACE_S = 30.0
@@ -67,6 +73,8 @@ class VectorIndex(Protocol):
 
     def upsert(self, points: list[IndexPoint]) -> None: ...
     def delete(self, ids: list[int]) -> None: ...
+    def set_payload(self, ids: list[int], payload: dict[str, Any]) -> None: ...
+    def iter_payloads(self, *, batch: int = SCROLL_BATCH) -> Iterator[list[tuple[int, dict[str, Any]]]]: ...
     def search_dense(self, vector: list[float], *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]: ...
     def search_sparse(self, vector: SparseVec, *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]: ...
     def count(self) -> int: ...
@@ -143,6 +151,24 @@ class EdgeIndex:
         if ids:
             with self._lock:
                 self._shard.update(self._qe.UpdateOperation.delete_points([int(i) for i in ids]))
+
+    def set_payload(self, ids: list[int], payload: dict[str, Any]) -> None:
+        """Replace the whole payload of these points (vectors untouched): how a stale payload is repaired."""
+        if ids:
+            with self._lock:
+                self._shard.update(self._qe.UpdateOperation.overwrite_payload([int(i) for i in ids], payload))
+
+    def iter_payloads(self, *, batch: int = SCROLL_BATCH) -> Iterator[list[tuple[int, dict[str, Any]]]]:
+        """Every point as (id, payload), a batch at a time; the lock is held per batch, so queries interleave."""
+        offset = None
+        while True:
+            req = self._qe.ScrollRequest(offset=offset, limit=batch, with_payload=True, with_vector=False)
+            with self._lock:
+                records, offset = self._shard.scroll(req)
+            if records:
+                yield [(int(r.id), dict(r.payload or {})) for r in records]
+            if offset is None or not records:
+                return
 
     def _query(self, query, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:  # noqa: ANN001
         if not flt.dataset_ids or (flt.paths is not None and not flt.paths):
@@ -278,6 +304,23 @@ class ClientIndex:
             self._call(self.client.delete, self.collection,
                        points_selector=self.m.PointIdsList(points=[int(i) for i in ids]), wait=True)
 
+    def set_payload(self, ids: list[int], payload: dict[str, Any]) -> None:
+        """Replace the whole payload of these points (vectors untouched): how a stale payload is repaired."""
+        if ids:
+            self._call(self.client.overwrite_payload, self.collection, payload=payload,
+                       points=[int(i) for i in ids], wait=True)
+
+    def iter_payloads(self, *, batch: int = SCROLL_BATCH) -> Iterator[list[tuple[int, dict[str, Any]]]]:
+        """Every point as (id, payload), a batch at a time (scroll pages by point id)."""
+        offset = None
+        while True:
+            records, offset = self._call(self.client.scroll, self.collection, limit=batch, offset=offset,
+                                         with_payload=True, with_vectors=False)
+            if records:
+                yield [(int(r.id), dict(r.payload or {})) for r in records]
+            if offset is None or not records:
+                return
+
     def _query(self, query, using: str, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:  # noqa: ANN001
         if not flt.dataset_ids or (flt.paths is not None and not flt.paths):
             return []
@@ -377,10 +420,29 @@ def set_index(index: VectorIndex | None) -> None:
 _apply_lock = threading.Lock()
 
 
+@contextmanager
+def hold_applier() -> Iterator[None]:
+    """Keep this process's applier out while the reconciler repairs the index, so neither writes an older state
+    over the other's newer one."""
+    with _apply_lock:
+        yield
+
+
 def chunk_payload(chunk) -> dict[str, Any]:  # noqa: ANN001
-    return {"dataset_id": chunk.dataset_id, "project_id": chunk.dataset.project_id, "repo": chunk.repo,
-            "path": chunk.path, "lang": chunk.lang, "kind": chunk.kind, "book_id": chunk.book_id,
-            "ruleset_id": chunk.ruleset_id}
+    def follow(obj: object, lookup: str) -> object:
+        for part in lookup.split("__"):
+            obj = getattr(obj, part)
+        return obj
+
+    return {key: follow(chunk, lookup) for key, lookup in PAYLOAD_LOOKUPS.items()}
+
+
+def payloads_for(chunk_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The payload each existing chunk should carry in the index, read in one query (no model instances)."""
+    from search.models import Chunk
+
+    rows = Chunk.objects.filter(pk__in=chunk_ids).values_list("pk", *PAYLOAD_LOOKUPS.values())
+    return {r[0]: dict(zip(PAYLOAD_LOOKUPS, r[1:], strict=True)) for r in rows}
 
 
 def build_points(chunk_ids: list[int], *, model_id: str) -> tuple[list[IndexPoint], list[int]]:

@@ -265,3 +265,38 @@ class EvaluationRun(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+
+
+class ReconcileRun(models.Model):
+    """One `manage.py reconcile_index` (or admin) check of the index against Postgres.
+
+    Kept so the dashboard can show whether the projection was last found exact,
+    and what a fix left behind. Counts exclude changes still pending in the outbox.
+    """
+
+    store = models.CharField(max_length=500)
+    model_id = models.CharField(max_length=200)
+    points = models.PositiveIntegerField(default=0)
+    chunks = models.PositiveIntegerField(default=0)
+    orphans = models.PositiveIntegerField(default=0)  # points whose chunk is gone
+    missing = models.PositiveIntegerField(default=0)  # chunks with a vector but no point
+    stale = models.PositiveIntegerField(default=0)  # points whose payload differs from Postgres
+    unembedded = models.PositiveIntegerField(default=0)  # chunks with no vector for this model (ingest/reembed)
+    pending = models.PositiveIntegerField(default=0)  # outbox rows not yet applied when the check ended
+    fixed = models.BooleanField(default=False)
+    # what the re-check after --fix found; null when the run did not fix
+    orphans_after = models.PositiveIntegerField(null=True, blank=True)
+    missing_after = models.PositiveIntegerField(null=True, blank=True)
+    stale_after = models.PositiveIntegerField(null=True, blank=True)
+    duration_s = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    @property
+    def exact(self) -> bool:
+        """True when the index held exactly the chunks' points (after the fix, if one ran)."""
+        if self.fixed:
+            return not (self.orphans_after or self.missing_after or self.stale_after)
+        return not (self.orphans or self.missing or self.stale)

@@ -1,0 +1,54 @@
+"""`manage.py reconcile_index [--fix] [--json]`: compare the Qdrant index with Postgres, optionally repair it."""
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from config.errors import DependencyDown
+
+
+class Command(BaseCommand):
+    help = ("Count points without a chunk (orphans), chunks without a point (missing) and points whose payload "
+            "differs from Postgres (stale); --fix repairs them from Postgres and cached vectors, then re-checks. "
+            "Exits 1 while the index is not exact.")
+
+    def add_arguments(self, parser):  # noqa: ANN001, ANN201
+        parser.add_argument("--fix", action="store_true", help="delete orphans, add missing points, rewrite payloads")
+        parser.add_argument("--json", action="store_true", help="print the report as JSON")
+        parser.add_argument("--path", default="", help="check a separate embedded store at this path")
+
+    def handle(self, *args, **opts):  # noqa: ANN002, ANN003, ANN201
+        from search.index import get_index, open_index
+        from search.reconcile import reconcile
+
+        try:
+            index = open_index(path=opts["path"]) if opts["path"] else get_index()
+        except DependencyDown as exc:
+            raise CommandError(
+                f"{exc.detail}\nWhile `make run` serves, its web process owns the embedded store: use 'Reconcile "
+                "now' on the admin's Reconcile runs page (/admin/search/reconcilerun/), or stop the server "
+                "first.") from exc
+        try:
+            report = reconcile(index=index, fix=opts["fix"], progress=not opts["json"])
+        finally:
+            if opts["path"]:
+                index.close()
+        if opts["json"]:
+            self.stdout.write(json.dumps(report.as_dict(), indent=2, default=str))
+        else:
+            self._print(report)
+        if not report.exact:
+            raise CommandError("the index is not exact: run `manage.py reconcile_index --fix`", returncode=1)
+
+    def _print(self, report) -> None:  # noqa: ANN001
+        f = report.found
+        self.stdout.write(f"{report.store}: {f.points} points, {f.chunks} chunks (outbox: {report.applied} rows "
+                          f"applied first, {report.pending} pending)")
+        self.stdout.write(f"orphans {len(f.orphans)}  missing {len(f.missing)}  stale {len(f.stale)}"
+                          f"  (unembedded {f.unembedded}, in flight {f.in_flight})")
+        if report.after is not None:
+            a = report.after
+            self.stdout.write(f"after fix: orphans {len(a.orphans)}  missing {len(a.missing)}  stale {len(a.stale)}"
+                              f"  ({a.points} points)")
+        self.stdout.write("exact" if report.exact else "NOT exact")
