@@ -271,7 +271,7 @@ class ReconcileRun(models.Model):
     """One `manage.py reconcile_index` (or admin) check of the index against Postgres.
 
     Kept so the dashboard can show whether the projection was last found exact,
-    and what a fix left behind. Counts exclude changes still pending in the outbox.
+    and what a fix left behind. Counts leave out ids changed while the scan ran (in flight, not drift).
     """
 
     store = models.CharField(max_length=500)
