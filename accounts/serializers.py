@@ -3,7 +3,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from accounts.models import ApiKey
-from config.fields import TextField
+from config.fields import InputSerializer, TextField
 
 
 class ProjectRoleSerializer(serializers.Serializer):
@@ -30,7 +30,7 @@ class ApiKeySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ApiKeyCreateSerializer(serializers.Serializer):
+class ApiKeyCreateSerializer(InputSerializer):
     name = TextField(max_length=100, required=False, default="default", allow_blank=False)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, ValidationError as DjangoValidationError
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from django_ratelimit.exceptions import Ratelimited
 from rest_framework import exceptions as drf_exc
@@ -112,6 +112,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return resp
     if isinstance(exc, Ratelimited):
         return ratelimited_response()
+    if isinstance(exc, RequestDataTooBig):
+        return Response(error_body("body_too_large", "The body is larger than the server accepts."), status=413)
+    if is_statement_timeout(exc):
+        return Response(statement_timeout_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE)
     if isinstance(exc, DjangoValidationError):
         field, msg = _first_field_error(getattr(exc, "message_dict", None) or exc.messages)
         return Response(error_body("invalid", msg, field), status=400)
@@ -148,6 +152,25 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     return None
 
 
+def is_statement_timeout(exc: BaseException) -> bool:
+    """Postgres cancelled a statement (SQLSTATE 57014): the request's statement_timeout ran out."""
+    from django.db import DatabaseError
+
+    if not isinstance(exc, DatabaseError):
+        return False
+    cause = exc.__cause__
+    return getattr(cause, "sqlstate", None) == "57014"
+
+
+def statement_timeout_body() -> dict[str, Any]:
+    from django.conf import settings
+
+    return error_body("statement_timeout",
+                      f"The request needed the database for longer than {settings.STATEMENT_TIMEOUT_MS} ms and was "
+                      "stopped; nothing was written or charged. Narrow it (a shorter path glob, fewer filters).",
+                      dependency="postgres")
+
+
 def dependency_of(exc: BaseException) -> str | None:
     """Name the backing service behind an unexpected exception, if we can tell."""
     from django.db import OperationalError, InterfaceError
@@ -176,6 +199,16 @@ def json_404(request, exception=None):  # noqa: ANN001 - Django handler signatur
         return JsonResponse(error_body("not_found", "Not found."), status=404)
     from django.views.defaults import page_not_found
     return page_not_found(request, exception)
+
+
+def json_400(request, exception=None):  # noqa: ANN001 - Django handler signature
+    if request.path.startswith("/api/"):
+        if isinstance(exception, RequestDataTooBig):
+            return JsonResponse(error_body("body_too_large", "The body is larger than the server accepts."),
+                                status=413)
+        return JsonResponse(error_body("bad_request", "Bad request."), status=400)
+    from django.views.defaults import bad_request
+    return bad_request(request, exception)
 
 
 def json_500(request):  # noqa: ANN001

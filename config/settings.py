@@ -77,6 +77,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.InputGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -200,7 +201,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.parsers.SafeJSONParser"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
@@ -227,6 +228,19 @@ RATE_LIMITS = {
 }
 
 IDEMPOTENCY_TTL = timedelta(hours=env_int("IDEMPOTENCY_TTL_HOURS", 24))
+
+# --- Input limits (config/fields.py, config/parsers.py, config/middleware.py) ---------------------------
+# A JSON body nested deeper than this is a 400 before anything recursive parses it.
+MAX_JSON_DEPTH = env_int("MAX_JSON_DEPTH", 32)
+# Bodies (other than multipart uploads) larger than this are a 413 JSON error; Django's own check uses it too.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_BODY_BYTES", 2_621_440)
+# Every web request's SQL runs under this Postgres statement_timeout: no request holds the database longer.
+# The admin gets more (bulk deletes, dashboards over all rows). Celery tasks and commands are not limited.
+STATEMENT_TIMEOUT_MS = env_int("STATEMENT_TIMEOUT_MS", 5000)
+ADMIN_STATEMENT_TIMEOUT_MS = env_int("ADMIN_STATEMENT_TIMEOUT_MS", 60000)
+# Server-path ingest through the API: staff only, and only under these absolute roots (empty: nowhere).
+# The CLI (`manage.py ingest`) is not limited. VAR_DIR is always refused.
+INGEST_ALLOWED_ROOTS = env_list("INGEST_ALLOWED_ROOTS", [])
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -2,11 +2,13 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+import config.converters  # noqa: F401 - registers <id:...>
 from config.views import healthz, home
 from people import pages as people_pages
 from search import pages as search_pages
 from search.dashboard_views import dashboard
 
+handler400 = "config.errors.json_400"
 handler404 = "config.errors.json_404"
 handler500 = "config.errors.json_500"
 
@@ -23,7 +25,7 @@ urlpatterns = [
     path("search/feedback", search_pages.context_feedback, name="context-feedback"),
     path("rules/", search_pages.rules_page, name="rules"),
     path("rules/stream", search_pages.rules_stream, name="rules-stream"),
-    path("rules/chunk/<int:chunk_id>", search_pages.rules_chunk, name="rules-chunk"),
+    path("rules/chunk/<id:chunk_id>", search_pages.rules_chunk, name="rules-chunk"),
     path("people/", people_pages.people_search, name="people-search"),
     path("people/discover", people_pages.discover, name="people-discover"),
     path("people/p/<uuid:person_id>", people_pages.person_profile, name="people-profile"),

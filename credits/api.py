@@ -5,7 +5,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.errors import BadInput
+from config.fields import parse_int
 from config.schema import ERROR_RESPONSES
 from credits.ledger import get_balance, recent_entries
 from credits.serializers import CreditsSerializer
@@ -18,12 +18,6 @@ class CreditsView(APIView):
                    parameters=[OpenApiParameter("limit", OpenApiTypes.INT, description=f"1..{MAX_LIMIT}, default 50")],
                    responses={200: CreditsSerializer, **ERROR_RESPONSES})
     def get(self, request):  # noqa: ANN001, ANN201
-        raw = request.query_params.get("limit", "50")
-        try:
-            limit = int(raw)
-        except ValueError:
-            raise BadInput("limit must be an integer", field="limit") from None
-        if not 1 <= limit <= MAX_LIMIT:
-            raise BadInput(f"limit must be between 1 and {MAX_LIMIT}", field="limit")
+        limit = parse_int(request.query_params.get("limit", "50"), field="limit", lo=1, hi=MAX_LIMIT)
         data = {"balance": get_balance(user=request.user), "entries": recent_entries(user=request.user, limit=limit)}
         return Response(CreditsSerializer(data).data)

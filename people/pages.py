@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods
 from rest_framework.response import Response
 
 from config.errors import ApiError
+from config.fields import parse_int
 from config.ratelimits import enforce
 from credits.idempotency import request_fingerprint, run_idempotent
 from credits.ledger import get_balance
@@ -42,6 +43,16 @@ def _idempotent_json(request: HttpRequest, *, endpoint: str, payload: dict[str, 
     return json.loads(resp.content)
 
 
+def _salary(raw: str) -> int | None:
+    if not str(raw).strip():
+        return None
+    try:
+        return parse_int(raw, field="salary_max", lo=0, hi=10**10)
+    except ApiError as exc:
+        exc.detail = "Salary must be a whole number of INR per year (digits 0-9)."
+        raise
+
+
 def _form_from(data: Any) -> dict[str, Any]:
     return {"query": data.get("query", ""), "open_to_work_only": data.get("open_to_work_only", ""),
             "salary_max": data.get("salary_max", ""), "preferred_locations": data.get("preferred_locations", "")}
@@ -61,11 +72,8 @@ def people_search(request: HttpRequest) -> HttpResponse:
             form = ctx["form"]
             payload = {"query": form["query"],
                        "open_to_work_only": {"yes": True, "no": False}.get(form["open_to_work_only"]),
-                       "salary_max": int(form["salary_max"]) if str(form["salary_max"]).strip().isdigit() else None,
+                       "salary_max": _salary(form["salary_max"]),
                        "preferred_locations": [x.strip() for x in form["preferred_locations"].split(",") if x.strip()]}
-            if str(form["salary_max"]).strip() and payload["salary_max"] is None:
-                from config.errors import BadInput
-                raise BadInput("Salary must be a whole number of INR per year.", field="salary_max")
             ser = SearchRequestSerializer(data=payload)
             if not ser.is_valid():
                 field, errors = next(iter(ser.errors.items()))
@@ -121,9 +129,9 @@ def discover(request: HttpRequest) -> HttpResponse:
     from people import profiles
 
     try:
-        offset = max(0, int(request.GET.get("offset", "0")))
-    except ValueError:
-        offset = 0
+        offset = parse_int(request.GET.get("offset", "0"), field="offset", lo=0, hi=10**6)
+    except ApiError as exc:
+        return render(request, "pages/discover.html", {"error": _error(exc), "data": None}, status=400)
     data = profiles.list_people_for_discover(limit=20, offset=offset)
     return render(request, "pages/discover.html", {"data": data, "next_offset": offset + 20,
                                                    "prev_offset": max(0, offset - 20), "offset": offset})

@@ -3,18 +3,16 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from config.fields import FlagField, TextField
+from config.fields import FlagField, InputSerializer, IntField, TextField
 
 
-class SearchRequestSerializer(serializers.Serializer):
+class SearchRequestSerializer(InputSerializer):
     query = TextField(max_length=1000, trim_whitespace=True, allow_blank=False)
     open_to_work_only = FlagField(required=False, allow_null=True, default=None)
     preferred_locations = serializers.ListField(child=TextField(max_length=100), required=False,
                                                 max_length=10, default=list)
-    salary_min = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=10**10,
-                                          default=None)
-    salary_max = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=10**10,
-                                          default=None)
+    salary_min = IntField(required=False, allow_null=True, min_value=0, max_value=10**10, default=None)
+    salary_max = IntField(required=False, allow_null=True, min_value=0, max_value=10**10, default=None)
 
     def validate(self, attrs):  # noqa: ANN001, ANN201
         lo, hi = attrs.get("salary_min"), attrs.get("salary_max")
@@ -23,13 +21,13 @@ class SearchRequestSerializer(serializers.Serializer):
         return attrs
 
 
-class UnlockRequestSerializer(serializers.Serializer):
+class UnlockRequestSerializer(InputSerializer):
     search_id = serializers.UUIDField()
 
 
-class DiscoverQuerySerializer(serializers.Serializer):
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=100, default=20)
-    offset = serializers.IntegerField(required=False, min_value=0, max_value=10**6, default=0)
+class DiscoverQuerySerializer(InputSerializer):
+    limit = IntField(required=False, min_value=1, max_value=100, default=20)
+    offset = IntField(required=False, min_value=0, max_value=10**6, default=0)
 
     def to_internal_value(self, data):  # noqa: ANN001, ANN201
         # DRF reads `?limit=` (present but empty) as absent and uses the default; like /api/credits, it is a 400.
@@ -39,7 +37,7 @@ class DiscoverQuerySerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-class ProfileQuerySerializer(serializers.Serializer):
+class ProfileQuerySerializer(InputSerializer):
     search_id = serializers.UUIDField()
 
 

@@ -43,7 +43,10 @@ class DatasetListView(APIView):
     def get(self, request, slug: str):  # noqa: ANN001, ANN201
         project = project_for_member(user=request.user, slug=slug)
         rows = sharing.visible_datasets(project=project)
-        data = [dict(DatasetSerializer(r["dataset"]).data, access=r["access"]) for r in rows]
+        mine = {p["project"].pk for p in sharing.projects_of(user=request.user)}
+        data = [dict(DatasetSerializer(r["dataset"]).data, access=r["access"],
+                     **({"project": None} if r["dataset"].project_id not in mine and r["access"] == "global" else {}))
+                for r in rows]
         return Response(data)
 
     @extend_schema(operation_id="datasets_create", request=DatasetCreateSerializer,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from config.fields import FlagField, TextField
+from config.fields import FlagField, InputSerializer, IntField, TextField
 from projects.models import Dataset, ProjectShare
 
 
@@ -19,7 +19,9 @@ class ProjectDetailSerializer(ProjectSerializer):
 
 
 class DatasetSerializer(serializers.ModelSerializer):
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    project = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True,
+                                           help_text="The owning project; null for a global dataset of a project "
+                                                     "the caller is not in.")
     access = serializers.CharField(read_only=True, help_text="own | global | shared")
 
     class Meta:
@@ -28,7 +30,7 @@ class DatasetSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class DatasetCreateSerializer(serializers.Serializer):
+class DatasetCreateSerializer(InputSerializer):
     name = TextField(max_length=200)
     kind = serializers.ChoiceField(choices=Dataset.Kind.choices, default=Dataset.Kind.CODE)
     description = TextField(required=False, allow_blank=True, default="")
@@ -51,5 +53,5 @@ class ShareSerializer(serializers.ModelSerializer):
         return obj.revoked_at is None
 
 
-class ShareCreateSerializer(serializers.Serializer):
-    dataset_id = serializers.IntegerField(min_value=1)
+class ShareCreateSerializer(InputSerializer):
+    dataset_id = IntField(min_value=1)

@@ -1,5 +1,6 @@
 from django.urls import path
 
+import config.converters  # noqa: F401 - registers <id:...>
 from projects import api
 
 urlpatterns = [
@@ -7,5 +8,5 @@ urlpatterns = [
     path("api/projects/<slug:slug>", api.ProjectDetailView.as_view(), name="api-project"),
     path("api/projects/<slug:slug>/datasets", api.DatasetListView.as_view(), name="api-project-datasets"),
     path("api/projects/<slug:slug>/shares", api.ShareListView.as_view(), name="api-project-shares"),
-    path("api/projects/<slug:slug>/shares/<int:share_id>", api.ShareDetailView.as_view(), name="api-project-share"),
+    path("api/projects/<slug:slug>/shares/<id:share_id>", api.ShareDetailView.as_view(), name="api-project-share"),
 ]

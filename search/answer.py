@@ -13,6 +13,7 @@ marker. Closing the generator (the client went away) stops generation at once.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +22,8 @@ from typing import Any
 from django.conf import settings
 
 from search.sparse import tokenize
+
+log = logging.getLogger(__name__)
 
 MAX_CONTEXT_CHUNKS = 5
 MAX_CONTEXT_CHARS = 1800
@@ -32,6 +35,15 @@ SYSTEM_PROMPT = (
 )
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z*\"(])")
 _MARK = re.compile(r"\[(\d+)\]")
+
+
+def _public_error(exc: Exception, *, fallback_code: str, fallback_detail: str) -> dict[str, Any]:
+    """What an `error` event may say: an ApiError's code and detail, else a fixed code and sentence."""
+    from config.errors import ApiError
+
+    if isinstance(exc, ApiError):
+        return {"code": exc.code, "detail": exc.detail}
+    return {"code": fallback_code, "detail": fallback_detail}
 
 
 def sse(event: str, data: dict[str, Any]) -> str:
@@ -116,7 +128,10 @@ def stream_answer(*, q: str, search: Callable[[], dict[str, Any]],
         try:
             found = search()
         except Exception as exc:  # noqa: BLE001 - the stream has started: errors become an `error` event
-            status, info = "error", {"code": getattr(exc, "code", "search_failed"), "detail": str(exc)}
+            # an ApiError's detail is written for the caller; anything else is internal and stays in the log
+            status, info = "error", _public_error(exc, fallback_code="search_failed",
+                                                  fallback_detail="The search failed; try again.")
+            log.warning("answer search failed: %r", exc)
             yield sse("error", info)
             return
         results = found.get("results", [])
@@ -145,12 +160,14 @@ def stream_answer(*, q: str, search: Callable[[], dict[str, Any]],
                     info["tokens"] += 1
                     yield sse("token", {"text": tok})
             except llm.LLMError as exc:
+                log.warning("answer LLM failed: %s", exc)
                 if answer:
-                    status, info = "error", {"code": "llm_failed", "detail": str(exc), "tokens": info["tokens"]}
+                    status, info = "error", {"code": "llm_failed", "tokens": info["tokens"],
+                                             "detail": "The language model stopped mid-answer; try again."}
                     yield sse("error", info)
                     return
                 mode = "extractive"  # failed before its first token: fall back, same events
-                info["llm_error"] = str(exc)
+                info["llm_error"] = "llm_failed"  # the reason stays in the log: it may name hosts
             finally:
                 gen.close()  # a disconnect closes us; closing the LLM stream stops its generation
         if mode == "extractive":

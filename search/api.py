@@ -23,6 +23,11 @@ def _body(request) -> dict:  # noqa: ANN001
     return request.data
 
 
+def _filters(filters: dict | None) -> dict | None:
+    """The parsed filters in the shape run_query validates (a single repo/lang is already a list)."""
+    return {k: v for k, v in filters.items() if v is not None} if filters else None
+
+
 class QueryView(APIView):
     @extend_schema(operation_id="context_query", request=s.QueryRequestSerializer,
                    responses={200: s.QueryResponseSerializer, **_ERRS}, tags=["context"],
@@ -33,18 +38,13 @@ class QueryView(APIView):
 
         enforce(request, group="context_query")
         project = project_for_member(user=request.user, slug=slug)
-        body = _body(request)
-        known = {"q", "filters", "include_global", "top_k", "candidates", "fusion", "rerank", "budget_tokens"}
-        unknown = sorted(set(body) - known)
-        if unknown:
-            raise BadInput(f"Unknown field {unknown[0]!r}.", field=unknown[0])
-        budget = body.get("budget_tokens", 8000)
-        if isinstance(budget, bool) or not isinstance(budget, int) or not 100 <= budget <= 100000:
-            raise BadInput("Must be an integer between 100 and 100000.", field="budget_tokens")
-        result = run_query(user=request.user, project=project, q=body.get("q"), filters=body.get("filters"),
-                           include_global=body.get("include_global", True), top_k=body.get("top_k", 15),
-                           candidates=body.get("candidates", 100), fusion=body.get("fusion", "rrf"),
-                           rerank=body.get("rerank"), budget_tokens=budget)
+        ser = s.QueryRequestSerializer(data=_body(request))
+        ser.is_valid(raise_exception=True)
+        data = ser.validated_data
+        result = run_query(user=request.user, project=project, q=data["q"], filters=_filters(data.get("filters")),
+                           include_global=data["include_global"], top_k=data["top_k"],
+                           candidates=data["candidates"], fusion=data["fusion"], rerank=data["rerank"],
+                           budget_tokens=data["budget_tokens"])
         return Response(result.as_dict())
 
 
@@ -56,11 +56,25 @@ def _job_data(job) -> dict:  # noqa: ANN001
             "embeddings_cached": job.embeddings_cached, "error": job.error}
 
 
-def allowed_source(source: str) -> Path:
-    """API callers may only ingest server paths under INGEST_ALLOWED_ROOTS (default: none but the repo itself)."""
-    roots = getattr(settings, "INGEST_ALLOWED_ROOTS", None) or [settings.BASE_DIR]
-    path = Path(source).expanduser().resolve()
-    if not any(path == Path(r).resolve() or Path(r).resolve() in path.parents for r in roots):
+def allowed_source(*, user, source: str) -> Path:  # noqa: ANN001
+    """Server-path ingest through the API: staff only, an absolute path under INGEST_ALLOWED_ROOTS, never VAR_DIR.
+
+    Why so narrow: a relative path resolved against the server's working directory, and the old default root
+    was the whole checkout, runtime state included, so any editor could index the server's own files. Teams
+    bring content by push, upload or a source; the CLI (`manage.py ingest`) stays unrestricted for operators.
+    """
+    if not user.is_staff:
+        raise Forbidden("Ingesting a server path is for staff; push documents or upload files instead.",
+                        field="source", code="staff_only")
+    roots = [Path(r).resolve() for r in settings.INGEST_ALLOWED_ROOTS]
+    if not roots:
+        raise BadInput("Server-path ingest is disabled: INGEST_ALLOWED_ROOTS is empty.", field="source")
+    if not Path(source).is_absolute():
+        raise BadInput("Must be an absolute path.", field="source")
+    path = Path(source).resolve()
+    var_dir = Path(settings.VAR_DIR).resolve()
+    inside = any(path == r or r in path.parents for r in roots)
+    if not inside or path == var_dir or var_dir in path.parents:
         raise BadInput("Source is outside the allowed ingest roots.", field="source")
     if not path.exists():
         raise BadInput("Source does not exist on the server.", field="source")
@@ -80,7 +94,7 @@ class IngestView(APIView):
         ser = s.IngestRequestSerializer(data=_body(request))
         ser.is_valid(raise_exception=True)
         data = ser.validated_data
-        source = allowed_source(data["source"])
+        source = allowed_source(user=request.user, source=data["source"])
         dataset, _ = Dataset.objects.get_or_create(project=project, name=data["dataset"],
                                                    defaults={"kind": data["kind"]})
         job = start_ingest(dataset=dataset, source=str(source), kind=data["kind"], user=request.user,

@@ -179,7 +179,8 @@ class EdgeIndex:
             with self._lock:
                 hits = self._shard.query(req)
         except Exception as exc:  # noqa: BLE001 - engine errors are a dependency failure
-            raise DependencyDown("qdrant", f"qdrant query failed: {exc}") from exc
+            log.warning("qdrant query failed: %r", exc)  # the text may name collections: log, don't return it
+            raise DependencyDown("qdrant", "The vector index (qdrant) failed to answer; try again.") from exc
         return [(int(h.id), float(h.score)) for h in hits]
 
     def search_dense(self, vector: list[float], *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:
@@ -255,7 +256,8 @@ class ClientIndex:
         except DependencyDown:
             raise
         except Exception as exc:  # noqa: BLE001 - connection/timeouts: the dependency is down
-            raise DependencyDown("qdrant", f"qdrant request failed: {type(exc).__name__}: {exc}") from exc
+            log.warning("qdrant request failed: %r", exc)
+            raise DependencyDown("qdrant", "The vector index (qdrant) is unreachable; try again.") from exc
 
     def _ensure(self) -> None:
         if self._ensured:
@@ -389,7 +391,9 @@ def open_index(*, path: str | Path | None = None, url: str | None = None, locati
     except DependencyDown:
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. the store is locked by another process
-        raise DependencyDown("qdrant", f"could not open the embedded Qdrant store: {exc}") from exc
+        log.warning("could not open the embedded Qdrant store: %r", exc)
+        raise DependencyDown("qdrant", "The embedded vector index (qdrant) could not be opened; see the server log."
+                             ) from exc
 
 
 def get_index() -> VectorIndex:

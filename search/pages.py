@@ -43,6 +43,7 @@ def context_search(request: HttpRequest) -> HttpResponse:
         "include_global": params.get("include_global", "on" if "q" not in params else "") == "on",
     }
     ctx: dict[str, Any] = {"projects": projects, "form": form, "result": None, "error": None}
+    status = 200
     if form["q"].strip():
         filters = {k: form[k] for k in ("repo", "path", "lang") if form[k].strip()}
         try:
@@ -55,11 +56,7 @@ def context_search(request: HttpRequest) -> HttpResponse:
             ctx["pack_text"] = render_pack(result.pack)
         except ApiError as exc:
             ctx["error"] = {"code": exc.code, "detail": exc.detail, "field": exc.field}
-    status = 400 if ctx["error"] and ctx["error"]["code"] in {"invalid"} else 200
-    if ctx["error"] and ctx["error"]["code"] == "not_found":
-        status = 404
-    if ctx["error"] and ctx["error"]["code"] == "dependency_unavailable":
-        status = 503
+            status = exc.status_code
     return render(request, "pages/context_search.html", ctx, status=status)
 
 
@@ -69,17 +66,16 @@ def context_feedback(request: HttpRequest) -> HttpResponse:
     import uuid
 
     from config.errors import BadInput
+    from config.fields import parse_int
     from search.feedback import record_feedback
 
     try:
         try:
             session_id = uuid.UUID(request.POST.get("session_id", ""))
-            chunk_id = int(request.POST.get("chunk_id", ""))
-            relevance = int(request.POST.get("relevance", ""))
         except ValueError as exc:
-            raise BadInput("session_id must be a UUID, chunk_id and relevance integers.") from exc
-        if not 0 <= relevance <= 3:
-            raise BadInput("relevance must be 0..3.", field="relevance")
+            raise BadInput("session_id must be a UUID.", field="session_id") from exc
+        chunk_id = parse_int(request.POST.get("chunk_id", ""), field="chunk_id", lo=1)
+        relevance = parse_int(request.POST.get("relevance", ""), field="relevance", lo=0, hi=3)
         record_feedback(user=request.user, session_id=session_id, chunk_id=chunk_id, relevance=relevance)
         message = "Thanks: feedback recorded."
         status = 200
@@ -104,14 +100,15 @@ def _rules_params(request: HttpRequest) -> dict[str, Any]:
 
 
 def _rules_search_fn(request: HttpRequest, form: dict[str, Any]):  # noqa: ANN202
-    """Validate + authorise now (so bad input is a normal error), search lazily inside the stream."""
+    """Validate, authorise and search now, before any stream opens, so every failure is a normal error."""
     from projects.access import project_for_member
     from search.rules_search import rules_search, validate_rules_params
 
     project = project_for_member(user=request.user, slug=form["project"])
     params = validate_rules_params({"q": form["q"], "book": form["book"] or None, "graph": form["graph"]})
     q = params.pop("q")
-    return q, (lambda: rules_search(user=request.user, project=project, q=q, **params))
+    found = rules_search(user=request.user, project=project, q=q, **params)
+    return q, (lambda: found)
 
 
 def _rules_books(projects: list[Any]) -> list[str]:
@@ -136,6 +133,7 @@ def rules_page(request: HttpRequest) -> HttpResponse:
     form["project"] = form["project"] or (projects[0].slug if projects else "")
     ctx: dict[str, Any] = {"projects": projects, "form": form, "books": _rules_books(projects),
                            "answer": None, "error": None}
+    status = 200
     if form["q"].strip() and request.GET.get("render") == "1":
         try:
             q, search_fn = _rules_search_fn(request, form)
@@ -147,7 +145,7 @@ def rules_page(request: HttpRequest) -> HttpResponse:
             ctx["answer"] = final
         except ApiError as exc:
             ctx["error"] = {"code": exc.code, "detail": exc.detail, "field": exc.field}
-    status = 200 if not ctx["error"] else (404 if ctx["error"]["code"] == "not_found" else 400)
+            status = exc.status_code
     return render(request, "pages/rules.html", ctx, status=status)
 
 

@@ -16,6 +16,7 @@ from django.db import connection, transaction
 
 from config.errors import BadInput
 from search.fusion import FUSIONS, Candidate, fuse, single_leg
+from search.globs import GLOB_CHARS, Glob, compile_glob
 from search.index import IndexFilter, VectorIndex, apply_outbox, get_index
 from search.packing import DEFAULT_BUDGET, build_pack
 
@@ -24,7 +25,6 @@ MAX_TOP_K = 50
 MAX_CANDIDATES = 200
 FILTER_KEYS = {"repo", "path", "lang"}
 EXTRA_FILTER_KEYS = {"book_id", "ruleset_id", "kind", "repo", "lang"}
-GLOB_CHARS = set("*?[")
 MAX_GLOB_PATHS = 20000
 LEGS = ("hybrid", "dense", "sparse")
 
@@ -52,48 +52,6 @@ def _str_list(value: Any, field_name: str) -> list[str]:
     if len(values) > 100 or any(len(v) > 1000 for v in values):
         raise BadInput("Too many or too long values.", field=field_name)
     return [v.strip() for v in values]
-
-
-def glob_to_regex(pattern: str) -> str:
-    """A path glob (`**` any depth, `*`/`?` within a segment, `[...]` classes) as an anchored POSIX regex."""
-    out, i = ["^"], 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "*":
-            if pattern[i:i + 3] == "**/":
-                out.append("(.*/)?")
-                i += 3
-                continue
-            if pattern[i:i + 2] == "**":
-                out.append(".*")
-                i += 2
-                continue
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1:i + 2] in ("!", "]") else i + 1)
-            if end == -1:
-                raise BadInput(f"Malformed glob {pattern!r}: '[' without ']'.", field="filters.path")
-            body = pattern[i + 1:end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            if not body or body == "^":
-                raise BadInput(f"Malformed glob {pattern!r}: empty character class.", field="filters.path")
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end
-        elif ch == "]":
-            raise BadInput(f"Malformed glob {pattern!r}: ']' without '['.", field="filters.path")
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    out.append("$")
-    regex = "".join(out)
-    try:
-        re.compile(regex)
-    except re.error as exc:
-        raise BadInput(f"Malformed glob {pattern!r}: {exc}.", field="filters.path") from exc
-    return regex
 
 
 def validate_query(*, q: Any, filters: Any = None, top_k: Any = 15, candidates: Any = 100, fusion: Any = "rrf",
@@ -133,18 +91,18 @@ def validate_query(*, q: Any, filters: Any = None, top_k: Any = 15, candidates: 
                 raise BadInput("Must be a non-empty path prefix or glob.", field="filters.path")
             path = path.strip().lstrip("./") if path.strip().startswith("./") else path.strip()
             if GLOB_CHARS & set(path):
-                clean["path_glob"] = path
-                clean["path_regex"] = glob_to_regex(path)
+                clean["path_glob"] = compile_glob(path)
             else:
                 clean["path_prefix"] = path
     return clean
 
 
 # --------------------------------------------------------------------------- retrieval
-def _resolve_glob(dataset_ids: list[int], regex: str) -> list[str]:
+def _resolve_glob(dataset_ids: list[int], glob: Glob) -> list[str]:
+    """The paths a glob matches: the literal prefix narrows by index, the bounded regex checks the rest."""
     with connection.cursor() as cur:
-        cur.execute("SELECT DISTINCT path FROM search_chunk WHERE dataset_id = ANY(%s) AND path ~ %s LIMIT %s",
-                    [list(dataset_ids), regex, MAX_GLOB_PATHS + 1])
+        cur.execute("SELECT DISTINCT path FROM search_chunk WHERE dataset_id = ANY(%s) AND path LIKE %s AND path ~ %s"
+                    " LIMIT %s", [list(dataset_ids), glob.like, glob.regex, MAX_GLOB_PATHS + 1])
         return [r[0] for r in cur.fetchall()]
 
 
@@ -153,8 +111,8 @@ def build_filter(*, dataset_ids: list[int], clean_filters: dict[str, Any] | None
     clean_filters = clean_filters or {}
     flt = IndexFilter(dataset_ids=sorted(dataset_ids), repo=clean_filters.get("repo"), lang=clean_filters.get("lang"),
                       path_prefix=clean_filters.get("path_prefix"))
-    if clean_filters.get("path_regex"):
-        paths = _resolve_glob(flt.dataset_ids, clean_filters["path_regex"])
+    if clean_filters.get("path_glob"):
+        paths = _resolve_glob(flt.dataset_ids, clean_filters["path_glob"])
         if len(paths) > MAX_GLOB_PATHS:
             raise BadInput("The path glob matches too many files; narrow it.", field="filters.path")
         flt.paths = paths
@@ -317,8 +275,8 @@ def run_query(*, user, project, q: str, filters: dict[str, Any] | None = None, i
     cands = [c for c in cands if c.chunk_id in rows]
     for c in cands:
         c.chunk = rows[c.chunk_id]
-    if clean.get("path_regex"):
-        rx = re.compile(clean["path_regex"])
+    if clean.get("path_glob"):
+        rx = re.compile(clean["path_glob"].regex)
         cands = [c for c in cands if rx.search(c.chunk.path)]
     cands = apply_path_prior(cands, q=q)
     timings["recheck_ms"] = _ms(t)

@@ -10,6 +10,8 @@ SciFact figures); `rerank=true` asks for it explicitly.
 """
 from __future__ import annotations
 
+import logging
+
 import os
 import threading
 from functools import lru_cache
@@ -87,7 +89,8 @@ def get_reranker() -> Reranker:
         try:
             return _cross_encoder(str(Path(path).expanduser()))
         except Exception as exc:  # noqa: BLE001 - a broken model directory is a configuration problem
-            raise DependencyDown("reranker", f"could not load RERANKER_MODEL: {exc}") from exc
+            logging.getLogger(__name__).warning("could not load RERANKER_MODEL: %r", exc)
+            raise DependencyDown("reranker", "Could not load RERANKER_MODEL; see the server log.") from exc
     return CoverageReranker()
 
 

@@ -10,7 +10,7 @@ import logging
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -21,8 +21,6 @@ from projects.access import project_for_member
 from search.serializers import RulesRequestSerializer, RulesSearchResponseSerializer
 
 log = logging.getLogger(__name__)
-KNOWN = {"q", "query", "book", "books", "ruleset", "rulesets", "fusion", "graph", "seed_top_n", "depth", "decay",
-         "graph_top_k", "graph_strength", "top_k", "candidates", "rerank"}
 
 
 # One server-sent event: the schema of each event of the stream, as schemathesis and OpenAPI 3.2 read a
@@ -37,11 +35,9 @@ SSE_EVENT = {
 }
 
 
-class _AnyAccept(BaseContentNegotiation):
-    """`Accept: text/event-stream` must not become a 406: errors still render as JSON."""
-
-    def select_parser(self, request, parsers):  # noqa: ANN001, ANN201
-        return parsers[0] if parsers else None
+class _AnyAccept(DefaultContentNegotiation):
+    """`Accept: text/event-stream` must not become a 406: errors still render as JSON. Parsers are chosen
+    by Content-Type as everywhere else (a text/plain body is a 415, not parsed as JSON)."""
 
     def select_renderer(self, request, renderers, format_suffix=None):  # noqa: ANN001, ANN201
         return renderers[0], renderers[0].media_type
@@ -52,7 +48,7 @@ def _params(request) -> dict:  # noqa: ANN001
 
     if not isinstance(request.data, dict):
         raise BadInput("The body must be a JSON object.", field=None)
-    unknown = sorted(set(request.data) - KNOWN)
+    unknown = sorted(set(request.data) - set(RulesRequestSerializer().fields) - RulesRequestSerializer.aliases)
     if unknown:
         raise BadInput(f"Unknown field {unknown[0]!r}.", field=unknown[0])
     return validate_rules_params(dict(request.data))
@@ -95,8 +91,10 @@ class AnswerView(APIView):
         def finished(status: str, info: dict) -> None:
             log.info("answer %s project=%s tokens=%s", status, project.slug, info.get("tokens"))
 
-        stream = stream_answer(q=p["q"], search=lambda: rules_search(user=user, project=project, **p),
-                               on_finish=finished)
+        # the search runs before the stream opens: its bad input, 404 or 503 is a plain JSON error, not a 200
+        # whose only event is `error`
+        found = rules_search(user=user, project=project, **p)
+        stream = stream_answer(q=p["q"], search=lambda: found, on_finish=finished)
         resp = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
         resp["Cache-Control"] = "no-cache"
         resp["X-Accel-Buffering"] = "no"

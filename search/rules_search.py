@@ -12,8 +12,10 @@ import re
 from typing import Any
 
 from config.errors import BadInput
+from config.fields import check_text
 from search.graph import (BOOST_RELATIONS, DEFAULT_DECAY, DEFAULT_DEPTH, DEFAULT_SEED_TOP_N, DEFAULT_STRENGTH,
                           DEFAULT_TOP_K, apply_graph_boost)
+from search.pipeline import MAX_Q
 
 DEFAULTS: dict[str, Any] = {"fusion": "rrf", "graph": True, "seed_top_n": DEFAULT_SEED_TOP_N, "depth": DEFAULT_DEPTH,
                             "decay": DEFAULT_DECAY, "graph_top_k": DEFAULT_TOP_K, "graph_strength": DEFAULT_STRENGTH,
@@ -47,6 +49,9 @@ def validate_rules_params(params: dict[str, Any]) -> dict[str, Any]:
     q = params.get("q", params.get("query"))
     if not isinstance(q, str) or not q.strip():
         raise BadInput("Query must be a non-empty string.", field="q")
+    if len(q) > MAX_Q:
+        raise BadInput(f"Query is longer than {MAX_Q} characters.", field="q")
+    check_text(q, field="q")
     fusion = params.get("fusion", DEFAULTS["fusion"])
     if fusion not in RULES_FUSIONS:
         raise BadInput(f"Must be one of {', '.join(RULES_FUSIONS)}.", field="fusion")

@@ -4,25 +4,28 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from config.fields import TextField
+from config.fields import FlagField, InputSerializer, IntField, TextField, TextListField
+from search.fusion import FUSIONS
+from search.globs import MAX_GLOB_LENGTH
 
 
-class QueryFiltersSerializer(serializers.Serializer):
-    repo = serializers.ListField(child=serializers.CharField(), required=False, help_text="Repo name(s); a string works too.")
-    path = serializers.CharField(required=False, help_text="Path prefix (`search/`) or glob (`search/**/*.py`).")
-    lang = serializers.ListField(child=serializers.CharField(), required=False, help_text="Language(s), e.g. python.")
+class QueryFiltersSerializer(InputSerializer):
+    repo = TextListField(required=False, help_text="Repo name(s); a string works too.")
+    path = TextField(required=False, max_length=MAX_GLOB_LENGTH,
+                     help_text="Path prefix (`search/`) or glob (`search/**/*.py`, at most 10 wildcards).")
+    lang = TextListField(required=False, help_text="Language(s), e.g. python; a string works too.")
 
 
-class QueryRequestSerializer(serializers.Serializer):
-    q = serializers.CharField(max_length=2000)
-    filters = QueryFiltersSerializer(required=False)
-    include_global = serializers.BooleanField(default=True)
-    top_k = serializers.IntegerField(default=15, min_value=1, max_value=50)
-    candidates = serializers.IntegerField(default=100, min_value=1, max_value=200)
-    fusion = serializers.ChoiceField(choices=["rrf", "dbsf", "weighted"], default="rrf")
-    rerank = serializers.BooleanField(required=False, allow_null=True,
-                                      help_text="Default: on only when RERANKER_MODEL is configured.")
-    budget_tokens = serializers.IntegerField(default=8000, min_value=100, max_value=100000)
+class QueryRequestSerializer(InputSerializer):
+    q = TextField(max_length=2000, trim_whitespace=False)
+    filters = QueryFiltersSerializer(required=False, allow_null=True)
+    include_global = FlagField(default=True)
+    top_k = IntField(default=15, min_value=1, max_value=50)
+    candidates = IntField(default=100, min_value=1, max_value=200)
+    fusion = serializers.ChoiceField(choices=list(FUSIONS), default="rrf")
+    rerank = FlagField(required=False, allow_null=True, default=None,
+                       help_text="Default: on only when RERANKER_MODEL is configured.")
+    budget_tokens = IntField(default=8000, min_value=100, max_value=100000)
 
 
 class WhySerializer(serializers.Serializer):
@@ -68,10 +71,11 @@ class QueryResponseSerializer(serializers.Serializer):
     fusion = serializers.CharField()
 
 
-class IngestRequestSerializer(serializers.Serializer):
+class IngestRequestSerializer(InputSerializer):
     dataset = TextField(max_length=200, help_text="Dataset name in this project (created if missing).")
     kind = serializers.ChoiceField(choices=["code", "web", "rules"])
-    source = TextField(max_length=2000, help_text="Server-side path under INGEST_ALLOWED_ROOTS.")
+    source = TextField(max_length=2000, help_text="Staff only: an absolute server path under INGEST_ALLOWED_ROOTS "
+                                                  "(empty by default, so nowhere).")
     repo = TextField(max_length=200, required=False, allow_blank=True)
 
 
@@ -92,30 +96,32 @@ class IngestJobSerializer(serializers.Serializer):
     error = serializers.CharField()
 
 
-class FeedbackRequestSerializer(serializers.Serializer):
-    chunk_id = serializers.IntegerField(min_value=1)
-    relevance = serializers.IntegerField(min_value=0, max_value=3)
+class FeedbackRequestSerializer(InputSerializer):
+    chunk_id = IntField(min_value=1)
+    relevance = IntField(min_value=0, max_value=3)
 
 
-class RulesRequestSerializer(serializers.Serializer):
+class RulesRequestSerializer(InputSerializer):
     """Body of rules search and rules answer (validated by search.rules_search.validate_rules_params)."""
 
-    q = serializers.CharField(help_text="The question (`query` is accepted as an alias).")
+    aliases = frozenset({"query", "books", "rulesets"})
+
+    q = TextField(help_text="The question (`query` is accepted as an alias).")
     book = serializers.ListField(child=serializers.RegexField(r"^[\w.:-]{1,100}$"), required=False, max_length=50,
                                  help_text="Book id(s) to search; a single string works too. Alias: books.")
     ruleset = serializers.ListField(child=serializers.RegexField(r"^[\w.:-]{1,100}$"), required=False,
                                     max_length=50,
                                     help_text="Ruleset id(s); a single string works too. Alias: rulesets.")
     fusion = serializers.ChoiceField(choices=["rrf", "weighted"], default="rrf")
-    graph = serializers.BooleanField(default=True, help_text="false disables the graph boost.")
-    seed_top_n = serializers.IntegerField(required=False, min_value=0, max_value=20)
-    depth = serializers.IntegerField(required=False, min_value=0, max_value=4)
+    graph = FlagField(default=True, help_text="false disables the graph boost.")
+    seed_top_n = IntField(required=False, min_value=0, max_value=20)
+    depth = IntField(required=False, min_value=0, max_value=4)
     decay = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
-    graph_top_k = serializers.IntegerField(required=False, min_value=0, max_value=200)
+    graph_top_k = IntField(required=False, min_value=0, max_value=200)
     graph_strength = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
-    top_k = serializers.IntegerField(default=8, min_value=1, max_value=50)
-    candidates = serializers.IntegerField(default=100, min_value=1, max_value=200)
-    rerank = serializers.BooleanField(default=False)
+    top_k = IntField(default=8, min_value=1, max_value=50)
+    candidates = IntField(default=100, min_value=1, max_value=200)
+    rerank = FlagField(default=False)
 
 
 class RulesResultSerializer(ResultSerializer):

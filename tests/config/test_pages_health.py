@@ -38,8 +38,14 @@ def test_wrong_password_stays_on_login(make_user):
     assert resp.status_code == 200 and b"did not match" in resp.content
 
 
-def test_healthz_503_names_the_missing_worker():
-    resp = Client().get("/healthz")
+def _staff_client(make_user) -> Client:
+    client = Client()
+    client.force_login(make_user("ops@example.com", staff=True))
+    return client
+
+
+def test_healthz_503_names_the_missing_worker(make_user):
+    resp = _staff_client(make_user).get("/healthz")
     body = resp.json()
     assert body["checks"]["postgres"]["ok"] and body["checks"]["redis"]["ok"]
     assert "pgvector" in body["checks"]["postgres"]["detail"]
@@ -47,17 +53,17 @@ def test_healthz_503_names_the_missing_worker():
     assert resp.status_code == 503 and "worker" in body["down"]
 
 
-def test_healthz_names_a_bad_embedding_precision(settings):
+def test_healthz_names_a_bad_embedding_precision(settings, make_user):
     settings.EMBEDDING_PRECISION = "fp8"
-    resp = Client().get("/healthz")
+    resp = _staff_client(make_user).get("/healthz")
     body = resp.json()
     assert resp.status_code == 503 and "embeddings" in body["down"]
     assert "EMBEDDING_PRECISION" in body["checks"]["embeddings"]["detail"]
 
 
-def test_healthz_reports_the_embedding_model_and_precision(settings):
+def test_healthz_reports_the_embedding_model_and_precision(settings, make_user):
     settings.EMBEDDING_PRECISION = "fp32"
-    check = Client().get("/healthz").json()["checks"]["embeddings"]
+    check = _staff_client(make_user).get("/healthz").json()["checks"]["embeddings"]
     assert check["ok"] and check["detail"] == "all-MiniLM-L6-v2, fp32"
 
 

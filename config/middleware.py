@@ -1,0 +1,100 @@
+"""Checks every request gets before any view runs: the parts of a request no serializer sees.
+
+Why middleware: query strings, headers and the body's size reach code that has no Input serializer
+(pages, DRF's own parsing, the idempotency header); a NUL in `Idempotency-Key` reached a Postgres text
+column, and an oversized body got Django's HTML 400. Checking here once makes every endpoint, present and
+future, safe by construction. The same place puts each request under a Postgres `statement_timeout`, so
+no request (a pathological glob, say) can hold the database longer than STATEMENT_TIMEOUT_MS.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from config.errors import error_body, is_statement_timeout, statement_timeout_body
+from config.fields import bad_text_reason
+
+
+def _refuse(request: HttpRequest, *, status: int, code: str, detail: str, field: str | None = None) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse(error_body(code, detail, field), status=status)
+    where = f" ({field})" if field else ""
+    return HttpResponse(f"{detail}{where}\n", status=status, content_type="text/plain; charset=utf-8")
+
+
+def _bad_part(request: HttpRequest) -> tuple[str, str] | None:
+    """(field, reason) for the first query parameter or header that no store could hold."""
+    for key, values in request.GET.lists():
+        for text in (key, *values):
+            reason = bad_text_reason(text)
+            if reason:
+                return key if bad_text_reason(key) is None else "query", reason
+    for name, value in request.headers.items():
+        reason = bad_text_reason(name) or bad_text_reason(value)
+        if reason:
+            return name, reason
+    return None
+
+
+def _timeout_ms(request: HttpRequest) -> int:
+    return settings.ADMIN_STATEMENT_TIMEOUT_MS if request.path.startswith("/admin/") else settings.STATEMENT_TIMEOUT_MS
+
+
+class InputGuardMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        bad = _bad_part(request)
+        if bad:
+            field, reason = bad
+            return _refuse(request, status=400, code="invalid_character", detail=f"Text {reason}.", field=field)
+        too_big = self._too_big(request)
+        if too_big:
+            return too_big
+        self._set_timeout(_timeout_ms(request))
+        try:
+            return self.get_response(request)
+        finally:
+            self._reset_timeout()
+
+    @staticmethod
+    def _too_big(request: HttpRequest) -> HttpResponse | None:
+        """A declared body over the limit is refused before anything reads it (multipart has its own limits)."""
+        if request.content_type == "multipart/form-data":
+            return None
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return _refuse(request, status=400, code="invalid", detail="Content-Length is not a number.")
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and length > limit:
+            return _refuse(request, status=413, code="body_too_large",
+                           detail=f"The body is {length} bytes; the limit is {limit}.")
+        return None
+
+    @staticmethod
+    def _set_timeout(ms: int) -> None:
+        with connection.cursor() as cur:
+            cur.execute("SELECT set_config('statement_timeout', %s, false)", [f"{int(ms)}ms"])
+
+    @staticmethod
+    def _reset_timeout() -> None:
+        """Leave a reused connection as it was (tests and persistent connections share it)."""
+        if connection.connection is None or connection.in_atomic_block:
+            return  # closed already, or a transaction whose end undoes the SET
+        try:
+            with connection.cursor() as cur:
+                cur.execute("RESET statement_timeout")
+        except DatabaseError:
+            pass
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        """Pages: a statement cut off by the timeout is a clear 503, not a 500 (the API's handler does the same)."""
+        if is_statement_timeout(exception):
+            body = statement_timeout_body()
+            return _refuse(request, status=503, code=body["code"], detail=body["detail"])
+        return None
