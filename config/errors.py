@@ -95,12 +95,17 @@ def _first_field_error(data: Any, prefix: str = "") -> tuple[str | None, str]:
     """Flatten DRF's nested validation errors to the first (field, message)."""
     if isinstance(data, dict):
         for key, value in data.items():
-            name = key if key != "non_field_errors" else None
+            name = str(key) if key != "non_field_errors" else None  # list items come keyed 0, 1, ...
             path = f"{prefix}.{name}" if prefix and name else (name or prefix or None)
             field, msg = _first_field_error(value, path or "")
             return field or path, msg
     if isinstance(data, list) and data:
-        return _first_field_error(data[0], prefix)
+        for i, item in enumerate(data):  # a list serializer reports [{}, {"text": [...]}]: name the bad item
+            if item in ({}, [], None, ""):
+                continue
+            if isinstance(item, dict):
+                return _first_field_error(item, f"{prefix}.{i}" if prefix else str(i))
+            return _first_field_error(item, prefix)
     return (prefix or None), str(data)
 
 

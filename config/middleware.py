@@ -43,6 +43,23 @@ def _timeout_ms(request: HttpRequest) -> int:
     return settings.ADMIN_STATEMENT_TIMEOUT_MS if request.path.startswith("/admin/") else settings.STATEMENT_TIMEOUT_MS
 
 
+class _StatementTimeout:
+    """A query wrapper that sets the request's statement_timeout just before its first SQL statement.
+
+    Lazy on purpose: a request that never touches the database (the schema, a static page) opens no
+    connection for it."""
+
+    def __init__(self, ms: int) -> None:
+        self.ms = int(ms)
+        self.applied = False
+
+    def __call__(self, execute: Callable, sql: str, params: object, many: bool, context: dict) -> object:
+        if not self.applied:
+            self.applied = True
+            execute("SELECT set_config('statement_timeout', %s, false)", [f"{self.ms}ms"], False, context)
+        return execute(sql, params, many, context)
+
+
 class InputGuardMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -55,31 +72,27 @@ class InputGuardMiddleware:
         too_big = self._too_big(request)
         if too_big:
             return too_big
-        self._set_timeout(_timeout_ms(request))
+        timeout = _StatementTimeout(_timeout_ms(request))
         try:
-            return self.get_response(request)
+            with connection.execute_wrapper(timeout):
+                return self.get_response(request)
         finally:
-            self._reset_timeout()
+            if timeout.applied:
+                self._reset_timeout()
 
     @staticmethod
     def _too_big(request: HttpRequest) -> HttpResponse | None:
-        """A declared body over the limit is refused before anything reads it (multipart has its own limits)."""
-        if request.content_type == "multipart/form-data":
-            return None
+        """A declared body over the limit is refused before anything reads it (uploads: UPLOAD_MAX_BYTES)."""
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             return _refuse(request, status=400, code="invalid", detail="Content-Length is not a number.")
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        multipart = request.content_type == "multipart/form-data"
+        limit = settings.UPLOAD_MAX_BYTES + 64 * 1024 if multipart else settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         if limit is not None and length > limit:
             return _refuse(request, status=413, code="body_too_large",
                            detail=f"The body is {length} bytes; the limit is {limit}.")
         return None
-
-    @staticmethod
-    def _set_timeout(ms: int) -> None:
-        with connection.cursor() as cur:
-            cur.execute("SELECT set_config('statement_timeout', %s, false)", [f"{int(ms)}ms"])
 
     @staticmethod
     def _reset_timeout() -> None:

@@ -242,6 +242,19 @@ ADMIN_STATEMENT_TIMEOUT_MS = env_int("ADMIN_STATEMENT_TIMEOUT_MS", 60000)
 # The CLI (`manage.py ingest`) is not limited. VAR_DIR is always refused.
 INGEST_ALLOWED_ROOTS = env_list("INGEST_ALLOWED_ROOTS", [])
 
+# --- Self-serve content (search/content.py, search/ingest/archives.py, projects/quotas.py) ----------------
+# Uploads: the request body (multipart) and what an archive may expand to. Breaking one is a 413/422, nothing written.
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 50 * 1024 * 1024)
+UPLOAD_MAX_FILE_BYTES = env_int("UPLOAD_MAX_FILE_BYTES", 5 * 1024 * 1024)  # a single uploaded file
+UPLOAD_MAX_FILES = env_int("UPLOAD_MAX_FILES", 5000)
+UPLOAD_MAX_TOTAL_BYTES = env_int("UPLOAD_MAX_TOTAL_BYTES", 200 * 1024 * 1024)
+UPLOAD_MAX_RATIO = env_float("UPLOAD_MAX_RATIO", 100.0)
+PUSH_MAX_DOCUMENTS = env_int("PUSH_MAX_DOCUMENTS", 1000)  # per PUT .../documents batch
+# Per-project quotas (overrides per project in the admin). A push or upload past one is a 413 quota_exceeded.
+QUOTA_DOCUMENTS = env_int("QUOTA_DOCUMENTS", 100_000)
+QUOTA_CHUNKS = env_int("QUOTA_CHUNKS", 1_000_000)
+QUOTA_BYTES = env_int("QUOTA_BYTES", 1024 * 1024 * 1024)
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True

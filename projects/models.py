@@ -10,6 +10,10 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
+    # quota overrides (null: the QUOTA_* setting); see projects/quotas.py
+    quota_documents = models.PositiveBigIntegerField(null=True, blank=True)
+    quota_chunks = models.PositiveBigIntegerField(null=True, blank=True)
+    quota_bytes = models.PositiveBigIntegerField(null=True, blank=True)
 
     GLOBAL_SLUG = "global"
 

@@ -24,11 +24,16 @@ class Document(models.Model):
     content_hash = models.CharField(max_length=64)
     macro_summary = models.TextField(blank=True, default="")
     meta = models.JSONField(default=dict, blank=True)
+    # the caller's own id for a pushed document (PUT .../documents upserts by it); empty for files from a source
+    external_id = models.CharField(max_length=500, blank=True, default="")
+    size_bytes = models.PositiveBigIntegerField(default=0)  # source bytes, for the project's stored-bytes quota
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["dataset", "path"], name="uniq_document_path")]
+        constraints = [models.UniqueConstraint(fields=["dataset", "path"], name="uniq_document_path"),
+                       models.UniqueConstraint(fields=["dataset", "external_id"], condition=~models.Q(external_id=""),
+                                               name="uniq_document_external_id")]
         indexes = [models.Index(fields=["dataset", "content_hash"])]
 
     def __str__(self) -> str:
@@ -142,6 +147,20 @@ class IngestJob(models.Model):
     @property
     def percent(self) -> int:
         return int(100 * self.files_done / self.files_total) if self.files_total else (100 if self.status == "done" else 0)
+
+
+class StagedContent(models.Model):
+    """What a push or an upload brought, held in Postgres until its ingest job has run.
+
+    Why in Postgres and not on the web server's disk: the job runs in a Celery worker, which may be another
+    machine; the row goes with the job (CASCADE) and is deleted when the job finishes."""
+
+    job = models.OneToOneField(IngestJob, on_delete=models.CASCADE, related_name="staged")
+    filename = models.CharField(max_length=500, blank=True, default="")
+    data = models.BinaryField(default=bytes)  # an uploaded file or archive
+    documents = models.JSONField(default=list, blank=True)  # pushed documents
+    size = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
 
 
 class QuerySession(models.Model):

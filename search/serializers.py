@@ -148,3 +148,67 @@ class RulesSearchResponseSerializer(serializers.Serializer):
     graph = serializers.DictField()
     timings_ms = serializers.DictField(child=serializers.FloatField())
     candidate_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+# --------------------------------------------------------------------------- self-serve content
+class PushDocumentSerializer(InputSerializer):
+    external_id = TextField(max_length=500, help_text="Your id for the document; a second push with it replaces it.")
+    path = TextField(max_length=1000, help_text="Where results point (`src/app.py`, `docs/intro.md`); its suffix "
+                                                "picks the language or the markdown/HTML reader.")
+    text = TextField(trim_whitespace=False, max_length=1_000_000)
+    title = TextField(max_length=500, required=False, allow_blank=True)
+    url = TextField(max_length=2000, required=False, allow_blank=True)
+    lang = TextField(max_length=40, required=False, allow_blank=True, help_text="Overrides the language from the path.")
+    metadata = serializers.DictField(required=False, help_text="Stored with the document.")
+
+
+class PushRequestSerializer(InputSerializer):
+    documents = PushDocumentSerializer(many=True, allow_empty=False, max_length=1000)
+    repo = TextField(max_length=200, required=False, allow_blank=True, help_text="Default: the dataset name.")
+
+
+class DocumentDeleteSerializer(InputSerializer):
+    external_ids = TextListField(required=False, max_length=1000, child=TextField(max_length=500))
+    paths = TextListField(required=False, max_length=1000, child=TextField(max_length=1000))
+
+
+class DocumentDeleteResultSerializer(serializers.Serializer):
+    deleted = serializers.IntegerField()
+    missing = serializers.ListField(child=serializers.CharField(), help_text="Ids or paths that were not there.")
+
+
+class DocumentSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    external_id = serializers.CharField(allow_blank=True)
+    path = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    url = serializers.CharField(allow_blank=True)
+    lang = serializers.CharField(allow_blank=True)
+    content_hash = serializers.CharField()
+    size_bytes = serializers.IntegerField()
+    chunk_count = serializers.IntegerField()
+    updated_at = serializers.DateTimeField()
+
+
+class DocumentPageSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    results = DocumentSerializer(many=True)
+
+
+class DocumentListQuerySerializer(InputSerializer):
+    limit = IntField(required=False, min_value=1, max_value=500, default=100)
+    offset = IntField(required=False, min_value=0, max_value=10**7, default=0)
+    path_prefix = TextField(required=False, max_length=1000)
+
+
+class UploadRequestSerializer(InputSerializer):
+    file = serializers.FileField(help_text="A file (code, markdown, HTML, JSON rulebook) or an archive "
+                                           "(.zip, .tar.gz, .tgz, .tar) of a repository or rulebook.")
+    mode = serializers.ChoiceField(choices=["merge", "mirror"], required=False,
+                                   help_text="mirror: files missing from the upload are removed (default for "
+                                             "archives); merge: add and replace only (default for one file).")
+    repo = TextField(max_length=200, required=False, allow_blank=True)
+    ruleset = serializers.RegexField(r"^[\w.:-]{1,100}$", required=False, help_text="Rules datasets.")
+    book = serializers.RegexField(r"^[\w.:-]{1,100}$", required=False, help_text="Rules datasets.")

@@ -1,7 +1,9 @@
 from django.urls import path
 
-from search import api
-from search import rules_api
+import config.converters  # noqa: F401 - registers <id:...>
+from search import api, content_api, rules_api
+
+_DATASET = "api/projects/<slug:slug>/datasets/<id:dataset_id>"
 
 urlpatterns: list = [
     path("api/projects/<slug:slug>/query", api.QueryView.as_view(), name="api-context-query"),
@@ -10,4 +12,7 @@ urlpatterns: list = [
     path("api/query-sessions/<uuid:session_id>/feedback", api.FeedbackView.as_view(), name="api-query-feedback"),
     path("api/projects/<slug:slug>/rules/search", rules_api.RulesSearchView.as_view(), name="api-rules-search"),
     path("api/projects/<slug:slug>/answer", rules_api.AnswerView.as_view(), name="api-rules-answer"),
+    path(f"{_DATASET}/documents", content_api.DocumentListView.as_view(), name="api-documents"),
+    path(f"{_DATASET}/documents/<path:external_id>", content_api.DocumentDetailView.as_view(), name="api-document"),
+    path(f"{_DATASET}/uploads", content_api.UploadView.as_view(), name="api-uploads"),
 ]

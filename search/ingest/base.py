@@ -46,6 +46,8 @@ class DocumentDraft:
     title: str = ""
     macro_summary: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    external_id: str = ""  # a pushed document's own id (search.ingest.staged)
+    size_bytes: int = 0  # source bytes; 0: the chunk text's size
 
 
 def embed_input(chunk: ChunkDraft) -> str:

@@ -43,13 +43,13 @@ def _embed_with_retry(texts: list[str]):  # noqa: ANN202
     raise AssertionError("unreachable")
 
 
-def write_documents(*, dataset, drafts: list[DocumentDraft], job=None) -> dict[str, int]:  # noqa: ANN001
-    """Replace these documents' chunks (by path) in one transaction; embed only cache misses.
+def cache_vectors(*, drafts: list[DocumentDraft]) -> dict[str, int]:
+    """Embed the chunks whose vectors are not cached yet and cache them; -> {"embedded", "cached"}.
 
-    The rules chunker and the BEIR loader call this too: any ChunkDraft list works.
-    """
+    Separate from writing so a job can do the slow part first, with progress, and then write a whole
+    upload in one short transaction (search.ingest.staged): the cache is shared and changes no dataset."""
     from search.encoders import dense_model_id, text_hash
-    from search.models import Chunk, Document, EmbeddingCache, IndexOutbox
+    from search.models import EmbeddingCache
 
     model_id = dense_model_id()
     inputs = {}
@@ -61,11 +61,23 @@ def write_documents(*, dataset, drafts: list[DocumentDraft], job=None) -> dict[s
                  .values_list("text_hash", flat=True))
     missing = [h for h in inputs if h not in cached]
     vectors = _embed_with_retry([inputs[h] for h in missing]) if missing else []
-    stats = {"chunks": 0, "embedded": len(missing), "cached": len(inputs) - len(missing)}
+    EmbeddingCache.objects.bulk_create(
+        [EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
+         for h, v in zip(missing, vectors)], ignore_conflicts=True, batch_size=500)
+    return {"embedded": len(missing), "cached": len(inputs) - len(missing)}
+
+
+def write_documents(*, dataset, drafts: list[DocumentDraft], job=None) -> dict[str, int]:  # noqa: ANN001
+    """Replace these documents' chunks (by path) in one transaction; embed only cache misses.
+
+    The rules chunker and the BEIR loader call this too: any ChunkDraft list works.
+    """
+    from search.encoders import dense_model_id, text_hash
+    from search.models import Chunk, Document, IndexOutbox
+
+    model_id = dense_model_id()
+    stats = {"chunks": 0, **cache_vectors(drafts=drafts)}
     with transaction.atomic():
-        EmbeddingCache.objects.bulk_create(
-            [EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
-             for h, v in zip(missing, vectors)], ignore_conflicts=True, batch_size=500)
         paths = [d.path for d in drafts]
         # The search_chunk trigger (migration 0002) queues the index deletes for these rows.
         Chunk.objects.filter(dataset=dataset, path__in=paths).delete()
@@ -74,7 +86,9 @@ def write_documents(*, dataset, drafts: list[DocumentDraft], job=None) -> dict[s
             doc, _ = Document.objects.update_or_create(
                 dataset=dataset, path=d.path,
                 defaults={"repo": d.repo, "url": d.url, "lang": d.lang, "title": d.title[:500],
-                          "content_hash": d.content_hash, "macro_summary": d.macro_summary, "meta": d.meta})
+                          "content_hash": d.content_hash, "macro_summary": d.macro_summary, "meta": d.meta,
+                          "external_id": d.external_id,
+                          "size_bytes": d.size_bytes or sum(len(c.text.encode()) for c in d.chunks)})
             for ordinal, c in enumerate(d.chunks):
                 new_chunks.append(Chunk(
                     document=doc, dataset=dataset, ordinal=ordinal, kind=c.kind, repo=d.repo, path=d.path,
@@ -189,7 +203,11 @@ def _run_locked(*, job, progress: Progress | None) -> Any:  # noqa: ANN001
     job.embeddings_computed = job.embeddings_cached = 0
     job.save()
     try:
-        if job.kind == "rules":
+        if job.options.get("origin") in ("push", "upload"):
+            from search.ingest.staged import run_staged
+
+            run_staged(job=job, progress=progress)
+        elif job.kind == "rules":
             _run_rules(job=job, progress=progress)
         else:
             _run_files(job=job, progress=progress)
@@ -198,11 +216,20 @@ def _run_locked(*, job, progress: Progress | None) -> Any:  # noqa: ANN001
         job.finished_at = timezone.now()
         job.save(update_fields=["status", "finished_at"])
     except Exception as exc:
-        IngestJob.objects.filter(pk=job.pk).update(status=IngestJob.Status.FAILED, error=f"{type(exc).__name__}: {exc}",
+        IngestJob.objects.filter(pk=job.pk).update(status=IngestJob.Status.FAILED, error=job_error_text(exc),
                                                    finished_at=timezone.now())
         raise
     job.refresh_from_db()
     return job
+
+
+def job_error_text(exc: BaseException) -> str:
+    """What a failed job tells its owner: an ApiError's own sentence (quota, archive), else the exception."""
+    from config.errors import ApiError
+
+    if isinstance(exc, ApiError):
+        return f"{exc.code}: {exc.detail}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _run_files(*, job, progress: Progress | None) -> None:  # noqa: ANN001
@@ -259,6 +286,7 @@ def _run_files(*, job, progress: Progress | None) -> None:  # noqa: ANN001
         if draft is None:
             skip(rel)
             continue
+        draft.size_bytes = len(data)
         seen.add(rel)
         batch.append(draft)
         if len(batch) >= FILE_BATCH:

@@ -21,10 +21,8 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (content_type_conformance, ignored_auth, response_schema_conformance,
                                                status_code_conformance)
 
-from django.conf import settings as django_settings
-
 from config.wsgi import application
-from tests.hardening.fuzz_world import CURRENT, InProcessRequests, build_world, use_world
+from tests.hardening.fuzz_world import InProcessRequests, use_world
 
 # negative_data_rejection is left to bench/fuzz_api.py as a figure, not a gate: DRF coerces JSON numbers into
 # string fields ({"name": 7} is accepted as "7"), which the check counts as "invalid input accepted".
@@ -33,29 +31,6 @@ CHECKS = [not_a_server_error, status_code_conformance, response_schema_conforman
 EXAMPLES_PER_OPERATION = 12
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
-
-
-@pytest.fixture(scope="module")
-def world(django_db_setup, django_db_blocker, tmp_path_factory):
-    """Built once and committed (each operation's test then runs in its own rolled-back transaction);
-    flushed at the end like any transactional test."""
-    from django.core.management import call_command
-    from django.test import override_settings
-
-    from search.index import open_index, set_index
-
-    tmp = tmp_path_factory.mktemp("fuzz")
-    limits = {k: "100000/m" for k in django_settings.RATE_LIMITS}
-    with django_db_blocker.unblock(), override_settings(RATE_LIMITS=limits, INGEST_ALLOWED_ROOTS=[tmp / "shop"]):
-        index = open_index(path=tmp / "qdrant")
-        set_index(index)
-        try:
-            yield build_world(tmp)
-        finally:
-            CURRENT.clear()
-            set_index(None)
-            index.close()
-            call_command("flush", interactive=False, verbosity=0)
 
 
 @schema.parametrize()

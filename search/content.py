@@ -1,0 +1,138 @@
+"""A team's own content: push documents, upload files or archives, delete documents.
+
+Why one module: the API and the pages both bring content in and take it out, and the rules must be the same:
+editors and owners write; the request is checked whole (paths, duplicates, archive safety, quotas) before
+anything is stored; what is accepted becomes one IngestJob (progress, errors, incremental by content hash)
+that the worker runs all-or-nothing (search.ingest.staged); every delete goes through the one delete that
+queues the index deletes in the same transaction.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from config.errors import ApiError, BadInput, Forbidden, NotFound
+from projects import quotas
+from projects.access import membership_role, project_for_member
+from projects.models import Dataset, Membership, Project
+
+WRITERS = frozenset({Membership.Role.OWNER, Membership.Role.EDITOR})
+PUSH_KINDS = ("code", "web")
+MODES = ("merge", "mirror")
+
+
+class UploadTooLarge(ApiError):
+    status_code = 413
+    code = "upload_too_large"
+
+
+def dataset_of(*, user, slug: str, dataset_id: int, write: bool = False) -> Dataset:  # noqa: ANN001
+    """A dataset of the project (404 for non-members and for another project's dataset); 403 when `write`
+    and the caller only views."""
+    project = project_for_member(user=user, slug=slug)
+    dataset = Dataset.objects.filter(pk=dataset_id, project=project).select_related("project").first()
+    if dataset is None:
+        raise NotFound("Dataset not found.")
+    if write and membership_role(user=user, project=project) not in WRITERS:
+        raise Forbidden("Only owners and editors of this project can change its content.")
+    return dataset
+
+
+def _start(*, user, dataset: Dataset, source: str, options: dict[str, Any], filename: str = "",  # noqa: ANN001
+           data: bytes = b"", documents: Sequence[dict[str, Any]] = ()) -> Any:
+    """Job and staged content in one transaction; the worker is told only after both committed."""
+    from search.ingest.runner import start_ingest
+    from search.models import StagedContent
+
+    kind = dataset.kind if dataset.kind in ("code", "web", "rules") else "code"
+    with transaction.atomic():
+        job = start_ingest(dataset=dataset, source=source, kind=kind, user=user, options=options)
+        StagedContent.objects.create(job=job, filename=filename, data=data, documents=list(documents),
+                                     size=len(data) or sum(len(d["text"]) for d in documents))
+    return job
+
+
+def push_documents(*, user, dataset: Dataset, documents: list[dict[str, Any]], repo: str = "") -> Any:  # noqa: ANN001
+    """Upsert a batch of documents by external_id; unchanged text re-embeds nothing. Returns the IngestJob."""
+    from search.models import Document
+
+    if dataset.kind not in PUSH_KINDS:
+        raise BadInput(f"Push works for code and web datasets; upload a rulebook to a {dataset.kind} dataset.",
+                       field="documents")
+    ids, paths = set(), set()
+    for i, doc in enumerate(documents):
+        if doc["external_id"] in ids:
+            raise BadInput(f"external_id {doc['external_id']!r} appears twice in this batch.",
+                           field=f"documents.{i}.external_id")
+        if doc["path"] in paths:
+            raise BadInput(f"path {doc['path']!r} appears twice in this batch.", field=f"documents.{i}.path")
+        ids.add(doc["external_id"])
+        paths.add(doc["path"])
+    known = {row["external_id"]: row for row in Document.objects.filter(dataset=dataset, external_id__in=ids)
+             .values("external_id", "size_bytes")}
+    by_path = set(Document.objects.filter(dataset=dataset, path__in=paths).values_list("path", flat=True))
+    new_docs = sum(1 for d in documents if d["external_id"] not in known and d["path"] not in by_path)
+    add_bytes = sum(len(d["text"].encode()) for d in documents) - sum(r["size_bytes"] for r in known.values())
+    quotas.check(project=dataset.project, add_documents=new_docs, add_bytes=add_bytes)
+    return _start(user=user, dataset=dataset, source=f"push: {len(documents)} document(s)",
+                  options={"origin": "push", "mode": "merge", "repo": repo or dataset.name}, documents=documents)
+
+
+def upload(*, user, dataset: Dataset, filename: str, data: bytes, mode: str | None = None,  # noqa: ANN001
+           options: dict[str, str] | None = None) -> Any:
+    """Stage one uploaded file or archive (checked whole first) and start its job. Returns the IngestJob."""
+    from search.ingest import archives
+    from search.models import Document
+
+    if len(data) > settings.UPLOAD_MAX_BYTES:
+        raise UploadTooLarge(f"The upload is {len(data)} bytes; the limit is {settings.UPLOAD_MAX_BYTES}.",
+                             field="file")
+    is_archive = archives.is_archive(filename)
+    mode = mode or ("mirror" if is_archive else "merge")
+    if mode not in MODES:
+        raise BadInput(f"mode must be one of {', '.join(MODES)}.", field="mode")
+    if is_archive:
+        files = archives.member_files(data=data, filename=filename)
+    else:
+        if len(data) > settings.UPLOAD_MAX_FILE_BYTES:
+            raise UploadTooLarge(f"The file is {len(data)} bytes; the limit is {settings.UPLOAD_MAX_FILE_BYTES}.",
+                                 field="file", code="file_too_large")
+        files = {str(archives.safe_member_path(filename.rsplit("/", 1)[-1] or "upload")): len(data)}
+    if dataset.kind != "rules":
+        existing = dict(Document.objects.filter(dataset=dataset).values_list("path", "size_bytes"))
+        dropped = [p for p in existing if p not in files] if mode == "mirror" else []
+        quotas.check(project=dataset.project,
+                     add_documents=sum(1 for p in files if p not in existing) - len(dropped),
+                     add_bytes=sum(files.values()) - sum(existing.get(p, 0) for p in [*files, *dropped]))
+    return _start(user=user, dataset=dataset, source=f"upload: {filename}", filename=filename, data=data,
+                  options={"origin": "upload", "mode": mode, **(options or {})})
+
+
+def delete_documents(*, user, dataset: Dataset, external_ids: list[str] | None = None,  # noqa: ANN001
+                     paths: list[str] | None = None) -> dict[str, Any]:
+    """Delete documents by external id or path; -> {"deleted": n, "missing": [...]}. Index deletes ride along."""
+    from search.ingest.runner import delete_documents as delete_rows
+    from search.models import Document
+
+    wanted_ids, wanted_paths = list(external_ids or []), list(paths or [])
+    found = dict(Document.objects.filter(dataset=dataset, external_id__in=wanted_ids).values_list("external_id", "path"))
+    by_path = set(Document.objects.filter(dataset=dataset, path__in=wanted_paths).values_list("path", flat=True))
+    missing = [e for e in wanted_ids if e not in found] + [p for p in wanted_paths if p not in by_path]
+    deleted = delete_rows(dataset=dataset, paths=sorted({*found.values(), *by_path}))
+    return {"deleted": deleted, "missing": missing}
+
+
+def delete_document(*, user, dataset: Dataset, external_id: str) -> None:  # noqa: ANN001
+    """One document by its external id (or, for files from an upload or a source, by its path)."""
+    out = delete_documents(user=user, dataset=dataset, external_ids=[external_id])
+    if not out["deleted"]:
+        out = delete_documents(user=user, dataset=dataset, paths=[external_id])
+    if not out["deleted"]:
+        raise NotFound("Document not found.")
+
+
+def usage(project: Project) -> dict[str, dict[str, int]]:
+    return quotas.report(project)

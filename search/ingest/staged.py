@@ -1,0 +1,195 @@
+"""Ingest jobs for content a team brought itself: pushed documents and uploaded files or archives.
+
+Why all-or-nothing: a failed push or upload must leave the dataset as it was. So the job first reads and
+chunks everything, embeds what the cache lacks (the slow part, with progress; the embedding cache is
+shared and changes no dataset), and only then writes every document in one transaction, after checking
+the project's quotas with the project row locked. A failure anywhere before the commit writes nothing to
+the dataset; the job records why. Index changes ride in the same transaction through the outbox (and the
+search_chunk trigger for deletes), so Qdrant follows exactly what committed.
+
+Modes: an upload of an archive mirrors it by default (files missing from the new archive are removed:
+the archive is the repository); a single file or a push merges (adds or replaces by path / external id).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, F
+
+from search.ingest.base import DocumentDraft
+from search.ingest.runner import FILE_BATCH, Progress, cache_vectors, delete_documents, write_documents
+
+log = logging.getLogger(__name__)
+WEB_SUFFIXES = (".html", ".htm", ".xhtml")
+
+
+def _read(*, kind: str, root: Path, rel: str, abs_path: Path, repo: str) -> DocumentDraft | None:
+    from search.ingest.code import read_code_document
+    from search.ingest.web import read_web_document
+
+    if kind == "code":
+        draft, _why = read_code_document(root=root, rel=rel, abs_path=abs_path, repo=repo)
+    else:
+        draft, _why = read_web_document(rel=rel, abs_path=abs_path, repo=repo)
+    return draft
+
+
+def _tree_items(*, kind: str, root: Path, repo: str) -> Iterator[tuple[str, Path]]:
+    from search.ingest.code import walk
+    from search.ingest.web import walk as web_walk
+
+    files = walk(root) if kind == "code" else web_walk(root)
+    for rel, abs_path, reason in files:
+        if not reason:
+            yield rel, abs_path
+
+
+def _push_items(*, kind: str, documents: list[dict[str, Any]], tmp: Path) -> Iterator[tuple[dict[str, Any], Path]]:
+    """Each pushed document's text in a file the chunkers can read (named by position: paths are free-form)."""
+    for i, doc in enumerate(documents):
+        suffix = Path(doc["path"]).suffix.lower()
+        if kind == "web" and suffix not in WEB_SUFFIXES:
+            suffix = ".md"  # a web dataset's pushed text is markdown unless its path says HTML
+        target = tmp / f"{i}{suffix if len(suffix) <= 12 else ''}"
+        target.write_text(doc["text"], encoding="utf-8")
+        yield doc, target
+
+
+def run_staged(*, job, progress: Progress | None = None) -> dict[str, int]:  # noqa: ANN001
+    """Run one push/upload job to completion or to a failure that wrote nothing."""
+    from search.models import Document, IngestJob, StagedContent
+
+    staged = StagedContent.objects.filter(job=job).first()
+    if staged is None:
+        raise FileNotFoundError("this job's staged content is gone (the job already ran?)")
+    dataset = job.dataset
+    repo = job.options.get("repo") or dataset.name
+    existing = {row["path"]: row for row in Document.objects.filter(dataset=dataset)
+                .values("path", "content_hash", "external_id", "size_bytes").annotate(n=Count("chunks"))}
+    drafts: list[DocumentDraft] = []
+    seen: set[str] = set()
+    meta_only: list[dict[str, Any]] = []  # pushed docs whose text is unchanged: metadata may still change
+    moved: list[str] = []  # an external id pushed under a new path: its old path goes
+    with tempfile.TemporaryDirectory(prefix="ingest-staged-") as tmpdir:
+        tmp = Path(tmpdir)
+        if job.options["origin"] == "push":
+            by_external = {row["external_id"]: p for p, row in existing.items() if row["external_id"]}
+            for doc, abs_path in _push_items(kind=job.kind, documents=staged.documents, tmp=tmp):
+                path, data = doc["path"], doc["text"].encode("utf-8")
+                old = by_external.get(doc["external_id"])
+                if old and old != path:
+                    moved.append(old)
+                seen.add(path)
+                if existing.get(path, {}).get("content_hash") == hashlib.sha256(data).hexdigest():
+                    meta_only.append(doc)
+                    continue
+                draft = _read(kind=job.kind, root=tmp, rel=path, abs_path=abs_path, repo=repo)
+                if draft is None:
+                    continue
+                _apply_push_fields(draft, doc, size=len(data))
+                drafts.append(draft)
+        else:
+            from search.ingest import archives
+
+            data = bytes(staged.data)
+            if archives.is_archive(staged.filename):
+                archives.extract_archive(data=data, filename=staged.filename, dest=tmp)
+            else:
+                archives.stage_single_file(data=data, filename=staged.filename, dest=tmp)
+            if job.kind == "rules":
+                return _run_rules_upload(job=job, root=tmp, staged=staged, progress=progress)
+            for rel, abs_path in _tree_items(kind=job.kind, root=tmp, repo=repo):
+                raw = abs_path.read_bytes()
+                seen.add(rel)
+                if existing.get(rel, {}).get("content_hash") == hashlib.sha256(raw).hexdigest():
+                    continue
+                draft = _read(kind=job.kind, root=tmp, rel=rel, abs_path=abs_path, repo=repo)
+                if draft is not None:
+                    draft.size_bytes = len(raw)
+                    drafts.append(draft)
+    IngestJob.objects.filter(pk=job.pk).update(files_total=len(seen), files_skipped=len(seen) - len(drafts))
+    mirror = job.options.get("mode") == "mirror"
+    gone = sorted({*moved, *([p for p in existing if p not in seen] if mirror else [])} - seen)
+
+    # 1. the slow part, with progress; nothing of the dataset changes
+    for i in range(0, len(drafts), FILE_BATCH):
+        batch = drafts[i:i + FILE_BATCH]
+        stats = cache_vectors(drafts=batch)
+        IngestJob.objects.filter(pk=job.pk).update(
+            files_done=F("files_done") + len(batch), embeddings_computed=F("embeddings_computed") + stats["embedded"],
+            embeddings_cached=F("embeddings_cached") + stats["cached"])
+        if progress:
+            progress({"path": batch[-1].path, "skipped": False})
+
+    # 2. everything at once, or nothing
+    with transaction.atomic():
+        _check_quota(job=job, drafts=drafts, existing=existing, gone=gone)
+        deleted = delete_documents(dataset=dataset, paths=gone)  # first: a moved document frees its external id
+        written = 0
+        for i in range(0, len(drafts), FILE_BATCH):
+            written += write_documents(dataset=dataset, drafts=drafts[i:i + FILE_BATCH])["chunks"]
+        for doc in meta_only:
+            Document.objects.filter(dataset=dataset, path=doc["path"]).update(**_push_columns(doc))
+        IngestJob.objects.filter(pk=job.pk).update(files_done=len(seen), chunks_written=written, files_deleted=deleted)
+        staged.delete()
+    return {"files": len(seen), "written": len(drafts), "chunks": written, "deleted": deleted}
+
+
+def _push_columns(doc: dict[str, Any]) -> dict[str, Any]:
+    cols: dict[str, Any] = {"external_id": doc["external_id"]}
+    for key in ("title", "url", "lang"):
+        if doc.get(key):
+            cols[key] = doc[key][:500] if key == "title" else doc[key]
+    if doc.get("metadata") is not None:
+        cols["meta"] = doc["metadata"]
+    return cols
+
+
+def _apply_push_fields(draft: DocumentDraft, doc: dict[str, Any], *, size: int) -> None:
+    draft.size_bytes = size
+    for key, value in _push_columns(doc).items():
+        setattr(draft, key, value)
+    if doc.get("lang"):
+        draft.lang = doc["lang"]
+
+
+def _check_quota(*, job, drafts: list[DocumentDraft], existing: dict[str, dict[str, Any]],  # noqa: ANN001
+                 gone: list[str]) -> None:
+    """Net change of this job against the project's quotas, with the project row locked."""
+    from projects import quotas
+    from projects.models import Project
+
+    project = Project.objects.select_for_update().get(pk=job.dataset.project_id)
+    replaced = [existing[d.path] for d in drafts if d.path in existing] + [existing[p] for p in gone if p in existing]
+    add_docs = sum(1 for d in drafts if d.path not in existing) - sum(1 for p in gone if p in existing)
+    add_chunks = sum(len(d.chunks) for d in drafts) - sum(r["n"] for r in replaced)
+    add_bytes = sum(d.size_bytes for d in drafts) - sum(r["size_bytes"] for r in replaced)
+    quotas.check(project=project, add_documents=add_docs, add_chunks=add_chunks, add_bytes=add_bytes)
+
+
+def _run_rules_upload(*, job, root: Path, staged, progress: Progress | None) -> dict[str, Any]:  # noqa: ANN001
+    """A rulebook (markdown tree or JSON) goes through the rulebook chunker and graph, in one transaction.
+
+    Its chunk count is known only once enriched, so the quota is checked after writing, inside the
+    transaction: past a quota, the raise rolls the whole book back."""
+    from projects import quotas
+    from projects.models import Project
+    from search.ingest.rules import ingest_rulebook
+
+    options = {k: v for k, v in job.options.items() if k not in ("origin", "mode", "repo")}
+    with transaction.atomic():
+        project = Project.objects.select_for_update().get(pk=job.dataset.project_id)
+        stats = ingest_rulebook(dataset=job.dataset, path=root, job=job, progress=progress, **options)
+        usage, limits = quotas.usage_of(project), quotas.limits_of(project)
+        for name in ("documents", "chunks", "bytes"):
+            if getattr(usage, name) > getattr(limits, name):
+                raise quotas.QuotaExceeded(f"This rulebook brings the project to {getattr(usage, name)} {name}; "
+                                           f"its quota is {getattr(limits, name)}.", field=name)
+        staged.delete()
+    return stats

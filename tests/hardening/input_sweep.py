@@ -1,0 +1,265 @@
+"""The input-class sweep (issue 20): every API operation in the OpenAPI schema and every page form, sent the
+inputs a hostile probe used, class by class.
+
+Why a generator of its own and not only schemathesis: schemathesis draws values that fit or break a JSON
+Schema, so it rarely sends what broke the platform in practice (a body a thousand levels deep, a "\\u0000"
+inside a list item, `[[:foo:]]` as a path glob, `²` as a page number, a NUL in `Idempotency-Key`, a body
+past the size limit, text/plain). Here each class is spelled out and put into every place it can go:
+every string field (top level, nested objects, list items), every integer field, every query parameter,
+path parameter and header, and every page form field. `tests/hardening/test_input_sweep.py` runs it in
+`make test`; `bench/fuzz_inputs.py` prints the count per class for the README.
+
+Each request runs in a rolled-back savepoint (fuzz_world.InProcessRequests). A response must never be a 5xx;
+an API error must be JSON with `code` and `detail`; a request refused with a 4xx must have written nothing
+and charged nothing (row counts and the balance are compared inside the savepoint, before the rollback).
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+CLASSES = ("nesting", "characters", "patterns", "numbers", "size", "content_type", "unknown_field", "headers",
+           "path_params", "page_forms")
+BAD_TEXT = ["\x00", "a\x00b", "\ud800", "x\udfffy"]
+PATTERNS = ["[[:foo:]]", "[[.x.]]*", "[z-a]", "*" * 300, "a*" * 40, "(a+)+$", "%_\\", "**/" * 30, "[!]]", "?" * 200]
+NUMBERS: list[Any] = [10**30, -(10**30), 2**63, "１２", "²", "①", "١٢", 1e308, True, 1.5, "5"]
+SIZE_LIMIT = 20_000  # the sweep runs with DATA_UPLOAD_MAX_MEMORY_SIZE at this, so an oversized body is cheap
+WRONG_TYPES = ["text/plain", "application/xml", "application/x-www-form-urlencoded"]
+PAGE_FORMS: list[tuple[str, str, dict[str, str]]] = [
+    ("GET", "/search/", {"project": "{slug}", "q": "wallet", "repo": "shop", "path": "billing/*", "lang": "python"}),
+    ("GET", "/rules/", {"project": "{slug}", "q": "grapple", "book": "", "render": "1"}),
+    ("GET", "/rules/stream", {"project": "{slug}", "q": "grapple", "book": ""}),
+    ("POST", "/search/feedback", {"session_id": "{session_id}", "chunk_id": "{chunk_id}", "relevance": "2"}),
+    ("POST", "/people/", {"query": "backend engineers", "salary_max": "100", "preferred_locations": "pune",
+                          "open_to_work_only": "yes"}),
+    ("GET", "/people/", {"search_id": "{search_id}"}),
+    ("GET", "/people/discover", {"offset": "20"}),
+]
+
+
+@dataclass
+class Case:
+    klass: str
+    method: str
+    path: str
+    body: bytes | None = None
+    content_type: str | None = None
+    query: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    page: bool = False
+    must_refuse: bool = True  # a 2xx is a failure (the input is invalid by construction)
+
+    def label(self) -> str:
+        return f"{self.klass}: {self.method} {self.path} {self.query or ''} {(self.body or b'')[:80]!r}"
+
+
+def _resolve(ref_or_schema: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in ref_or_schema:
+        name = ref_or_schema["$ref"].rsplit("/", 1)[-1]
+        ref_or_schema = spec["components"]["schemas"][name]
+    return ref_or_schema
+
+
+def sample(schema: dict[str, Any], spec: dict[str, Any], depth: int = 0) -> Any:
+    """A plausible value for a schema: every property filled, so each one can be spoiled in turn."""
+    schema = _resolve(schema, spec)
+    if "oneOf" in schema or "anyOf" in schema or "allOf" in schema:
+        return sample((schema.get("oneOf") or schema.get("anyOf") or schema.get("allOf"))[0], spec, depth)
+    if "enum" in schema:
+        return next((v for v in schema["enum"] if v not in ("", None)), schema["enum"][0])
+    kind = schema.get("type", "object")
+    if kind == "object" and depth < 4:
+        return {name: sample(prop, spec, depth + 1) for name, prop in schema.get("properties", {}).items()
+                if not prop.get("readOnly")}
+    if kind == "array":
+        return [sample(schema.get("items", {"type": "string"}), spec, depth + 1)]
+    if kind == "integer":
+        return max(1, int(schema.get("minimum", 1)))
+    if kind == "number":
+        return 0.5
+    if kind == "boolean":
+        return True
+    if schema.get("format") == "uuid":
+        return "00000000-0000-0000-0000-000000000000"
+    return "x"
+
+
+def leaves(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
+    """(path, leaf) for every string and integer in a sampled body."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from leaves(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from leaves(v, (*path, i))
+    else:
+        yield path, value
+
+
+def replace(value: Any, path: tuple, new: Any) -> Any:
+    if not path:
+        return new
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[path[0]] = replace(value[path[0]], path[1:], new)
+    return copy
+
+
+def _dump(body: Any) -> bytes:
+    return json.dumps(body, ensure_ascii=True).encode()
+
+
+def operation_cases(spec: dict[str, Any], fill: dict[str, Any]) -> Iterator[Case]:  # noqa: C901, PLR0912
+    """Every class of bad input for every operation of the schema (path parameters filled from `fill`)."""
+    for raw_path, item in spec["paths"].items():
+        for method, op in item.items():
+            if method not in ("get", "post", "put", "patch", "delete"):
+                continue
+            params = op.get("parameters", [])
+            path_params = {p["name"]: p for p in params if p["in"] == "path"}
+            path = raw_path
+            for name in path_params:
+                path = path.replace("{" + name + "}", str(fill.get(name, "1")))
+            m = method.upper()
+            good_query = {p["name"]: sample(p.get("schema", {}), spec) for p in params if p["in"] == "query"}
+            # path parameters: huge, Unicode and NUL ids
+            for name, p in path_params.items():
+                for bad in ("9" * 30, "１２", "%00", "%ED%A0%80", "x" * 300):
+                    yield Case("path_params", m, _fill(raw_path, fill, name, bad), query=good_query)
+            # query parameters
+            for name, p in ((p["name"], p) for p in params if p["in"] == "query"):
+                for bad in BAD_TEXT[:2]:
+                    yield Case("characters", m, path, query={**good_query, name: bad})
+                kind = _resolve(p.get("schema", {}), spec).get("type")
+                if kind == "integer":  # a query string is text: only "5" (ASCII digits, in range) is valid
+                    for bad in NUMBERS:
+                        yield Case("numbers", m, path, query={**good_query, name: str(bad)}, must_refuse=bad != "5")
+            # headers: every operation, and the idempotency header where one is declared
+            for bad in BAD_TEXT:
+                yield Case("headers", m, path, query=good_query, headers={"X-Probe": bad})
+            for p in params:
+                if p["in"] == "header":
+                    for bad in BAD_TEXT:
+                        yield Case("headers", m, path, query=good_query, headers={p["name"]: bad})
+            content = (op.get("requestBody") or {}).get("content", {})
+            if "application/json" not in content:
+                continue
+            base = sample(content["application/json"]["schema"], spec)
+            ok = _dump(base)
+            yield Case("nesting", m, path, body=b"[" * 1000 + b"]" * 1000, content_type="application/json")
+            yield Case("nesting", m, path, body=b'{"a":' * 200 + b"1" + b"}" * 200, content_type="application/json")
+            for leaf_path, leaf in leaves(base):
+                if isinstance(leaf, str):
+                    for bad in BAD_TEXT:
+                        yield Case("characters", m, path, body=_dump(replace(base, leaf_path, leaf + bad)),
+                                   content_type="application/json")
+                    for pat in PATTERNS:
+                        yield Case("patterns", m, path, body=_dump(replace(base, leaf_path, pat)),
+                                   content_type="application/json", must_refuse=False)
+                if isinstance(leaf, int) and not isinstance(leaf, bool):
+                    for bad in NUMBERS:  # in JSON an integer field takes a JSON integer in range, nothing else
+                        yield Case("numbers", m, path, body=_dump(replace(base, leaf_path, bad)),
+                                   content_type="application/json")
+            if isinstance(base, dict):
+                yield Case("characters", m, path, body=_dump({**base, "k\x00": 1}), content_type="application/json")
+                yield Case("unknown_field", m, path, body=_dump({**base, "zz_unknown": 1}),
+                           content_type="application/json")
+            yield Case("size", m, path, body=_dump({"pad": "x" * (SIZE_LIMIT + 10)}), content_type="application/json")
+            for ctype in WRONG_TYPES:
+                yield Case("content_type", m, path, body=ok, content_type=ctype)
+
+
+def _fill(raw_path: str, fill: dict[str, Any], bad_name: str, bad: str) -> str:
+    path = raw_path.replace("{" + bad_name + "}", bad)
+    for name, value in fill.items():
+        path = path.replace("{" + name + "}", str(value))
+    return path
+
+
+def page_cases(fill: dict[str, Any]) -> Iterator[Case]:
+    """Every page form field, spoiled with each class (the pages parse their own forms)."""
+    for method, path, form in PAGE_FORMS:
+        good = {k: v.format(**fill) for k, v in form.items()}
+        for name in good:
+            for bad in [*BAD_TEXT[:2], *PATTERNS[:4], *[str(n) for n in NUMBERS]]:
+                yield Case("page_forms", method, path, query={**good, name: bad}, page=True, must_refuse=False)
+    for bad in ("9" * 30, "１２"):
+        yield Case("page_forms", "GET", f"/rules/chunk/{bad}", page=True, must_refuse=False)
+    yield Case("page_forms", "GET", f"/people/p/{fill['person_id']}", query={"search_id": "\x00"}, page=True)
+
+
+@dataclass
+class SweepReport:
+    sent: Counter = field(default_factory=Counter)
+    refused: Counter = field(default_factory=Counter)
+    failures: list[str] = field(default_factory=list)
+    slowest_ms: float = 0.0
+    slowest: str = ""
+
+
+def _state(user_id: int) -> tuple:
+    from accounts.models import ApiKey, User
+    from credits.ledger import get_balance
+    from credits.models import LedgerEntry
+    from people.models import Search
+    from projects.models import Dataset, Membership, Project, ProjectShare
+    from search.models import Feedback, IngestJob, QuerySession
+
+    return (get_balance(user=User.objects.get(pk=user_id)), LedgerEntry.objects.count(), ApiKey.objects.count(),
+            Dataset.objects.count(), Project.objects.count(), Membership.objects.count(),
+            ProjectShare.objects.count(), IngestJob.objects.count(), QuerySession.objects.count(),
+            Search.objects.count(), Feedback.objects.count())
+
+
+def run_sweep(*, secret: str, user_id: int, spec: dict[str, Any], fill: dict[str, Any],
+              page_client: Any, limit_per_class: int | None = None) -> SweepReport:
+    """Send every case through the real app; return counts per class and the failures found."""
+    from rest_framework.test import APIClient
+
+    from tests.hardening.fuzz_world import InProcessRequests
+
+    api = APIClient(raise_request_exception=False)  # a 500 is a finding to count, not an exception to stop at
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    page_client.raise_request_exception = False
+    report = SweepReport()
+    cases = [*operation_cases(spec, fill), *page_cases(fill)]
+    for case in cases:
+        if limit_per_class and report.sent[case.klass] >= limit_per_class:
+            continue
+        report.sent[case.klass] += 1
+        with InProcessRequests():
+            before = _state(user_id)
+            client = page_client if case.page else api
+            extra = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in case.headers.items()}
+            t0 = time.perf_counter()
+            if case.method == "GET":
+                resp = client.get(case.path, case.query, **extra)
+            elif case.page:
+                resp = client.post(case.path, case.query, **extra)
+            else:
+                url = case.path + ("?" + "&".join(f"{k}={v}" for k, v in case.query.items()) if case.query else "")
+                resp = client.generic(case.method, url, case.body or b"", content_type=case.content_type or
+                                      "application/json", **extra)
+            body = b"".join(resp.streaming_content) if getattr(resp, "streaming", False) else resp.content
+            ms = (time.perf_counter() - t0) * 1000
+            if ms > report.slowest_ms:
+                report.slowest_ms, report.slowest = ms, case.label()[:160]
+            status = resp.status_code
+            if status >= 500 and not (status == 503 and b'"statement_timeout"' in body):
+                report.failures.append(f"{status} {case.label()} -> {body[:200]!r}")
+            elif status >= 400:
+                report.refused[case.klass] += 1
+                if not case.page:
+                    try:
+                        err = json.loads(body)
+                        assert err["code"] and err["detail"]
+                    except Exception:  # noqa: BLE001 - any non-JSON error is a finding
+                        report.failures.append(f"non-JSON {status} {case.label()} -> {body[:120]!r}")
+                if _state(user_id) != before:
+                    report.failures.append(f"wrote or charged on {status}: {case.label()}")
+            elif case.must_refuse and status < 300:
+                report.failures.append(f"accepted {status}: {case.label()} -> {body[:120]!r}")
+    return report
