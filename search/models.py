@@ -71,7 +71,10 @@ class Chunk(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["document", "ordinal"], name="uniq_chunk_ordinal")]
-        indexes = [models.Index(fields=["dataset", "path"])]
+        indexes = [models.Index(fields=["dataset", "path"]),
+                   # serves a path glob's literal prefix (`path LIKE 'src/%'`) whatever the database collation
+                   models.Index(fields=["dataset", "path"], opclasses=["int8_ops", "varchar_pattern_ops"],
+                                name="chunk_dataset_path_like")]
 
     def __str__(self) -> str:
         return f"{self.path}:{self.start_line}-{self.end_line}"

@@ -216,8 +216,11 @@ def _run_locked(*, job, progress: Progress | None) -> Any:  # noqa: ANN001
         job.finished_at = timezone.now()
         job.save(update_fields=["status", "finished_at"])
     except Exception as exc:
+        from search.models import StagedContent
+
         IngestJob.objects.filter(pk=job.pk).update(status=IngestJob.Status.FAILED, error=job_error_text(exc),
                                                    finished_at=timezone.now())
+        StagedContent.objects.filter(job_id=job.pk).delete()  # a failed job is not retried: free its bytes
         raise
     job.refresh_from_db()
     return job

@@ -336,3 +336,20 @@ def test_every_glob_either_is_refused_or_compiles_to_a_regex_postgres_accepts():
 
     check()
     assert seen["refused"] > 20 and seen["ran"] > 20, seen
+
+
+@pytest.mark.django_db
+def test_a_globs_literal_prefix_can_use_the_path_index():
+    """The planner may pick the (dataset, path varchar_pattern_ops) index for `path LIKE 'prefix%'` in any
+    collation (with sequential scans priced out, as on a large table)."""
+    from django.db import connection
+
+    from search.globs import compile_glob
+
+    g = compile_glob("billing/**/*.py")
+    with connection.cursor() as cur:
+        cur.execute("SET LOCAL enable_seqscan = off")
+        cur.execute("EXPLAIN SELECT DISTINCT path FROM search_chunk WHERE dataset_id = ANY(%s) AND path LIKE %s "
+                    "AND path ~ %s", [[1, 2], g.like, g.regex])
+        plan = "\n".join(r[0] for r in cur.fetchall())
+    assert "chunk_dataset_path_like" in plan, plan
