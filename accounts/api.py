@@ -5,7 +5,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.apikeys import issue_api_key, revoke_api_key
+from accounts.apikeys import create_api_key, revoke_api_key
 from accounts.models import ApiKey
 from accounts.serializers import ApiKeyCreateSerializer, ApiKeySerializer, IssuedApiKeySerializer, MeSerializer
 from config.errors import NotFound
@@ -16,6 +16,8 @@ from projects.sharing import projects_of
 
 
 class MeView(APIView):
+    required_scope = None
+
     @extend_schema(operation_id="me", responses={200: MeSerializer, **ERROR_RESPONSES}, tags=["account"])
     def get(self, request):  # noqa: ANN001, ANN201
         user = request.user
@@ -27,6 +29,8 @@ class MeView(APIView):
 
 
 class ApiKeyListView(APIView):
+    required_scope = "manage"
+
     @extend_schema(operation_id="keys_list", responses={200: ApiKeySerializer(many=True), **ERROR_RESPONSES},
                    tags=["account"])
     def get(self, request):  # noqa: ANN001, ANN201
@@ -35,17 +39,23 @@ class ApiKeyListView(APIView):
 
     @extend_schema(operation_id="keys_create", request=ApiKeyCreateSerializer,
                    responses={201: IssuedApiKeySerializer, **ERROR_RESPONSES}, tags=["account"],
-                   description="Issue a new API key. The secret is in this response only.")
+                   description="Issue a new API key. The secret is in this response only. Optional scopes (default "
+                               "all), projects (slugs; default every project) and expiry (expires_at or "
+                               "expires_in_days). Needs a session or a key with the manage scope; a key cannot "
+                               "issue a key with more scopes, more projects or a later expiry than its own.")
     def post(self, request):  # noqa: ANN001, ANN201
         enforce(request, group="api_keys")
         ser = ApiKeyCreateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
-        issued = issue_api_key(user=request.user, name=ser.validated_data["name"])
+        issued = create_api_key(user=request.user, creator=request.auth if isinstance(request.auth, ApiKey) else None,
+                                **ser.validated_data)
         data = dict(ApiKeySerializer(issued.api_key).data, secret=issued.secret)
         return Response(data, status=201)
 
 
 class ApiKeyDetailView(APIView):
+    required_scope = "manage"
+
     @extend_schema(operation_id="keys_revoke", responses={200: ApiKeySerializer, **ERROR_RESPONSES},
                    tags=["account"], description="Revoke a key (kept for history). Revoking twice is harmless.")
     def delete(self, request, key_id: int):  # noqa: ANN001, ANN201

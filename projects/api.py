@@ -16,6 +16,8 @@ _WRITE_ERRORS = {**ERROR_RESPONSES, 403: ErrorSerializer, 409: ErrorSerializer}
 
 
 class ProjectListView(APIView):
+    required_scope = {"GET": "query", "POST": "manage"}
+
     @extend_schema(operation_id="projects_list", responses={200: ProjectSerializer(many=True), **ERROR_RESPONSES},
                    tags=["projects"])
     def get(self, request):  # noqa: ANN001, ANN201
@@ -25,6 +27,8 @@ class ProjectListView(APIView):
 
 
 class ProjectDetailView(APIView):
+    required_scope = {"GET": "query", "PATCH": "manage", "DELETE": "manage"}
+
     @extend_schema(operation_id="projects_retrieve", responses={200: ProjectDetailSerializer, **ERROR_RESPONSES},
                    tags=["projects"])
     def get(self, request, slug: str):  # noqa: ANN001, ANN201
@@ -38,6 +42,8 @@ class ProjectDetailView(APIView):
 
 
 class DatasetListView(APIView):
+    required_scope = {"GET": "query", "POST": "manage"}
+
     @extend_schema(operation_id="datasets_list", responses={200: DatasetSerializer(many=True), **ERROR_RESPONSES},
                    tags=["projects"], description="Every dataset the project can search: own, global and shared.")
     def get(self, request, slug: str):  # noqa: ANN001, ANN201
@@ -60,6 +66,8 @@ class DatasetListView(APIView):
 
 
 class ShareListView(APIView):
+    required_scope = {"GET": "query", "POST": "manage"}
+
     @extend_schema(operation_id="shares_list", responses={200: ShareSerializer(many=True), **ERROR_RESPONSES},
                    tags=["projects"], description="Datasets shared into this project, revoked ones included.")
     def get(self, request, slug: str):  # noqa: ANN001, ANN201
@@ -79,6 +87,8 @@ class ShareListView(APIView):
 
 
 class ShareDetailView(APIView):
+    required_scope = "manage"
+
     @extend_schema(operation_id="shares_revoke", responses={200: ShareSerializer, **_WRITE_ERRORS},
                    tags=["projects"], description="Revoke a share (kept for history).")
     def delete(self, request, slug: str, share_id: int):  # noqa: ANN001, ANN201
