@@ -9,4 +9,7 @@ urlpatterns = [
     path("api/projects/<slug:slug>/datasets", api.DatasetListView.as_view(), name="api-project-datasets"),
     path("api/projects/<slug:slug>/shares", api.ShareListView.as_view(), name="api-project-shares"),
     path("api/projects/<slug:slug>/shares/<id:share_id>", api.ShareDetailView.as_view(), name="api-project-share"),
+    path("api/projects/<slug:slug>/members", api.MemberListView.as_view(), name="api-project-members"),
+    path("api/projects/<slug:slug>/members/<id:member_id>", api.MemberDetailView.as_view(),
+         name="api-project-member"),
 ]
