@@ -5,7 +5,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.apikeys import create_api_key, revoke_api_key
+from accounts.apikeys import create_api_key, keys_visible_to, revoke_api_key
 from accounts.models import ApiKey
 from accounts.serializers import ApiKeyCreateSerializer, ApiKeySerializer, IssuedApiKeySerializer, MeSerializer
 from config.errors import NotFound
@@ -34,7 +34,7 @@ class ApiKeyListView(APIView):
     @extend_schema(operation_id="keys_list", responses={200: ApiKeySerializer(many=True), **ERROR_RESPONSES},
                    tags=["account"])
     def get(self, request):  # noqa: ANN001, ANN201
-        keys = ApiKey.objects.filter(user=request.user)
+        keys = keys_visible_to(user=request.user)
         return Response(ApiKeySerializer(keys, many=True).data)
 
     @extend_schema(operation_id="keys_create", request=ApiKeyCreateSerializer,
@@ -59,7 +59,7 @@ class ApiKeyDetailView(APIView):
     @extend_schema(operation_id="keys_revoke", responses={200: ApiKeySerializer, **ERROR_RESPONSES},
                    tags=["account"], description="Revoke a key (kept for history). Revoking twice is harmless.")
     def delete(self, request, key_id: int):  # noqa: ANN001, ANN201
-        key = ApiKey.objects.filter(pk=key_id, user=request.user).first()
+        key = keys_visible_to(user=request.user).filter(pk=key_id).first()
         if key is None:
             raise NotFound("API key not found.")
         return Response(ApiKeySerializer(revoke_api_key(api_key=key)).data)

@@ -69,6 +69,16 @@ def verify_api_key(*, secret: str) -> ApiKey | None:
     return key
 
 
+def keys_visible_to(*, user: User):  # noqa: ANN201
+    """The user's keys that this request may list and revoke. A project-limited API key sees only keys limited
+    within its own projects (so other projects' slugs do not leak through key listings); others see every key."""
+    from projects.access import key_project_ids
+
+    keys = ApiKey.objects.filter(user=user)
+    ids = key_project_ids(user)
+    return keys if ids is None else keys.filter(project_ids__contained_by=sorted(ids))
+
+
 def project_slugs(api_key: ApiKey) -> list[str] | None:
     """The slugs of the key's project limit (None = no limit); a deleted project drops out, the limit stays."""
     if api_key.project_ids is None:

@@ -326,3 +326,18 @@ def test_undeclared_view_needs_every_scope():
     assert scope_for(ByMethod(), "DELETE") is None  # no handler: the 405 follows
     assert not is_valid_declaration("admin") and not is_valid_declaration({}) and not is_valid_declaration(
         {"get": "query"})
+
+
+def test_project_limited_key_lists_and_revokes_only_keys_within_its_projects(user, two_projects):
+    alpha, beta = two_projects
+    limited = issue_api_key(user=user, name="limited", projects=[alpha])
+    inside = issue_api_key(user=user, name="inside", projects=[alpha])
+    outside = issue_api_key(user=user, name="outside", projects=[beta])
+    unlimited = issue_api_key(user=user, name="unlimited")
+    client = _client(limited.secret)
+    assert {k["name"] for k in client.get("/api/keys").json()} == {"limited", "inside"}
+    assert client.delete(f"/api/keys/{outside.api_key.pk}").status_code == 404
+    assert client.delete(f"/api/keys/{unlimited.api_key.pk}").status_code == 404
+    assert client.delete(f"/api/keys/{inside.api_key.pk}").status_code == 200
+    assert {k["name"] for k in _client(unlimited.secret).get("/api/keys").json()} == {
+        "limited", "inside", "outside", "unlimited"}
