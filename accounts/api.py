@@ -2,15 +2,19 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.apikeys import create_api_key, keys_visible_to, revoke_api_key
 from accounts.models import ApiKey
-from accounts.serializers import ApiKeyCreateSerializer, ApiKeySerializer, IssuedApiKeySerializer, MeSerializer
+from accounts.permissions import KeyScopePermission
+from accounts.serializers import (ApiKeyCreateSerializer, ApiKeySerializer, IssuedApiKeySerializer, MeSerializer,
+                                  SignedUpSerializer, SignupSerializer)
+from accounts.signup import require_signup_allowed, sign_up
 from config.errors import NotFound
 from config.ratelimits import enforce
-from config.schema import ERROR_RESPONSES
+from config.schema import ERROR_RESPONSES, ErrorSerializer
 from credits.ledger import get_balance
 from projects.sharing import projects_of
 
@@ -63,3 +67,33 @@ class ApiKeyDetailView(APIView):
         if key is None:
             raise NotFound("API key not found.")
         return Response(ApiKeySerializer(revoke_api_key(api_key=key)).data)
+
+
+class SignupView(APIView):
+    """Anonymous: no authentication at all (so no session, no CSRF exposure) and no scope; rate limited per IP.
+
+    KeyScopePermission is listed only to keep the every-view contract (tests/accounts/test_key_scopes.py): with no
+    authentication there is never an API key, so it always passes; `required_scope = None` says no scope is needed."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny, KeyScopePermission]
+    required_scope = None
+
+    @extend_schema(operation_id="signup", request=SignupSerializer, auth=[],
+                   responses={201: SignedUpSerializer,
+                              **{k: v for k, v in ERROR_RESPONSES.items() if k in (400, 429)},
+                              403: OpenApiResponse(ErrorSerializer, description="Sign-up is disabled "
+                                                                                "(`signup_disabled`)."),
+                              409: OpenApiResponse(ErrorSerializer, description="The email is taken "
+                                                                                "(`email_taken`).")},
+                   tags=["account"],
+                   description="Create an account (when the server allows sign-up). Then log in on the site or "
+                               "create an API key from a session.")
+    def post(self, request):  # noqa: ANN001, ANN201
+        require_signup_allowed()  # before counting: a closed door costs the caller nothing
+        enforce(request, group="signup")
+        ser = SignupSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        user = sign_up(**ser.validated_data)
+        data = {"id": user.pk, "email": user.email, "name": user.name, "balance": get_balance(user=user)}
+        return Response(SignedUpSerializer(data).data, status=201)

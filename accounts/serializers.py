@@ -80,3 +80,18 @@ class IssuedApiKeySerializer(ApiKeySerializer):
     class Meta(ApiKeySerializer.Meta):
         fields = ApiKeySerializer.Meta.fields + ["secret"]
         read_only_fields = fields
+
+
+class SignupSerializer(InputSerializer):
+    email = TextField(max_length=254, help_text="Your login; unique in any letter case.")
+    password = TextField(max_length=1024, trim_whitespace=False,
+                         help_text="Checked by the server's password validators (length, similarity to the email "
+                                   "and name, common passwords, all digits).")
+    name = TextField(max_length=200, required=False, allow_blank=True, default="")
+
+
+class SignedUpSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    email = serializers.EmailField(help_text="As stored (lower case).")
+    name = serializers.CharField(allow_blank=True)
+    balance = serializers.IntegerField(help_text="Credits the new account starts with (SIGNUP_FREE_CREDITS).")

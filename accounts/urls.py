@@ -1,7 +1,7 @@
 from django.urls import path
 
 import config.converters  # noqa: F401 - registers <id:...>
-from accounts import api, key_pages
+from accounts import api, key_pages, pages
 
 urlpatterns = [
     path("api/me", api.MeView.as_view(), name="api-me"),
@@ -9,4 +9,6 @@ urlpatterns = [
     path("api/keys/<id:key_id>", api.ApiKeyDetailView.as_view(), name="api-key-detail"),
     path("account/keys", key_pages.keys_page, name="account-keys"),
     path("account/keys/<id:key_id>/revoke", key_pages.revoke_key_page, name="account-key-revoke"),
+    path("api/signup", api.SignupView.as_view(), name="api-signup"),
+    path("accounts/signup/", pages.signup_page, name="signup"),
 ]
