@@ -104,6 +104,12 @@ def incoming_shares(*, project: Project) -> list[ProjectShare]:
     return list(ProjectShare.objects.filter(project=project).select_related("dataset__project", "granted_by"))
 
 
+def outgoing_shares(*, project: Project) -> list[ProjectShare]:
+    """Shares of this project's datasets into other projects, revoked ones included."""
+    return list(ProjectShare.objects.filter(dataset__project=project)
+                .select_related("dataset__project", "project", "granted_by"))
+
+
 def projects_of(*, user) -> list[dict]:  # noqa: ANN001
     """The user's projects with roles; a project-limited API key sees only its projects."""
     from projects.access import limit_to_key_projects
