@@ -6,7 +6,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.apikeys import create_api_key, keys_visible_to, revoke_api_key
+from accounts.apikeys import create_api_key, keys_visible_to, project_slugs, revoke_api_key
 from accounts.models import ApiKey
 from accounts.permissions import KeyScopePermission
 from accounts.serializers import (ApiKeyCreateSerializer, ApiKeySerializer, IssuedApiKeySerializer, MeSerializer,
@@ -28,8 +28,17 @@ class MeView(APIView):
         data = {"id": user.pk, "email": user.email, "name": user.name, "is_staff": user.is_staff,
                 "balance": get_balance(user=user),
                 "projects": [{"slug": p["project"].slug, "name": p["project"].name, "role": p["role"]}
-                             for p in projects_of(user=user)]}
+                             for p in projects_of(user=user)],
+                "key": _current_key(request)}
         return Response(MeSerializer(data).data)
+
+
+def _current_key(request) -> dict | None:  # noqa: ANN001
+    key = request.auth if isinstance(request.auth, ApiKey) else None
+    if key is None:
+        return None
+    return {"prefix": key.prefix, "name": key.name, "scopes": key.scopes, "projects": project_slugs(key),
+            "expires_at": key.expires_at}
 
 
 class ApiKeyListView(APIView):

@@ -14,6 +14,15 @@ class ProjectRoleSerializer(serializers.Serializer):
     role = serializers.CharField()
 
 
+class CurrentKeySerializer(serializers.Serializer):
+    prefix = serializers.CharField()
+    name = serializers.CharField()
+    scopes = serializers.ListField(child=serializers.ChoiceField(choices=SCOPES))
+    projects = serializers.ListField(child=serializers.SlugField(), allow_null=True,
+                                     help_text="The key's project limit; null = every project.")
+    expires_at = serializers.DateTimeField(allow_null=True)
+
+
 class MeSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     email = serializers.EmailField()
@@ -21,6 +30,7 @@ class MeSerializer(serializers.Serializer):
     is_staff = serializers.BooleanField()
     balance = serializers.IntegerField()
     projects = ProjectRoleSerializer(many=True)
+    key = CurrentKeySerializer(allow_null=True, help_text="The API key of this request (null for a session).")
 
 
 class ApiKeySerializer(serializers.ModelSerializer):

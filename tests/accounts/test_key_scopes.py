@@ -68,10 +68,17 @@ def test_method_dependent_scope(user, alpha):
     _refused(manage.get("/api/projects/alpha/datasets"), "query")
 
 
-def test_any_key_reads_me_and_credits(user):
-    client = _key(user, scopes=["ingest"])
-    assert client.get("/api/me").status_code == 200
+def test_any_key_reads_me_and_credits(user, alpha):
+    issued = issue_api_key(user=user, name="ing", scopes=["ingest"], projects=[alpha])
+    client = _client(issued.secret)
+    me = client.get("/api/me")
+    assert me.status_code == 200
+    assert me.json()["key"] == {"prefix": issued.api_key.prefix, "name": "ing", "scopes": ["ingest"],
+                                "projects": ["alpha"], "expires_at": None}
     assert client.get("/api/credits").status_code == 200
+    session = APIClient()
+    session.force_login(user)
+    assert session.get("/api/me").json()["key"] is None
 
 
 def test_refused_people_search_charges_nothing(user):
