@@ -11,7 +11,7 @@ from accounts.models import ApiKey
 from accounts.permissions import KeyScopePermission
 from accounts.serializers import (ApiKeyCreateSerializer, ApiKeySerializer, IssuedApiKeySerializer, MeSerializer,
                                   SignedUpSerializer, SignupSerializer)
-from accounts.signup import require_signup_allowed, sign_up
+from accounts.signup import enforce_signup_rate, require_signup_allowed, sign_up
 from config.errors import NotFound
 from config.ratelimits import enforce
 from config.schema import ERROR_RESPONSES, ErrorSerializer
@@ -100,7 +100,7 @@ class SignupView(APIView):
                                "create an API key from a session.")
     def post(self, request):  # noqa: ANN001, ANN201
         require_signup_allowed()  # before counting: a closed door costs the caller nothing
-        enforce(request, group="signup")
+        enforce_signup_rate(request)
         ser = SignupSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
         user = sign_up(**ser.validated_data)

@@ -12,9 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from accounts.signup import require_signup_allowed, sign_up
+from accounts.signup import enforce_signup_rate, require_signup_allowed, sign_up
 from config.errors import ApiError, BadInput
-from config.ratelimits import enforce
 
 
 @require_http_methods(["GET", "POST"])
@@ -27,7 +26,7 @@ def signup_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         try:
             require_signup_allowed()
-            enforce(request, group="signup")
+            enforce_signup_rate(request)
             password = request.POST.get("password", "")
             if password != request.POST.get("password2", ""):
                 raise BadInput("The two passwords differ.", field="password2")

@@ -7,7 +7,7 @@ Why one function: both must apply the same rules, in the same order, or one beco
 - the password passes Django's AUTH_PASSWORD_VALIDATORS (length, similarity to the email and name, common
   passwords, all digits): 400 naming `password`;
 - a new account starts with `SIGNUP_FREE_CREDITS` credits, granted through the ledger in the same transaction.
-Rate limiting is the caller's (it needs the request): both callers use the "signup" group.
+Rate limiting needs the request, so the callers do it, both through `enforce_signup_rate`.
 """
 from __future__ import annotations
 
@@ -24,6 +24,19 @@ from config.fields import check_text
 EMAIL_MAX = 254
 NAME_MAX = 200
 PASSWORD_MAX = 1024  # hashing cost grows with length; nobody types more
+
+
+def enforce_signup_rate(request) -> None:  # noqa: ANN001
+    """Count a sign-up attempt against the caller's address in the "signup" group (429 when over).
+
+    A WSGI server need not set REMOTE_ADDR (and behind a proxy on a unix socket it is empty); django-ratelimit
+    then cannot key the request and config.ratelimits.enforce reports a 503. Sign-up is anonymous, so such
+    requests share one bucket instead: still limited, and the stricter choice."""
+    from config.ratelimits import enforce
+
+    if not getattr(settings, "RATELIMIT_IP_META_KEY", None) and not request.META.get("REMOTE_ADDR"):
+        request.META["REMOTE_ADDR"] = "0.0.0.0"
+    enforce(request, group="signup")
 
 
 def require_signup_allowed() -> None:

@@ -175,3 +175,13 @@ def test_page_and_api_share_one_rate_limit(settings):
     resp = client.post("/accounts/signup/", {"email": "a3@example.com", "password": GOOD, "password2": GOOD})
     assert resp.status_code == 429
     assert not User.objects.filter(email="a3@example.com").exists()
+
+
+def test_a_request_without_a_client_address_is_limited_in_one_shared_bucket_not_a_503(settings):
+    """Found by the fuzzer: WSGI does not require REMOTE_ADDR, and the rate-limit key then failed as 'redis down'."""
+    settings.RATE_LIMITS = {**settings.RATE_LIMITS, "signup": "1/m"}
+    first = APIClient(REMOTE_ADDR="").post("/api/signup", {"email": "n1@example.com", "password": GOOD}, format="json")
+    assert first.status_code == 201, first.content
+    second = APIClient(REMOTE_ADDR="").post("/api/signup", {"email": "n2@example.com", "password": GOOD},
+                                            format="json")
+    assert second.status_code == 429
