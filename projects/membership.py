@@ -19,7 +19,7 @@ from django.utils.text import slugify
 
 from config.errors import BadInput, Conflict, Forbidden, NotFound
 from config.fields import check_text
-from projects.access import membership_role
+from projects.access import key_project_ids, membership_role
 from projects.models import Membership, Project
 
 ROLES = tuple(Membership.Role.values)  # owner, editor, viewer
@@ -86,7 +86,11 @@ def create_project(*, user, name: str, slug: str | None = None) -> Project:  # n
 
     Project and owner membership are written in one transaction, so a project never exists without an owner.
     A taken slug (in any letter case) is 409 project_exists; the reserved 'global' or a slug a URL cannot
-    carry is 400."""
+    carry is 400. An API key limited to some projects cannot create one: the new project would lie outside its
+    limit (invisible to the very key that made it), so that is 403."""
+    if key_project_ids(user) is not None:
+        raise Forbidden("This API key is limited to some projects and cannot create new ones; use a session or a key "
+                        "without a project limit.")
     name = _clean_name(name)
     slug = _clean_slug(slug, name=name)
     taken = Conflict(f"A project with the slug {slug!r} already exists.", field="slug", code="project_exists")

@@ -207,6 +207,20 @@ def test_a_member_id_of_another_project_is_404(team, make_project):
     assert Membership.objects.filter(pk=foreign.pk).exists()
 
 
+def test_a_project_limited_key_cannot_create_projects_nor_manage_members_elsewhere(team, make_project):
+    from accounts.apikeys import issue_api_key
+    from rest_framework.test import APIClient
+
+    other = make_project("other", team["users"]["owner"])
+    limited = APIClient()
+    limited.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_api_key(user=team['users']['owner'], projects=[other]).secret}")
+    _err(limited.post("/api/projects", {"name": "Escape"}, format="json"), 403, "forbidden")
+    assert not Project.objects.filter(slug="escape").exists()
+    _err(limited.get("/api/projects/team/members"), 404)
+    _err(limited.delete("/api/projects/team"), 404)
+    assert limited.get("/api/projects/other/members").status_code == 200
+
+
 def test_new_views_declare_the_manage_scope():
     from projects import api
 
