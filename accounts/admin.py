@@ -7,8 +7,8 @@ from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.template.response import TemplateResponse
 
-from accounts.apikeys import revoke_api_key
-from accounts.models import ApiKey, User
+from accounts.apikeys import project_slugs, revoke_api_key
+from accounts.models import SCOPE_HELP, SCOPES, ApiKey, User
 from credits.ledger import get_balance, grant
 
 
@@ -32,7 +32,7 @@ class GrantCreditsForm(forms.Form):
 class ApiKeyInline(admin.TabularInline):
     model = ApiKey
     extra = 0
-    fields = ("name", "prefix", "created_at", "last_used_at", "revoked_at")
+    fields = ("name", "prefix", "scopes", "expires_at", "created_at", "last_used_at", "revoked_at")
     readonly_fields = fields
     can_delete = False
     show_change_link = True
@@ -82,14 +82,60 @@ class UserAdmin(DjangoUserAdmin):
         return TemplateResponse(request, "admin/accounts/grant_credits.html", context)
 
 
+class ApiKeyForm(forms.ModelForm):
+    """Staff may narrow a key's scopes or change its expiry; the project limit is shown, not edited here."""
+
+    scopes = forms.MultipleChoiceField(choices=[(s, f"{s}: {SCOPE_HELP[s]}") for s in SCOPES],
+                                       widget=forms.CheckboxSelectMultiple)
+
+    class Meta:
+        model = ApiKey
+        fields = ("name", "scopes", "expires_at")
+
+    def clean_scopes(self) -> list[str]:
+        chosen = set(self.cleaned_data["scopes"])
+        return [s for s in SCOPES if s in chosen]
+
+
+class ScopeListFilter(admin.SimpleListFilter):
+    title = "scope"
+    parameter_name = "scope"
+
+    def lookups(self, request, model_admin):  # noqa: ANN001, ANN201
+        return [(s, s) for s in SCOPES]
+
+    def queryset(self, request, queryset):  # noqa: ANN001, ANN201
+        return queryset.filter(scopes__contains=[self.value()]) if self.value() in SCOPES else queryset
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ("prefix", "name", "user", "created_at", "last_used_at", "revoked_at")
-    list_filter = (("revoked_at", admin.EmptyFieldListFilter), "created_at")
+    form = ApiKeyForm
+    list_display = ("prefix", "name", "user", "scope_list", "project_limit", "expires_at", "last_used_at",
+                    "created_at", "status")
+    list_filter = (ScopeListFilter, ("revoked_at", admin.EmptyFieldListFilter),
+                   ("expires_at", admin.EmptyFieldListFilter), "created_at")
     search_fields = ("prefix", "name", "user__email")
-    readonly_fields = ("user", "prefix", "key_hash", "created_at", "last_used_at", "revoked_at")
-    fields = ("user", "name", "prefix", "key_hash", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("user", "prefix", "key_hash", "project_limit", "created_at", "last_used_at", "revoked_at",
+                       "status")
+    fields = ("user", "name", "prefix", "key_hash", "status", "scopes", "project_limit", "expires_at", "created_at",
+              "last_used_at", "revoked_at")
     actions = ["revoke_keys"]
+
+    @admin.display(description="scopes")
+    def scope_list(self, obj: ApiKey) -> str:
+        return ", ".join(obj.scopes or [])
+
+    @admin.display(description="projects")
+    def project_limit(self, obj: ApiKey) -> str:
+        slugs = project_slugs(obj)
+        if slugs is None:
+            return "all (no limit)"
+        return ", ".join(slugs) or "none left (its projects were deleted)"
+
+    @admin.display(description="status")
+    def status(self, obj: ApiKey) -> str:
+        return "revoked" if obj.revoked_at else ("expired" if obj.is_expired else "active")
 
     def has_add_permission(self, request) -> bool:  # noqa: ANN001
         return False

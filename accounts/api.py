@@ -2,54 +2,107 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.apikeys import issue_api_key, revoke_api_key
+from accounts.apikeys import create_api_key, keys_visible_to, project_slugs, revoke_api_key
 from accounts.models import ApiKey
-from accounts.serializers import ApiKeyCreateSerializer, ApiKeySerializer, IssuedApiKeySerializer, MeSerializer
+from accounts.permissions import KeyScopePermission
+from accounts.serializers import (ApiKeyCreateSerializer, ApiKeySerializer, IssuedApiKeySerializer, MeSerializer,
+                                  SignedUpSerializer, SignupSerializer)
+from accounts.signup import enforce_signup_rate, require_signup_allowed, sign_up
 from config.errors import NotFound
 from config.ratelimits import enforce
-from config.schema import ERROR_RESPONSES
+from config.schema import ERROR_RESPONSES, ErrorSerializer
 from credits.ledger import get_balance
 from projects.sharing import projects_of
 
 
 class MeView(APIView):
+    required_scope = None
+
     @extend_schema(operation_id="me", responses={200: MeSerializer, **ERROR_RESPONSES}, tags=["account"])
     def get(self, request):  # noqa: ANN001, ANN201
         user = request.user
         data = {"id": user.pk, "email": user.email, "name": user.name, "is_staff": user.is_staff,
                 "balance": get_balance(user=user),
                 "projects": [{"slug": p["project"].slug, "name": p["project"].name, "role": p["role"]}
-                             for p in projects_of(user=user)]}
+                             for p in projects_of(user=user)],
+                "key": _current_key(request)}
         return Response(MeSerializer(data).data)
 
 
+def _current_key(request) -> dict | None:  # noqa: ANN001
+    key = request.auth if isinstance(request.auth, ApiKey) else None
+    if key is None:
+        return None
+    return {"prefix": key.prefix, "name": key.name, "scopes": key.scopes, "projects": project_slugs(key),
+            "expires_at": key.expires_at}
+
+
 class ApiKeyListView(APIView):
+    required_scope = "manage"
+
     @extend_schema(operation_id="keys_list", responses={200: ApiKeySerializer(many=True), **ERROR_RESPONSES},
                    tags=["account"])
     def get(self, request):  # noqa: ANN001, ANN201
-        keys = ApiKey.objects.filter(user=request.user)
+        keys = keys_visible_to(user=request.user)
         return Response(ApiKeySerializer(keys, many=True).data)
 
     @extend_schema(operation_id="keys_create", request=ApiKeyCreateSerializer,
                    responses={201: IssuedApiKeySerializer, **ERROR_RESPONSES}, tags=["account"],
-                   description="Issue a new API key. The secret is in this response only.")
+                   description="Issue a new API key. The secret is in this response only. Optional scopes (default "
+                               "all), projects (slugs; default every project) and expiry (expires_at or "
+                               "expires_in_days). Needs a session or a key with the manage scope; a key cannot "
+                               "issue a key with more scopes, more projects or a later expiry than its own.")
     def post(self, request):  # noqa: ANN001, ANN201
         enforce(request, group="api_keys")
         ser = ApiKeyCreateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
-        issued = issue_api_key(user=request.user, name=ser.validated_data["name"])
+        issued = create_api_key(user=request.user, creator=request.auth if isinstance(request.auth, ApiKey) else None,
+                                **ser.validated_data)
         data = dict(ApiKeySerializer(issued.api_key).data, secret=issued.secret)
         return Response(data, status=201)
 
 
 class ApiKeyDetailView(APIView):
+    required_scope = "manage"
+
     @extend_schema(operation_id="keys_revoke", responses={200: ApiKeySerializer, **ERROR_RESPONSES},
                    tags=["account"], description="Revoke a key (kept for history). Revoking twice is harmless.")
     def delete(self, request, key_id: int):  # noqa: ANN001, ANN201
-        key = ApiKey.objects.filter(pk=key_id, user=request.user).first()
+        key = keys_visible_to(user=request.user).filter(pk=key_id).first()
         if key is None:
             raise NotFound("API key not found.")
         return Response(ApiKeySerializer(revoke_api_key(api_key=key)).data)
+
+
+class SignupView(APIView):
+    """Anonymous: no authentication at all (so no session, no CSRF exposure) and no scope; rate limited per IP.
+
+    KeyScopePermission is listed only to keep the every-view contract (tests/accounts/test_key_scopes.py): with no
+    authentication there is never an API key, so it always passes; `required_scope = None` says no scope is needed."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny, KeyScopePermission]
+    required_scope = None
+
+    @extend_schema(operation_id="signup", request=SignupSerializer, auth=[],
+                   responses={201: SignedUpSerializer,
+                              **{k: v for k, v in ERROR_RESPONSES.items() if k in (400, 429)},
+                              403: OpenApiResponse(ErrorSerializer, description="Sign-up is disabled "
+                                                                                "(`signup_disabled`)."),
+                              409: OpenApiResponse(ErrorSerializer, description="The email is taken "
+                                                                                "(`email_taken`).")},
+                   tags=["account"],
+                   description="Create an account (when the server allows sign-up). Then log in on the site or "
+                               "create an API key from a session.")
+    def post(self, request):  # noqa: ANN001, ANN201
+        require_signup_allowed()  # before counting: a closed door costs the caller nothing
+        enforce_signup_rate(request)
+        ser = SignupSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        user = sign_up(**ser.validated_data)
+        data = {"id": user.pk, "email": user.email, "name": user.name, "balance": get_balance(user=user)}
+        return Response(SignedUpSerializer(data).data, status=201)

@@ -3,7 +3,12 @@ from __future__ import annotations
 
 from rest_framework import authentication, exceptions
 
-from accounts.apikeys import verify_api_key
+from accounts.apikeys import KeyExpired, verify_api_key
+
+
+class ApiKeyExpired(exceptions.AuthenticationFailed):
+    default_detail = "This API key has expired; issue a new one."
+    default_code = "key_expired"
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -16,9 +21,15 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         parts = header.split()
         if len(parts) != 2 or parts[0].lower() != self.keyword.lower():
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <api key>'.")
-        key = verify_api_key(secret=parts[1])
+        try:
+            key = verify_api_key(secret=parts[1])
+        except KeyExpired:
+            raise ApiKeyExpired() from None
         if key is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
+        # The project limit rides on this request's user object, so projects.access (project_for_member,
+        # projects_of, ...) applies it without a request: None = every project the user is a member of.
+        key.user._key_project_ids = None if key.project_ids is None else frozenset(key.project_ids)
         return key.user, key
 
     def authenticate_header(self, request) -> str:  # noqa: ANN001

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
+
+from accounts.scopes import SCOPE_HELP, SCOPES  # noqa: F401 - what an API key may do (re-exported)
 
 
 class UserManager(BaseUserManager):
@@ -49,8 +52,18 @@ class User(AbstractBaseUser, PermissionsMixin):
         return self.email
 
 
+def all_scopes() -> list[str]:
+    """Default for new rows and for keys issued before scopes existed: every scope."""
+    return list(SCOPES)
+
+
 class ApiKey(models.Model):
-    """A bearer secret. Only a SHA-256 of it is stored; the prefix finds the row."""
+    """A bearer secret. Only a SHA-256 of it is stored; the prefix finds the row.
+
+    A key carries scopes (default: all), an optional project limit (`project_ids`; null = every project the
+    user is a member of, a list = only these, ids of deleted projects simply match nothing) and an optional
+    expiry. Keys issued before these fields existed got every scope, no limit and no expiry.
+    """
 
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100, default="default")
@@ -59,6 +72,10 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    scopes = ArrayField(models.CharField(max_length=16), default=all_scopes)
+    project_ids = ArrayField(models.BigIntegerField(), null=True, blank=True,
+                             help_text="Null: every project of the user. A list: only these projects.")
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -67,5 +84,12 @@ class ApiKey(models.Model):
         return f"{self.prefix}… ({self.user})"
 
     @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.is_expired
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in (self.scopes or ())

@@ -52,6 +52,13 @@ class Forbidden(ApiError):
     code = "forbidden"
 
 
+class InsufficientScope(Forbidden):
+    """The request's API key lacks the scope the operation needs (accounts/permissions.py); `required_scope`
+    names it."""
+
+    code = "insufficient_scope"
+
+
 class InsufficientCredits(ApiError):
     status_code = 402
     code = "insufficient_credits"
@@ -136,8 +143,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, drf_exc.UnsupportedMediaType):
         return Response(error_body("unsupported_media_type", str(exc.detail)), status=415)
     if isinstance(exc, (drf_exc.NotAuthenticated, drf_exc.AuthenticationFailed)):
-        resp = Response(error_body("not_authenticated" if isinstance(exc, drf_exc.NotAuthenticated)
-                                   else "authentication_failed", str(exc.detail)), status=401)
+        code = exc.default_code if isinstance(exc.default_code, str) else "authentication_failed"
+        resp = Response(error_body(code, str(exc.detail)), status=401)
         resp["WWW-Authenticate"] = 'Bearer realm="api"'
         return resp
     if isinstance(exc, drf_exc.Throttled):

@@ -17,7 +17,9 @@ def _err(text: str) -> OpenApiResponse:
 
 ERROR_RESPONSES = {
     400: _err("Bad input (`field` names it)."),
-    401: _err("Missing, wrong or revoked API key."),
+    401: _err("Missing, wrong, revoked or expired (`key_expired`) API key."),
+    403: _err("Forbidden: the API key lacks the scope this operation needs (`insufficient_scope`, with "
+              "`required_scope`), or your role does not allow it."),
     404: _err("Not found, or not visible to you."),
     429: _err("Rate limited; see Retry-After."),
 }

@@ -189,15 +189,23 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator",
+     "OPTIONS": {"user_attributes": ("email", "name")}},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+ALLOW_SIGNUP = env_bool("ALLOW_SIGNUP", True)  # self-serve sign-up (POST /api/signup, /accounts/signup/); off: 403
+SIGNUP_FREE_CREDITS = env_int("SIGNUP_FREE_CREDITS", 0)  # credits granted to each new self-serve account
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "accounts.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # every view declares `required_scope`; an API key needs that scope (accounts/permissions.py)
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated",
+                                   "accounts.permissions.KeyScopePermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -224,6 +232,7 @@ RATE_LIMITS = {
     "context_query": env_str("RATE_LIMIT_CONTEXT_QUERY", "120/m"),
     "answer": env_str("RATE_LIMIT_ANSWER", "60/m"),
     "unlock": env_str("RATE_LIMIT_UNLOCK", "30/m"),
+    "signup": env_str("RATE_LIMIT_SIGNUP", "10/m"),
     "default": env_str("RATE_LIMIT_DEFAULT", "600/m"),
 }
 

@@ -14,6 +14,8 @@ MAX_LIMIT = 200
 
 
 class CreditsView(APIView):
+    required_scope = None
+
     @extend_schema(operation_id="credits", tags=["account"],
                    parameters=[OpenApiParameter("limit", OpenApiTypes.INT, description=f"1..{MAX_LIMIT}, default 50")],
                    responses={200: CreditsSerializer, **ERROR_RESPONSES})

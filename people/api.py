@@ -21,6 +21,8 @@ _SESSION_ERRORS = {**ERROR_RESPONSES, **SESSION_ERRORS}
 
 
 class SearchView(APIView):
+    required_scope = "people"
+
     @extend_schema(operation_id="people_search", tags=["people"], request=SearchRequestSerializer,
                    parameters=[_IDEMPOTENCY],
                    responses={200: SearchResponseSerializer, **ERROR_RESPONSES, **IDEMPOTENT_ERRORS,
@@ -39,6 +41,8 @@ class SearchView(APIView):
 
 
 class SearchDetailView(APIView):
+    required_scope = "people"
+
     @extend_schema(operation_id="people_search_retrieve", tags=["people"],
                    responses={200: PastSearchSerializer, **_SESSION_ERRORS})
     def get(self, request, search_id):  # noqa: ANN001, ANN201
@@ -46,6 +50,8 @@ class SearchDetailView(APIView):
 
 
 class PeopleListView(APIView):
+    required_scope = "people"
+
     @extend_schema(operation_id="people_discover", tags=["people"], parameters=[DiscoverQuerySerializer],
                    responses={200: DiscoverSerializer, **ERROR_RESPONSES})
     def get(self, request):  # noqa: ANN001, ANN201
@@ -55,6 +61,8 @@ class PeopleListView(APIView):
 
 
 class PersonView(APIView):
+    required_scope = "people"
+
     @extend_schema(operation_id="people_profile", tags=["people"], parameters=[ProfileQuerySerializer],
                    responses={200: PersonProfileSerializer, **_SESSION_ERRORS},
                    description="Full profile of a person from one of your searches (within its 24 h session).")
@@ -66,6 +74,8 @@ class PersonView(APIView):
 
 
 class PublicProfileView(APIView):
+    required_scope = "people"
+
     @extend_schema(operation_id="people_public_profile", tags=["people"],
                    responses={200: PublicProfileSerializer, **ERROR_RESPONSES})
     def get(self, request, person_id):  # noqa: ANN001, ANN201
@@ -73,6 +83,8 @@ class PublicProfileView(APIView):
 
 
 class UnlockContactView(APIView):
+    required_scope = "people"
+
     @extend_schema(operation_id="people_unlock_contact", tags=["people"], request=UnlockRequestSerializer,
                    parameters=[_IDEMPOTENCY],
                    responses={200: UnlockResponseSerializer, 403: ErrorSerializer, **_SESSION_ERRORS,

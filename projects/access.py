@@ -55,13 +55,33 @@ def filter_accessible_chunk_ids(project: Project, chunk_ids: list[int], *, inclu
         return {row[0] for row in cur.fetchall()}
 
 
+def key_project_ids(user) -> frozenset[int] | None:  # noqa: ANN001
+    """The projects the request's API key is limited to; None = no limit (a session, or an unlimited key).
+
+    ApiKeyAuthentication sets it on the request's user object, so every helper here that takes a user applies it:
+    to a limited key another project of the same user is as invisible as a project it is not a member of."""
+    return getattr(user, "_key_project_ids", None)
+
+
+def limit_to_key_projects(queryset, user, field: str = "project_id"):  # noqa: ANN001, ANN201
+    """Narrow a queryset to the key's projects (`field` is the path to the project id, e.g. "dataset__project_id")."""
+    ids = key_project_ids(user)
+    return queryset if ids is None else queryset.filter(**{f"{field}__in": ids})
+
+
 def project_for_member(*, user, slug: str) -> Project:  # noqa: ANN001
-    """The project if the user is a member; otherwise 404 so existence does not leak."""
-    project = Project.objects.filter(slug=slug, memberships__user_id=getattr(user, "pk", None)).first()
+    """The project if the user is a member (and the API key, if limited, covers it); otherwise 404 so
+    existence does not leak."""
+    qs = Project.objects.filter(slug=slug, memberships__user_id=getattr(user, "pk", None))
+    project = limit_to_key_projects(qs, user, "pk").first()
     if project is None:
         raise NotFound("Project not found.")
     return project
 
 
 def membership_role(*, user, project: Project) -> str | None:  # noqa: ANN001
+    """The user's role in the project; None when not a member or outside the API key's project limit."""
+    ids = key_project_ids(user)
+    if ids is not None and project.pk not in ids:
+        return None
     return Membership.objects.filter(user_id=user.pk, project=project).values_list("role", flat=True).first()

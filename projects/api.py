@@ -1,21 +1,26 @@
 """Project endpoints. Every one resolves the project with project_for_member, so non-members get 404."""
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.ratelimits import enforce
 from config.schema import ERROR_RESPONSES, ErrorSerializer
-from projects import sharing
+from projects import membership, sharing
 from projects.access import accessible_dataset_ids, project_for_member
 from projects.models import Membership
-from projects.serializers import (DatasetCreateSerializer, DatasetSerializer, ProjectDetailSerializer,
-                                  ProjectSerializer, ShareCreateSerializer, ShareSerializer)
+from projects.serializers import (DatasetCreateSerializer, DatasetSerializer, MemberCreateSerializer,
+                                  MemberSerializer, MemberUpdateSerializer, ProjectCreateSerializer,
+                                  ProjectDetailSerializer, ProjectSerializer, ProjectUpdateSerializer,
+                                  ShareCreateSerializer, ShareSerializer)
 
 _WRITE_ERRORS = {**ERROR_RESPONSES, 403: ErrorSerializer, 409: ErrorSerializer}
 
 
 class ProjectListView(APIView):
+    required_scope = {"GET": "query", "POST": "manage"}
+
     @extend_schema(operation_id="projects_list", responses={200: ProjectSerializer(many=True), **ERROR_RESPONSES},
                    tags=["projects"])
     def get(self, request):  # noqa: ANN001, ANN201
@@ -23,8 +28,22 @@ class ProjectListView(APIView):
                  "created_at": p["project"].created_at} for p in sharing.projects_of(user=request.user)]
         return Response(ProjectSerializer(rows, many=True).data)
 
+    @extend_schema(operation_id="projects_create", request=ProjectCreateSerializer,
+                   responses={201: ProjectSerializer, **_WRITE_ERRORS}, tags=["projects"],
+                   description="Create a project; you become its owner. The slug is derived from the name when "
+                               "absent. A taken slug is 409 `project_exists`; 'global' or a slug a URL cannot "
+                               "carry is 400.")
+    def post(self, request):  # noqa: ANN001, ANN201
+        ser = ProjectCreateSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        project = membership.create_project(user=request.user, name=ser.validated_data["name"],
+                                            slug=ser.validated_data.get("slug") or None)
+        return Response(ProjectSerializer(_project_row(project, "owner")).data, status=201)
+
 
 class ProjectDetailView(APIView):
+    required_scope = {"GET": "query", "PATCH": "manage", "DELETE": "manage"}
+
     @extend_schema(operation_id="projects_retrieve", responses={200: ProjectDetailSerializer, **ERROR_RESPONSES},
                    tags=["projects"])
     def get(self, request, slug: str):  # noqa: ANN001, ANN201
@@ -36,8 +55,31 @@ class ProjectDetailView(APIView):
                 "dataset_count": len(accessible_dataset_ids(project))}
         return Response(ProjectDetailSerializer(data).data)
 
+    @extend_schema(operation_id="projects_update", request=ProjectUpdateSerializer,
+                   responses={200: ProjectSerializer, **_WRITE_ERRORS}, tags=["projects"],
+                   description="Rename the project (owners). The slug never changes.")
+    def patch(self, request, slug: str):  # noqa: ANN001, ANN201
+        project = project_for_member(user=request.user, slug=slug)
+        ser = ProjectUpdateSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        project = membership.rename_project(user=request.user, project=project, name=ser.validated_data["name"])
+        return Response(ProjectSerializer(_project_row(project, "owner")).data)
+
+    @extend_schema(operation_id="projects_destroy", request=None,
+                   responses={204: OpenApiResponse(description="Deleted, with all its content."), **_WRITE_ERRORS},
+                   tags=["projects"],
+                   description="Delete the project with its datasets, documents and chunks (owners). Its datasets "
+                               "shared into other projects disappear from them. The index deletes are queued in "
+                               "the same transaction.")
+    def delete(self, request, slug: str):  # noqa: ANN001, ANN201
+        project = project_for_member(user=request.user, slug=slug)
+        membership.delete_project(user=request.user, project=project)
+        return Response(status=204)
+
 
 class DatasetListView(APIView):
+    required_scope = {"GET": "query", "POST": "manage"}
+
     @extend_schema(operation_id="datasets_list", responses={200: DatasetSerializer(many=True), **ERROR_RESPONSES},
                    tags=["projects"], description="Every dataset the project can search: own, global and shared.")
     def get(self, request, slug: str):  # noqa: ANN001, ANN201
@@ -60,6 +102,8 @@ class DatasetListView(APIView):
 
 
 class ShareListView(APIView):
+    required_scope = {"GET": "query", "POST": "manage"}
+
     @extend_schema(operation_id="shares_list", responses={200: ShareSerializer(many=True), **ERROR_RESPONSES},
                    tags=["projects"], description="Datasets shared into this project, revoked ones included.")
     def get(self, request, slug: str):  # noqa: ANN001, ANN201
@@ -79,9 +123,62 @@ class ShareListView(APIView):
 
 
 class ShareDetailView(APIView):
+    required_scope = "manage"
+
     @extend_schema(operation_id="shares_revoke", responses={200: ShareSerializer, **_WRITE_ERRORS},
                    tags=["projects"], description="Revoke a share (kept for history).")
     def delete(self, request, slug: str, share_id: int):  # noqa: ANN001, ANN201
         project = project_for_member(user=request.user, slug=slug)
         share = sharing.revoke_share(user=request.user, share_id=share_id, project=project)
         return Response(ShareSerializer(share).data)
+
+
+def _project_row(project, role: str) -> dict:  # noqa: ANN001
+    return {"slug": project.slug, "name": project.name, "role": role, "created_at": project.created_at}
+
+
+class MemberListView(APIView):
+    required_scope = "manage"
+
+    @extend_schema(operation_id="members_list", responses={200: MemberSerializer(many=True), **ERROR_RESPONSES},
+                   tags=["projects"], description="The project's members with their roles (any member may see).")
+    def get(self, request, slug: str):  # noqa: ANN001, ANN201
+        project = project_for_member(user=request.user, slug=slug)
+        return Response(MemberSerializer(membership.members_of(user=request.user, project=project), many=True).data)
+
+    @extend_schema(operation_id="members_create", request=MemberCreateSerializer,
+                   responses={201: MemberSerializer, **_WRITE_ERRORS}, tags=["projects"],
+                   description="Add an existing account by email (owners). An email that cannot be added is 404 "
+                               "`user_not_found`; a member already present is 409 `already_member`.")
+    def post(self, request, slug: str):  # noqa: ANN001, ANN201
+        project = project_for_member(user=request.user, slug=slug)
+        ser = MemberCreateSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        enforce(request, group="members")
+        added = membership.add_member(user=request.user, project=project, **ser.validated_data)
+        return Response(MemberSerializer(added).data, status=201)
+
+
+class MemberDetailView(APIView):
+    required_scope = "manage"
+
+    @extend_schema(operation_id="members_update", request=MemberUpdateSerializer,
+                   responses={200: MemberSerializer, **_WRITE_ERRORS}, tags=["projects"],
+                   description="Change a member's role (owners). The last owner cannot be demoted: 409 "
+                               "`last_owner`.")
+    def patch(self, request, slug: str, member_id: int):  # noqa: ANN001, ANN201
+        project = project_for_member(user=request.user, slug=slug)
+        ser = MemberUpdateSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        changed = membership.change_role(user=request.user, project=project, membership_id=member_id,
+                                         role=ser.validated_data["role"])
+        return Response(MemberSerializer(changed).data)
+
+    @extend_schema(operation_id="members_destroy", request=None,
+                   responses={204: OpenApiResponse(description="Removed."), **_WRITE_ERRORS}, tags=["projects"],
+                   description="Remove a member (owners), or leave (your own membership). The last owner can do "
+                               "neither: 409 `last_owner`.")
+    def delete(self, request, slug: str, member_id: int):  # noqa: ANN001, ANN201
+        project = project_for_member(user=request.user, slug=slug)
+        membership.remove_member(user=request.user, project=project, membership_id=member_id)
+        return Response(status=204)

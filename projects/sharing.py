@@ -16,7 +16,9 @@ _WRITERS = {Membership.Role.OWNER, Membership.Role.EDITOR}
 
 
 def _role(*, user, project: Project) -> str | None:  # noqa: ANN001
-    return Membership.objects.filter(user_id=user.pk, project=project).values_list("role", flat=True).first()
+    from projects.access import membership_role  # one rule, the API key's project limit included
+
+    return membership_role(user=user, project=project)
 
 
 def visible_datasets(*, project: Project) -> list[dict]:
@@ -102,6 +104,15 @@ def incoming_shares(*, project: Project) -> list[ProjectShare]:
     return list(ProjectShare.objects.filter(project=project).select_related("dataset__project", "granted_by"))
 
 
+def outgoing_shares(*, project: Project) -> list[ProjectShare]:
+    """Shares of this project's datasets into other projects, revoked ones included."""
+    return list(ProjectShare.objects.filter(dataset__project=project)
+                .select_related("dataset__project", "project", "granted_by"))
+
+
 def projects_of(*, user) -> list[dict]:  # noqa: ANN001
-    return [{"project": m.project, "role": m.role}
-            for m in Membership.objects.filter(user_id=user.pk).select_related("project").order_by("project__slug")]
+    """The user's projects with roles; a project-limited API key sees only its projects."""
+    from projects.access import limit_to_key_projects
+
+    rows = limit_to_key_projects(Membership.objects.filter(user_id=user.pk), user)
+    return [{"project": m.project, "role": m.role} for m in rows.select_related("project").order_by("project__slug")]

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from config.errors import BadInput, Forbidden, NotFound
 from config.ratelimits import enforce
 from config.schema import ERROR_RESPONSES, ErrorSerializer
-from projects.access import membership_role, project_for_member
+from projects.access import limit_to_key_projects, membership_role, project_for_member
 from search import serializers as s
 
 _ERRS = {**ERROR_RESPONSES, 503: ErrorSerializer}
@@ -29,6 +29,8 @@ def _filters(filters: dict | None) -> dict | None:
 
 
 class QueryView(APIView):
+    required_scope = "query"
+
     @extend_schema(operation_id="context_query", request=s.QueryRequestSerializer,
                    responses={200: s.QueryResponseSerializer, **_ERRS}, tags=["context"],
                    description="Hybrid dense+sparse search over every dataset the project can see, with a why per "
@@ -82,6 +84,8 @@ def allowed_source(*, user, source: str) -> Path:  # noqa: ANN001
 
 
 class IngestView(APIView):
+    required_scope = "ingest"
+
     @extend_schema(operation_id="context_ingest", request=s.IngestRequestSerializer,
                    responses={202: s.IngestJobSerializer, 403: ErrorSerializer, **_ERRS}, tags=["context"])
     def post(self, request, slug: str):  # noqa: ANN001, ANN201
@@ -103,18 +107,23 @@ class IngestView(APIView):
 
 
 class IngestJobView(APIView):
+    required_scope = "query"
+
     @extend_schema(operation_id="context_ingest_job", responses={200: s.IngestJobSerializer, **_ERRS},
                    tags=["context"])
     def get(self, request, job_id):  # noqa: ANN001, ANN201
         from search.models import IngestJob
 
-        job = IngestJob.objects.filter(pk=job_id, dataset__project__memberships__user=request.user).first()
+        jobs = IngestJob.objects.filter(pk=job_id, dataset__project__memberships__user=request.user)
+        job = limit_to_key_projects(jobs, request.user, "dataset__project_id").first()
         if job is None:
             raise NotFound("Ingest job not found.")
         return Response(_job_data(job))
 
 
 class FeedbackView(APIView):
+    required_scope = "query"
+
     @extend_schema(operation_id="context_feedback", request=s.FeedbackRequestSerializer,
                    responses={201: s.FeedbackRequestSerializer, **_ERRS}, tags=["context"])
     def post(self, request, session_id):  # noqa: ANN001, ANN201

@@ -8,7 +8,10 @@ def record_feedback(*, user, session_id, chunk_id: int, relevance: int):  # noqa
     """Store (or update) one judgment. Only members of the session's project may judge, only served chunks."""
     from search.models import Feedback, QuerySession, RerankResult
 
-    session = QuerySession.objects.filter(pk=session_id, project__memberships__user=user).first()
+    from projects.access import limit_to_key_projects
+
+    session = limit_to_key_projects(QuerySession.objects.filter(pk=session_id, project__memberships__user=user),
+                                    user).first()
     if session is None:
         raise NotFound("Query session not found.")
     if not RerankResult.objects.filter(session=session, chunk_id=chunk_id).exists():

@@ -55,6 +55,7 @@ def _params(request) -> dict:  # noqa: ANN001
 
 
 class RulesSearchView(APIView):
+    required_scope = "query"
     content_negotiation_class = _AnyAccept
 
     @extend_schema(operation_id="rules_search", tags=["rules"], request=RulesRequestSerializer,
@@ -72,6 +73,7 @@ class RulesSearchView(APIView):
 
 
 class AnswerView(APIView):
+    required_scope = "query"
     content_negotiation_class = _AnyAccept
 
     @extend_schema(operation_id="rules_answer", tags=["rules"], request=RulesRequestSerializer,

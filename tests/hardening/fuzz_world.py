@@ -73,6 +73,10 @@ def build_world(tmp: Path) -> World:
     shared = create_dataset(user=user, project=source, name="notes", kind="web")
     share = grant_share(user=user, dataset_id=shared.pk, to_project=project)
     other_key = issue_api_key(user=user, name="spare").api_key
+    # a teammate (so member ids reach change-role and remove) and an account that is in no project (so adds succeed)
+    teammate = User.objects.create_user(email="fuzz-teammate@example.com", password="pw-secret-123")
+    mate = Membership.objects.create(project=project, user=teammate, role="editor")
+    newcomer = User.objects.create_user(email="fuzz-newcomer@example.com", password="pw-secret-123")
     secret = issue_api_key(user=user, name="fuzz").secret
     world = World(secret=secret, user_id=user.pk, ids={
         "slug": [PROJECT, rules["project"], source.slug],
@@ -82,6 +86,8 @@ def build_world(tmp: Path) -> World:
         "session_id": [str(session.session_id)],
         "key_id": [other_key.pk],
         "share_id": [share.pk],
+        "member_id": [mate.pk, Membership.objects.get(project=project, user=user).pk],
+        "email": [newcomer.email, teammate.email],
         "dataset_id": [shared.pk],
         "chunk_id": [r["chunk_id"] for r in session.results[:3]],
         "source": [str(repo_dir), str(repo_dir / "billing")],  # the only ingest roots the fuzz run allows

@@ -1,0 +1,46 @@
+"""A project's own datasets as its members manage them: an overview with counts, and deletion.
+
+Why here and not in the page: the settings page, the API and the admin must apply the same rule
+("editors and owners of the dataset's project delete content") and the delete must be the one that
+keeps the vector index exact (a plain ORM delete; the search_chunk trigger queues the index deletes).
+"""
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+
+from config.errors import Forbidden, NotFound
+from projects.access import membership_role
+from projects.models import Dataset, Membership, Project
+
+WRITERS = frozenset({Membership.Role.OWNER, Membership.Role.EDITOR})
+
+
+def _count_of(model, dataset_field: str = "dataset"):  # noqa: ANN001, ANN202
+    rows = (model.objects.filter(**{dataset_field: OuterRef("pk")}).order_by().values(dataset_field)
+            .annotate(n=Count("pk")).values("n"))
+    return Coalesce(Subquery(rows), 0)
+
+
+def datasets_overview(*, project: Project) -> list[Dataset]:
+    """The project's own datasets, each with `document_count` and `chunk_count` (one query)."""
+    from search.models import Chunk, Document
+
+    return list(Dataset.objects.filter(project=project)
+                .annotate(document_count=_count_of(Document), chunk_count=_count_of(Chunk))
+                .order_by("name"))
+
+
+def delete_dataset(*, user, dataset: Dataset) -> None:  # noqa: ANN001
+    """Editors and owners of the dataset's project delete it with its documents, chunks and jobs.
+
+    A non-member is answered 404 (the dataset's existence does not leak), a viewer 403. Projects it was
+    shared into lose it with the share rows (CASCADE)."""
+    role = membership_role(user=user, project=dataset.project)
+    if role is None:
+        raise NotFound("Dataset not found.")
+    if role not in WRITERS:
+        raise Forbidden("Only owners and editors of this project can delete its datasets.")
+    with transaction.atomic():
+        dataset.delete()
