@@ -7,10 +7,12 @@ from rest_framework.views import APIView
 
 from config.ratelimits import enforce
 from config.schema import ERROR_RESPONSES, ErrorSerializer
-from projects import membership, sharing
+from projects import datasets as datasets_service
+from projects import membership, quotas, sharing
 from projects.access import accessible_dataset_ids, project_for_member
 from projects.models import Membership
-from projects.serializers import (DatasetCreateSerializer, DatasetSerializer, MemberCreateSerializer,
+from projects.serializers import (DatasetCreateSerializer, DatasetDetailSerializer, DatasetSerializer,
+                                  DatasetUpdateSerializer, MemberCreateSerializer,
                                   MemberSerializer, MemberUpdateSerializer, ProjectCreateSerializer,
                                   ProjectDetailSerializer, ProjectSerializer, ProjectUpdateSerializer,
                                   ShareCreateSerializer, ShareSerializer)
@@ -52,7 +54,7 @@ class ProjectDetailView(APIView):
         role = next((m.role for m in members if m.user_id == request.user.pk), None)
         data = {"slug": project.slug, "name": project.name, "role": role, "created_at": project.created_at,
                 "members": [{"email": m.user.email, "role": m.role} for m in members],
-                "dataset_count": len(accessible_dataset_ids(project))}
+                "dataset_count": len(accessible_dataset_ids(project)), **quotas.report(project)}
         return Response(ProjectDetailSerializer(data).data)
 
     @extend_schema(operation_id="projects_update", request=ProjectUpdateSerializer,
@@ -99,6 +101,39 @@ class DatasetListView(APIView):
         ser.is_valid(raise_exception=True)
         ds = sharing.create_dataset(user=request.user, project=project, **ser.validated_data)
         return Response(dict(DatasetSerializer(ds).data, access="own"), status=201)
+
+
+class DatasetDetailView(APIView):
+    required_scope = {"GET": "query", "PATCH": "manage", "DELETE": "ingest"}
+
+    @extend_schema(operation_id="datasets_retrieve", responses={200: DatasetDetailSerializer, **ERROR_RESPONSES},
+                   tags=["projects"], description="One of the project's own datasets, with document and chunk counts.")
+    def get(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
+        project = project_for_member(user=request.user, slug=slug)
+        ds = datasets_service.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
+        return Response(dict(DatasetDetailSerializer(ds).data, access="own"))
+
+    @extend_schema(operation_id="datasets_update", request=DatasetUpdateSerializer,
+                   responses={200: DatasetDetailSerializer, **_WRITE_ERRORS}, tags=["projects"],
+                   description="Rename or describe a dataset (editors, owners); `is_global` is staff only.")
+    def patch(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
+        project = project_for_member(user=request.user, slug=slug)
+        ds = datasets_service.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
+        ser = DatasetUpdateSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        datasets_service.update_dataset(user=request.user, dataset=ds, **ser.validated_data)
+        ds = datasets_service.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
+        return Response(dict(DatasetDetailSerializer(ds).data, access="own"))
+
+    @extend_schema(operation_id="datasets_destroy", request=None,
+                   responses={204: OpenApiResponse(description="Deleted, with all its content."), **_WRITE_ERRORS},
+                   tags=["projects"], description="Delete a dataset with its documents and chunks (editors, owners). "
+                                                  "The index deletes are queued in the same transaction.")
+    def delete(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
+        project = project_for_member(user=request.user, slug=slug)
+        ds = datasets_service.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
+        datasets_service.delete_dataset(user=request.user, dataset=ds)
+        return Response(status=204)
 
 
 class ShareListView(APIView):

@@ -6,11 +6,11 @@ keeps the vector index exact (a plain ORM delete; the search_chunk trigger queue
 """
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
-from config.errors import Forbidden, NotFound
+from config.errors import BadInput, Conflict, Forbidden, NotFound
 from projects.access import membership_role
 from projects.models import Dataset, Membership, Project
 
@@ -44,3 +44,39 @@ def delete_dataset(*, user, dataset: Dataset) -> None:  # noqa: ANN001
         raise Forbidden("Only owners and editors of this project can delete its datasets.")
     with transaction.atomic():
         dataset.delete()
+
+
+def own_dataset(*, user, project: Project, dataset_id: int) -> Dataset:  # noqa: ANN001
+    """One of the project's own datasets, with its counts; 404 for any other id (no existence leak)."""
+    from search.models import Chunk, Document
+
+    dataset = (Dataset.objects.filter(pk=dataset_id, project=project)
+               .annotate(document_count=_count_of(Document), chunk_count=_count_of(Chunk)).first())
+    if dataset is None:
+        raise NotFound("Dataset not found.")
+    return dataset
+
+
+def update_dataset(*, user, dataset: Dataset, name: str | None = None, description: str | None = None,  # noqa: ANN001
+                   is_global: bool | None = None) -> Dataset:
+    """Editors and owners rename or describe a dataset; only staff change `is_global` (every project sees it)."""
+    if membership_role(user=user, project=dataset.project) not in WRITERS:
+        raise Forbidden("Only owners and editors of this project can change its datasets.")
+    if is_global is not None and is_global != dataset.is_global and not user.is_staff:
+        raise Forbidden("Only staff can make a dataset global or local.", field="is_global")
+    if name is not None:
+        name = name.strip()
+        if not name:
+            raise BadInput("name may not be blank.", field="name")
+        dataset.name = name
+    if description is not None:
+        dataset.description = description
+    if is_global is not None:
+        dataset.is_global = is_global
+    try:
+        with transaction.atomic():
+            dataset.save(update_fields=["name", "description", "is_global"])
+    except IntegrityError:
+        raise Conflict(f"This project already has a dataset named {name!r}.", field="name",
+                       code="dataset_exists") from None
+    return dataset

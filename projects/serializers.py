@@ -13,9 +13,17 @@ class ProjectSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class UsageSerializer(serializers.Serializer):
+    documents = serializers.IntegerField()
+    chunks = serializers.IntegerField()
+    bytes = serializers.IntegerField()
+
+
 class ProjectDetailSerializer(ProjectSerializer):
     members = serializers.ListField(child=serializers.DictField(), help_text="[{email, role}]")
     dataset_count = serializers.IntegerField(help_text="Datasets this project can search (own, global, shared).")
+    usage = UsageSerializer(help_text="What the project's own datasets hold.")
+    quota = UsageSerializer(help_text="The project's quotas; a push or upload past one is 413 quota_exceeded.")
 
 
 class DatasetSerializer(serializers.ModelSerializer):
@@ -28,6 +36,21 @@ class DatasetSerializer(serializers.ModelSerializer):
         model = Dataset
         fields = ["id", "project", "name", "kind", "is_global", "description", "created_at", "access"]
         read_only_fields = fields
+
+
+class DatasetDetailSerializer(DatasetSerializer):
+    document_count = serializers.IntegerField(read_only=True)
+    chunk_count = serializers.IntegerField(read_only=True)
+
+    class Meta(DatasetSerializer.Meta):
+        fields = [*DatasetSerializer.Meta.fields, "document_count", "chunk_count"]
+        read_only_fields = fields
+
+
+class DatasetUpdateSerializer(InputSerializer):
+    name = TextField(max_length=200, required=False)
+    description = TextField(required=False, allow_blank=True)
+    is_global = FlagField(required=False, help_text="Staff only.")
 
 
 class DatasetCreateSerializer(InputSerializer):

@@ -1,7 +1,7 @@
 from django.urls import path
 
 import config.converters  # noqa: F401 - registers <id:...>
-from search import api, content_api, rules_api
+from search import api, content_api, content_pages, rules_api
 
 _DATASET = "api/projects/<slug:slug>/datasets/<id:dataset_id>"
 
@@ -15,4 +15,9 @@ urlpatterns: list = [
     path(f"{_DATASET}/documents", content_api.DocumentListView.as_view(), name="api-documents"),
     path(f"{_DATASET}/documents/<path:external_id>", content_api.DocumentDetailView.as_view(), name="api-document"),
     path(f"{_DATASET}/uploads", content_api.UploadView.as_view(), name="api-uploads"),
+    path("projects/<slug:slug>/datasets/new", content_pages.dataset_create, name="dataset-create"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/", content_pages.dataset_page, name="dataset-page"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/upload", content_pages.dataset_upload, name="dataset-upload"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/documents/delete", content_pages.document_delete,
+         name="dataset-document-delete"),
 ]

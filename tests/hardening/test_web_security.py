@@ -25,6 +25,8 @@ PUBLIC = {
     "accounts/login/", "accounts/logout/", "admin/login/",
     # the forgotten-password flow must work logged out (it only ever emails the address on file)
     "accounts/password_reset/", "accounts/password_reset/done/", "accounts/reset/done/",
+    # sign-up is for people without an account (ALLOW_SIGNUP; rate limited; creates nothing but the account)
+    "accounts/signup/", "api/signup",
     # the OpenAPI description and its two viewers document the API; they hold no data, and every
     # operation they describe still requires a key
     "api/schema/", "api/docs/", "api/redoc/",
@@ -142,6 +144,10 @@ def test_public_allowlist_entries_really_are_reachable(db):
     for rel in sorted(PUBLIC):
         if rel.endswith("logout/"):  # POST-only since Django 5; logging out of nothing lands on a page
             assert client.post("/" + rel).status_code in (200, 302), rel
+            continue
+        if rel == "api/signup":  # POST-only: an empty body is answered (400 naming a field), not redirected to login
+            resp = client.post("/" + rel, {}, content_type="application/json")
+            assert resp.status_code == 400 and resp.json()["field"], rel
             continue
         resp = client.get("/" + rel)
         assert resp.status_code in (200, 503), rel  # healthz is 503 when a dependency is down

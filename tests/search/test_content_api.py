@@ -264,3 +264,24 @@ def test_project_detail_reports_usage_and_quota(team):
     assert got["usage"]["documents"] == 2 and got["usage"]["chunks"] == Chunk.objects.count()
     assert got["usage"]["bytes"] == len(LEDGER_PY.encode()) + len(ROUTES_JS.encode())
     assert got["quota"]["documents"] == 100_000
+
+
+def test_a_dataset_is_read_renamed_and_deleted_through_the_api_with_the_index_kept_exact(team, make_user,
+                                                                                      client_for):
+    _run(team["owner"].put(f"{team['base']}/documents", {"documents": _docs()}, format="json"))
+    url = f"/api/projects/team/datasets/{team['code'].pk}"
+    got = team["viewer"].get(url).json()
+    assert got["name"] == "code" and got["document_count"] == 2 and got["chunk_count"] == Chunk.objects.count()
+    assert team["viewer"].patch(url, {"name": "x"}, format="json").status_code == 403
+    assert team["owner"].patch(url, {"is_global": True}, format="json").json()["code"] == "forbidden"
+    assert team["owner"].patch(url, {"name": "source", "description": "our repo"}, format="json").json()[
+        "name"] == "source"
+    assert team["owner"].patch(url, {"name": "docs"}, format="json").json()["code"] == "dataset_exists"
+    assert client_for(make_user("out@example.com")).get(url).status_code == 404
+    detail = team["owner"].get("/api/projects/team").json()
+    assert detail["usage"]["documents"] == 2 and detail["quota"]["documents"] == 100_000
+    assert team["viewer"].delete(url).status_code == 403
+    assert team["owner"].delete(url).status_code == 204
+    assert team["owner"].get(url).status_code == 404
+    assert not Chunk.objects.exists()
+    _exact(team["index"])
