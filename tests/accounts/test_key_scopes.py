@@ -348,3 +348,20 @@ def test_project_limited_key_lists_and_revokes_only_keys_within_its_projects(use
     assert client.delete(f"/api/keys/{inside.api_key.pk}").status_code == 200
     assert {k["name"] for k in _client(unlimited.secret).get("/api/keys").json()} == {
         "limited", "inside", "outside", "unlimited"}
+
+
+def test_create_api_key_command_takes_scopes_projects_and_expiry(user, alpha, capsys):
+    from django.core.management import CommandError, call_command
+
+    call_command("create_api_key", user.email, "--name", "ci", "--scopes", "query,ingest", "--project", "alpha",
+                 "--expires-in-days", "3")
+    secret = capsys.readouterr().out.strip()
+    key = ApiKey.objects.get(user=user, name="ci")
+    assert key.scopes == ["query", "ingest"] and key.project_ids == [alpha.pk] and key.expires_at is not None
+    assert _client(secret).get("/api/projects/alpha").status_code == 200
+    call_command("create_api_key", user.email, "--name", "all")
+    assert ApiKey.objects.get(user=user, name="all").scopes == list(SCOPES)
+    with pytest.raises(CommandError, match="scopes"):
+        call_command("create_api_key", user.email, "--scopes", "query,root")
+    with pytest.raises(CommandError, match="projects"):
+        call_command("create_api_key", user.email, "--project", "nowhere")
