@@ -7,6 +7,7 @@ HTTP status, so behaviour and messages cannot drift between the two.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -53,8 +54,8 @@ def _settings_page(request: HttpRequest, project: Project, *, error: ApiError | 
     return render(request, "pages/project_settings.html", ctx, status=error.status_code if error else 200)
 
 
-def _act(request: HttpRequest, project: Project, action, done: str, *, form: dict[str, Any] | None = None,  # noqa: ANN001
-         then: str | None = None) -> HttpResponse:
+def _act(request: HttpRequest, project: Project, action: Callable[[], object], done: str, *,
+         form: dict[str, Any] | None = None, then: str | None = None) -> HttpResponse:
     """Run one service call; on success redirect (POST/redirect/GET) with a message, on an ApiError re-render
     the settings page with the error's detail and status."""
     try:

@@ -238,6 +238,18 @@ def test_create_key_with_expires_at(user, api):
     ({"expires_at": "2001-01-01T00:00:00Z"}, "expires_at"),
     ({"expires_at": "9999-12-31T23:59:59-14:00"}, "expires_at"),
     ({"expires_at": "soon"}, "expires_at"),
+    ({"expires_at": "0001-01-01T00:00:00+01:00"}, "expires_at"),
+    ({"expires_at": ""}, "expires_at"),
+    ({"expires_at": None}, "expires_at"),
+    ({"expires_at": 1e308}, "expires_at"),
+    ({"expires_at": ["2101-01-01T00:00:00Z"]}, "expires_at"),
+    ({"expires_at": "2101-01-01T00:00:00\u0000Z"}, "expires_at"),
+    ({"expires_in_days": True}, "expires_in_days"),
+    ({"expires_in_days": 1.5}, "expires_in_days"),
+    ({"projects": "alpha"}, "projects"),
+    ({"projects": [None]}, "projects"),
+    ({"scopes": None}, "scopes"),
+    ({"scopes": ["query"] * 9}, "scopes"),
     ({"expires_in_days": 0}, "expires_in_days"),
     ({"expires_in_days": 3651}, "expires_in_days"),
     ({"expires_in_days": "7"}, "expires_in_days"),
@@ -250,7 +262,7 @@ def test_create_key_validation(user, api, make_user, make_project, body, field):
     before = ApiKey.objects.count()
     resp = api.post("/api/keys", body, format="json")
     assert resp.status_code == 400, resp.content
-    assert resp.json()["code"] == "invalid" and resp.json()["field"].split(".")[0] == field
+    assert resp.json()["code"] in ("invalid", "invalid_character") and resp.json()["field"].split(".")[0] == field
     assert ApiKey.objects.count() == before
 
 
@@ -348,3 +360,20 @@ def test_project_limited_key_lists_and_revokes_only_keys_within_its_projects(use
     assert client.delete(f"/api/keys/{inside.api_key.pk}").status_code == 200
     assert {k["name"] for k in _client(unlimited.secret).get("/api/keys").json()} == {
         "limited", "inside", "outside", "unlimited"}
+
+
+def test_create_api_key_command_takes_scopes_projects_and_expiry(user, alpha, capsys):
+    from django.core.management import CommandError, call_command
+
+    call_command("create_api_key", user.email, "--name", "ci", "--scopes", "query,ingest", "--project", "alpha",
+                 "--expires-in-days", "3")
+    secret = capsys.readouterr().out.strip()
+    key = ApiKey.objects.get(user=user, name="ci")
+    assert key.scopes == ["query", "ingest"] and key.project_ids == [alpha.pk] and key.expires_at is not None
+    assert _client(secret).get("/api/projects/alpha").status_code == 200
+    call_command("create_api_key", user.email, "--name", "all")
+    assert ApiKey.objects.get(user=user, name="all").scopes == list(SCOPES)
+    with pytest.raises(CommandError, match="scopes"):
+        call_command("create_api_key", user.email, "--scopes", "query,root")
+    with pytest.raises(CommandError, match="projects"):
+        call_command("create_api_key", user.email, "--project", "nowhere")

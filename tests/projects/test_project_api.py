@@ -213,7 +213,8 @@ def test_a_project_limited_key_cannot_create_projects_nor_manage_members_elsewhe
 
     other = make_project("other", team["users"]["owner"])
     limited = APIClient()
-    limited.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_api_key(user=team['users']['owner'], projects=[other]).secret}")
+    secret = issue_api_key(user=team["users"]["owner"], projects=[other]).secret
+    limited.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
     _err(limited.post("/api/projects", {"name": "Escape"}, format="json"), 403, "forbidden")
     assert not Project.objects.filter(slug="escape").exists()
     _err(limited.get("/api/projects/team/members"), 404)
