@@ -39,10 +39,24 @@ class ProjectAdmin(DeletesOwnedContent, admin.ModelAdmin):
     search_fields = ("slug", "name", "memberships__user__email")
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]
+    readonly_fields = ("usage",)
+    fieldsets = ((None, {"fields": ("slug", "name")}),
+                 ("Quotas (empty: the QUOTA_* settings)", {"fields": ("quota_documents", "quota_chunks", "quota_bytes",
+                                                                      "usage")}))
 
     @admin.display(description="members")
     def member_count(self, obj: Project) -> int:
         return obj.memberships.count()
+
+    @admin.display(description="usage / quota")
+    def usage(self, obj: Project) -> str:
+        from projects.quotas import report
+
+        if obj.pk is None:
+            return "–"
+        r = report(obj)
+        return ", ".join(f"{name}: {r['usage'][name]:,} / {r['quota'][name]:,}" for name in ("documents", "chunks",
+                                                                                              "bytes"))
 
 
 @admin.register(Membership)

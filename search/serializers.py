@@ -163,8 +163,16 @@ class PushDocumentSerializer(InputSerializer):
 
 
 class PushRequestSerializer(InputSerializer):
-    documents = PushDocumentSerializer(many=True, allow_empty=False, max_length=1000)
+    documents = PushDocumentSerializer(many=True, allow_empty=False,
+                                       help_text="At most PUSH_MAX_DOCUMENTS (1,000) per request.")
     repo = TextField(max_length=200, required=False, allow_blank=True, help_text="Default: the dataset name.")
+
+    def validate_documents(self, value: list) -> list:
+        from django.conf import settings
+
+        if len(value) > settings.PUSH_MAX_DOCUMENTS:
+            raise serializers.ValidationError(f"At most {settings.PUSH_MAX_DOCUMENTS} documents per request.")
+        return value
 
 
 class DocumentDeleteSerializer(InputSerializer):

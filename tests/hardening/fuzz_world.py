@@ -49,7 +49,7 @@ def build_world(tmp: Path) -> World:
     project, _ = Project.objects.get_or_create(slug=PROJECT, defaults={"name": "Fuzz"})
     Membership.objects.get_or_create(project=project, user=user, defaults={"role": "owner"})
     repo_dir = write_repo(tmp / "shop")
-    _, job = ingest(project, "shop", repo_dir, repo="shop")
+    shop, job = ingest(project, "shop", repo_dir, repo="shop")
     rules = load_demo_rules()
     Membership.objects.get_or_create(project=Project.objects.get(slug=rules["project"]), user=user,
                                      defaults={"role": "viewer"})
@@ -88,7 +88,8 @@ def build_world(tmp: Path) -> World:
         "share_id": [share.pk],
         "member_id": [mate.pk, Membership.objects.get(project=project, user=user).pk],
         "email": [newcomer.email, teammate.email],
-        "dataset_id": [shared.pk],
+        "dataset_id": [shared.pk, shop.pk],  # another project's (shared in) and the fuzz project's own
+        "external_id": ["billing/ledger.py", "web/routes.js"],
         "chunk_id": [r["chunk_id"] for r in session.results[:3]],
         "source": [str(repo_dir), str(repo_dir / "billing")],  # the only ingest roots the fuzz run allows
     })

@@ -285,3 +285,24 @@ def test_a_dataset_is_read_renamed_and_deleted_through_the_api_with_the_index_ke
     assert team["owner"].get(url).status_code == 404
     assert not Chunk.objects.exists()
     _exact(team["index"])
+
+
+def test_a_push_over_the_batch_limit_is_a_400(team, settings):
+    settings.PUSH_MAX_DOCUMENTS = 1
+    resp = team["owner"].put(f"{team['base']}/documents", {"documents": _docs()}, format="json")
+    assert resp.status_code == 400 and resp.json()["field"] == "documents"
+    assert not IngestJob.objects.exists()
+
+
+def test_staff_set_a_project_quota_in_the_admin_and_see_its_usage(team, make_user, client):
+    client.force_login(make_user("staff@example.com", staff=True))
+    url = f"/admin/projects/project/{team['project'].pk}/change/"
+    html = client.get(url).content.decode()
+    assert "Usage / quota" in html and "documents: 0 / 100,000" in html
+    resp = client.post(url, {"slug": "team", "name": "Team", "quota_documents": "1", "quota_chunks": "",
+                             "quota_bytes": "", "memberships-TOTAL_FORMS": "0", "memberships-INITIAL_FORMS": "0"})
+    assert resp.status_code == 302, resp.content[:500]
+    team["project"].refresh_from_db()
+    assert team["project"].quota_documents == 1
+    resp = team["owner"].put(f"{team['base']}/documents", {"documents": _docs()}, format="json")
+    assert resp.status_code == 413 and resp.json()["code"] == "quota_exceeded"
