@@ -51,7 +51,8 @@ def test_owner_sees_members_datasets_shares_and_danger_zone(code_dataset, member
     body = resp.content.decode()
     docs = Document.objects.filter(dataset=code_dataset).count()
     chunks = Chunk.objects.filter(dataset=code_dataset).count()
-    assert re.search(rf"<td>code</td><td>code</td>\s*<td>{docs}</td><td>{chunks}</td>", body), body
+    assert re.search(rf"<td><a href=\"/projects/\w+/datasets/\d+/\">code</a></td><td>code</td>\s*<td>{docs}</td>"
+                     rf"<td>{chunks}</td>", body), body
     assert "Danger zone" in body and 'name="confirm"' in body and "Add member" in body
 
 
@@ -68,8 +69,9 @@ def test_settings_page_lists_members_and_both_directions_of_shares(team):
 def test_viewer_sees_a_read_only_page_and_editor_may_delete_datasets(team):
     viewer = _login(team["viewer"]).get("/projects/crew/settings").content.decode()
     assert "handbook" in viewer and "owner@pages.example" in viewer
-    for owner_only in ("Danger zone", "Add member", "/role", "/revoke", "/datasets/"):
+    for owner_only in ("Danger zone", "Add member", "/role", "/revoke", "/delete", "Add dataset"):
         assert owner_only not in viewer, owner_only
+    assert f"/projects/crew/datasets/{team['ds'].pk}/" in viewer  # a viewer may open the dataset page
     assert "Leave" in viewer  # but may leave
     editor = _login(team["editor"]).get("/projects/crew/settings").content.decode()
     assert f"/projects/crew/datasets/{team['ds'].pk}/delete" in editor and "Danger zone" not in editor
