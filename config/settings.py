@@ -233,6 +233,8 @@ RATE_LIMITS = {
     "answer": env_str("RATE_LIMIT_ANSWER", "60/m"),
     "unlock": env_str("RATE_LIMIT_UNLOCK", "30/m"),
     "signup": env_str("RATE_LIMIT_SIGNUP", "10/m"),
+    "members": env_str("RATE_LIMIT_MEMBERS", "30/m"),  # adding members by email: slows probing for accounts
+    "ingest": env_str("RATE_LIMIT_INGEST", "60/m"),  # pushes and uploads (each stages content and starts a job)
     "default": env_str("RATE_LIMIT_DEFAULT", "600/m"),
 }
 

@@ -8,6 +8,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.ratelimits import enforce
 from config.schema import ERROR_RESPONSES, ErrorSerializer
 from search import content
 from search import serializers as s
@@ -43,6 +44,7 @@ class DocumentListView(APIView):
                                "leaves the dataset as it was. 413 quota_exceeded if the project's quota would "
                                "be passed (nothing is written).")
     def put(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
+        enforce(request, group="ingest")
         dataset = content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id, write=True)
         ser = s.PushRequestSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
@@ -84,6 +86,7 @@ class UploadView(APIView):
                                "links, caps on files, bytes and compression ratio: 413/422 with a `code`, nothing "
                                "written). Returns the ingest job.")
     def post(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
+        enforce(request, group="ingest")
         dataset = content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id, write=True)
         ser = s.UploadRequestSerializer(data=request.data)
         ser.is_valid(raise_exception=True)

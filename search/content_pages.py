@@ -80,8 +80,11 @@ def dataset_create(request: HttpRequest, slug: str) -> HttpResponse:
 def dataset_upload(request: HttpRequest, slug: str, dataset_id: int) -> HttpResponse:
     from search import content
 
+    from config.ratelimits import enforce
+
     dataset = _dataset(request, slug, dataset_id)
     try:
+        enforce(request, group="ingest")
         upload = request.FILES.get("file")
         if upload is None:
             raise BadInput("Choose a file or an archive to upload.", field="file")

@@ -306,3 +306,11 @@ def test_staff_set_a_project_quota_in_the_admin_and_see_its_usage(team, make_use
     assert team["project"].quota_documents == 1
     resp = team["owner"].put(f"{team['base']}/documents", {"documents": _docs()}, format="json")
     assert resp.status_code == 413 and resp.json()["code"] == "quota_exceeded"
+
+
+def test_pushes_and_uploads_are_rate_limited_before_anything_is_staged(team, settings):
+    settings.RATE_LIMITS = {**settings.RATE_LIMITS, "ingest": "1/m"}
+    assert team["owner"].put(f"{team['base']}/documents", {"documents": _docs()}, format="json").status_code == 202
+    resp = _upload(team["owner"], f"{team['base']}/uploads", "a.py", b"x = 1\n")
+    assert resp.status_code == 429 and resp["Retry-After"] and resp.json()["code"] == "rate_limited"
+    assert IngestJob.objects.count() == StagedContent.objects.count() == 1
