@@ -63,6 +63,7 @@ def _push_items(*, kind: str, documents: list[dict[str, Any]], tmp: Path) -> Ite
 
 def run_staged(*, job, progress: Progress | None = None) -> dict[str, int]:  # noqa: ANN001
     """Run one push/upload job to completion or to a failure that wrote nothing."""
+    from projects.models import Project
     from search.models import Document, IngestJob, StagedContent
 
     staged = StagedContent.objects.filter(job=job).first()
@@ -70,21 +71,15 @@ def run_staged(*, job, progress: Progress | None = None) -> dict[str, int]:  # n
         raise FileNotFoundError("this job's staged content is gone (the job already ran?)")
     dataset = job.dataset
     repo = job.options.get("repo") or dataset.name
-    existing = {row["path"]: row for row in Document.objects.filter(dataset=dataset)
-                .values("path", "content_hash", "external_id", "size_bytes").annotate(n=Count("chunks"))}
+    existing = _existing(dataset)
     drafts: list[DocumentDraft] = []
     seen: set[str] = set()
     meta_only: list[dict[str, Any]] = []  # pushed docs whose text is unchanged: metadata may still change
-    moved: list[str] = []  # an external id pushed under a new path: its old path goes
     with tempfile.TemporaryDirectory(prefix="ingest-staged-") as tmpdir:
         tmp = Path(tmpdir)
         if job.options["origin"] == "push":
-            by_external = {row["external_id"]: p for p, row in existing.items() if row["external_id"]}
             for doc, abs_path in _push_items(kind=job.kind, documents=staged.documents, tmp=tmp):
                 path, data = doc["path"], doc["text"].encode("utf-8")
-                old = by_external.get(doc["external_id"])
-                if old and old != path:
-                    moved.append(old)
                 seen.add(path)
                 if existing.get(path, {}).get("content_hash") == hashlib.sha256(data).hexdigest():
                     meta_only.append(doc)
@@ -115,7 +110,7 @@ def run_staged(*, job, progress: Progress | None = None) -> dict[str, int]:  # n
                     drafts.append(draft)
     IngestJob.objects.filter(pk=job.pk).update(files_total=len(seen), files_skipped=len(seen) - len(drafts))
     mirror = job.options.get("mode") == "mirror"
-    gone = sorted({*moved, *([p for p in existing if p not in seen] if mirror else [])} - seen)
+    pushed_ids = {d["external_id"]: d["path"] for d in staged.documents} if job.options["origin"] == "push" else {}
 
     # 1. the slow part, with progress; nothing of the dataset changes
     for i in range(0, len(drafts), FILE_BATCH):
@@ -129,7 +124,15 @@ def run_staged(*, job, progress: Progress | None = None) -> dict[str, int]:  # n
 
     # 2. everything at once, or nothing
     with transaction.atomic():
-        _check_quota(job=job, drafts=drafts, existing=existing, gone=gone)
+        # jobs of one project write one at a time (the project row is locked until commit), and what they
+        # replace or remove is decided here, on the documents as they are now, not as they were when this
+        # job started reading: a push that committed meanwhile is mirrored away or kept like any document
+        project = Project.objects.select_for_update().get(pk=dataset.project_id)
+        existing = _existing(dataset)
+        moved = [p for p, row in existing.items() if row["external_id"] in pushed_ids
+                 and pushed_ids[row["external_id"]] != p]
+        gone = sorted({*moved, *([p for p in existing if p not in seen] if mirror else [])} - seen)
+        _check_quota(project=project, drafts=drafts, existing=existing, gone=gone)
         deleted = delete_documents(dataset=dataset, paths=gone)  # first: a moved document frees its external id
         written = 0
         for i in range(0, len(drafts), FILE_BATCH):
@@ -159,13 +162,18 @@ def _apply_push_fields(draft: DocumentDraft, doc: dict[str, Any], *, size: int) 
         draft.lang = doc["lang"]
 
 
-def _check_quota(*, job, drafts: list[DocumentDraft], existing: dict[str, dict[str, Any]],  # noqa: ANN001
-                 gone: list[str]) -> None:
-    """Net change of this job against the project's quotas, with the project row locked."""
-    from projects import quotas
-    from projects.models import Project
+def _existing(dataset) -> dict[str, dict[str, Any]]:  # noqa: ANN001
+    """The dataset's documents by path: hash, external id, size and chunk count."""
+    from search.models import Document
 
-    project = Project.objects.select_for_update().get(pk=job.dataset.project_id)
+    return {row["path"]: row for row in Document.objects.filter(dataset=dataset)
+            .values("path", "content_hash", "external_id", "size_bytes").annotate(n=Count("chunks"))}
+
+
+def _check_quota(*, project, drafts: list[DocumentDraft], existing: dict[str, dict[str, Any]],  # noqa: ANN001
+                 gone: list[str]) -> None:
+    """Net change of this job against the project's quotas (the caller holds the project row's lock)."""
+    from projects import quotas
     replaced = [existing[d.path] for d in drafts if d.path in existing] + [existing[p] for p in gone if p in existing]
     add_docs = sum(1 for d in drafts if d.path not in existing) - sum(1 for p in gone if p in existing)
     add_chunks = sum(len(d.chunks) for d in drafts) - sum(r["n"] for r in replaced)

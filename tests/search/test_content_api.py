@@ -314,3 +314,33 @@ def test_pushes_and_uploads_are_rate_limited_before_anything_is_staged(team, set
     resp = _upload(team["owner"], f"{team['base']}/uploads", "a.py", b"x = 1\n")
     assert resp.status_code == 429 and resp["Retry-After"] and resp.json()["code"] == "rate_limited"
     assert IngestJob.objects.count() == StagedContent.objects.count() == 1
+
+
+def test_an_archive_mirror_decides_what_to_remove_when_it_writes_not_when_it_started(team, monkeypatch):
+    """Two jobs of one dataset in flight: a push commits while an upload is still embedding. The upload's mirror
+    must see the pushed document (it is not in the archive, so it goes), not the dataset as it was."""
+    from search.ingest import staged
+    from search.ingest.runner import run_job
+
+    upload = _upload(team["owner"], f"{team['base']}/uploads", "shop.zip",
+                     _zip({"billing/ledger.py": LEDGER_PY.encode()}))
+    push = team["owner"].put(f"{team['base']}/documents", {"documents": _docs()[1:]}, format="json")
+    push_job = IngestJob.objects.get(pk=push.json()["id"])
+    real = staged.cache_vectors
+
+    def embed_then_let_the_push_commit(**kw):  # noqa: ANN003, ANN202
+        out = real(**kw)
+        if IngestJob.objects.get(pk=push_job.pk).status == "pending":
+            monkeypatch.setattr(staged, "cache_vectors", real)
+            run_job(job=push_job)
+            monkeypatch.setattr(staged, "cache_vectors", embed_then_let_the_push_commit)
+        return out
+
+    monkeypatch.setattr(staged, "cache_vectors", embed_then_let_the_push_commit)
+    job = IngestJob.objects.get(pk=upload.json()["id"])
+    run_job(job=job)
+    job.refresh_from_db()
+    push_job.refresh_from_db()
+    assert push_job.status == "done" and job.status == "done" and job.files_deleted == 1, job.error
+    assert list(Document.objects.values_list("path", flat=True)) == ["billing/ledger.py"]
+    _exact(team["index"])
