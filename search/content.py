@@ -17,7 +17,7 @@ from django.db import transaction
 from config.errors import ApiError, BadInput, Forbidden, NotFound
 from projects import quotas
 from projects.access import membership_role, project_for_member
-from projects.models import Dataset, Membership, Project
+from projects.models import Dataset, Membership
 
 WRITERS = frozenset({Membership.Role.OWNER, Membership.Role.EDITOR})
 PUSH_KINDS = ("code", "web")
@@ -132,7 +132,3 @@ def delete_document(*, user, dataset: Dataset, external_id: str) -> None:  # noq
         out = delete_documents(user=user, dataset=dataset, paths=[external_id])
     if not out["deleted"]:
         raise NotFound("Document not found.")
-
-
-def usage(project: Project) -> dict[str, dict[str, int]]:
-    return quotas.report(project)
