@@ -9,8 +9,14 @@ from rest_framework.views import APIView
 from accounts.apikeys import create_api_key, keys_visible_to, project_slugs, revoke_api_key
 from accounts.models import ApiKey
 from accounts.permissions import KeyScopePermission
-from accounts.serializers import (ApiKeyCreateSerializer, ApiKeySerializer, IssuedApiKeySerializer, MeSerializer,
-                                  SignedUpSerializer, SignupSerializer)
+from accounts.serializers import (
+    ApiKeyCreateSerializer,
+    ApiKeySerializer,
+    IssuedApiKeySerializer,
+    MeSerializer,
+    SignedUpSerializer,
+    SignupSerializer,
+)
 from accounts.signup import enforce_signup_rate, require_signup_allowed, sign_up
 from config.errors import NotFound
 from config.ratelimits import enforce

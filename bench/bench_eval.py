@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine, setup_django, table, write_result  # noqa: E402
+from _common import RESULTS, machine, setup_django, table, write_result
 
 LABELS = {"dense": "dense only", "sparse": "sparse only (BM25)", "fused": "hybrid (RRF)",
           "weighted": "hybrid (weighted)", "fused+rerank": "hybrid + embedded rerank",

@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, p50, pct, setup_django, table, write_result  # noqa: E402
+from _common import ROOT, machine, p50, pct, setup_django, table, write_result
 
 CONTEXT_QUERIES = ["where are credits deducted", "idempotency key replay", "how are chunks embedded",
                    "reciprocal rank fusion", "apply the index outbox", "project membership access check",
@@ -49,8 +49,8 @@ def _seed() -> str:
     """Demo content (this repo's source, the Emberfall rulebook, 200 people) and a bench API key."""
     from django.core.management import call_command
 
-    from accounts.models import User
     from accounts.apikeys import issue_api_key
+    from accounts.models import User
     from credits.ledger import grant
     from search.index import apply_outbox, close_index
 
@@ -98,7 +98,7 @@ def _post(url: str, body: dict, key: str) -> tuple[int, bytes]:
         return exc.code, exc.read()
 
 
-def _level(*, url: str, key: str, path: str, make_body, clients: int, seconds: float) -> dict:  # noqa: ANN001
+def _level(*, url: str, key: str, path: str, make_body, clients: int, seconds: float) -> dict:
     lat: list[float] = []
     errors: dict[int, int] = {}
     lock = threading.Lock()

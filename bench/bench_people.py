@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, p50, pct, setup_django, table, write_result  # noqa: E402
+from _common import machine, p50, pct, setup_django, table, write_result
 
 QUERIES = [
     "senior backend engineer with kafka experience in bangalore",

@@ -24,10 +24,10 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, setup_django, table, write_result  # noqa: E402
+from _common import machine, setup_django, table, write_result
 
 
-def main() -> None:  # noqa: C901, PLR0915
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--examples", type=int, default=300, help="examples per operation")
     ap.add_argument("--seconds", type=float, default=60.0, help="time bound per operation")
@@ -38,11 +38,18 @@ def main() -> None:  # noqa: C901, PLR0915
 
     import schemathesis
     from django.test import override_settings
-    from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+    from hypothesis import HealthCheck, given
+    from hypothesis import settings as hsettings
+    from hypothesis import strategies as st
     from schemathesis import GenerationMode
     from schemathesis.checks import not_a_server_error
-    from schemathesis.specs.openapi.checks import (content_type_conformance, ignored_auth, negative_data_rejection,
-                                                   response_schema_conformance, status_code_conformance)
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        ignored_auth,
+        negative_data_rejection,
+        response_schema_conformance,
+        status_code_conformance,
+    )
 
     from config.wsgi import application
     from tests.hardening.fuzz_world import InProcessRequests, build_world, use_world
@@ -71,14 +78,14 @@ def main() -> None:  # noqa: C901, PLR0915
         seen: set[str] = set()
         deadline = time.monotonic() + args.seconds
 
-        def make_run(counts=counts, statuses=statuses, seen=seen, deadline=deadline,  # noqa: ANN001, ANN202
+        def make_run(counts=counts, statuses=statuses, seen=seen, deadline=deadline,
                      label=label):
             @hsettings(max_examples=args.examples, deadline=None, database=None,
                        suppress_health_check=list(HealthCheck))
             @given(case=st.one_of(op.as_strategy(GenerationMode.POSITIVE),
                                   op.as_strategy(GenerationMode.NEGATIVE)),
                    rnd=st.randoms(use_true_random=False))
-            def run(case, rnd):  # noqa: ANN001, ANN202
+            def run(case, rnd):
                 use_world(case, rnd, secret=world.secret)  # before the time check: draws must not depend on it
                 if time.monotonic() > deadline:
                     return

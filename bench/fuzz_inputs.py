@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import machine, setup_django, table, write_result  # noqa: E402
+from _common import machine, setup_django, table, write_result
 
 
 def main() -> None:

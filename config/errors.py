@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, RequestDataTooBig, ValidationError as DjangoValidationError
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from django_ratelimit.exceptions import Ratelimited
 from rest_framework import exceptions as drf_exc
@@ -185,7 +186,7 @@ def statement_timeout_body() -> dict[str, Any]:
 
 def dependency_of(exc: BaseException) -> str | None:
     """Name the backing service behind an unexpected exception, if we can tell."""
-    from django.db import OperationalError, InterfaceError
+    from django.db import InterfaceError, OperationalError
 
     try:
         import redis.exceptions as redis_exc

@@ -27,7 +27,7 @@ def enforce(request, *, group: str) -> None:  # noqa: ANN001
     rate = settings.RATE_LIMITS.get(group, settings.RATE_LIMITS["default"])
     try:
         usage = get_usage(request, group=f"rl:{group}", key="user_or_ip", rate=rate, method=ALL, increment=True)
-    except Exception as exc:  # noqa: BLE001 - the cache client raises its own connection/timeout errors
+    except Exception as exc:
         # Fail closed: these limits guard paid and expensive endpoints, so without the counter we refuse
         # (a 503 naming redis, before any work or charge) rather than serve them unlimited.
         log.warning("rate-limit cache unavailable for %s: %s", group, exc)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction

@@ -1,6 +1,14 @@
 from django.contrib import admin
 
-from people.models import ExperienceCard, ExperienceCardChild, Person, PersonProfile, Search, SearchResult, UnlockContact
+from people.models import (
+    ExperienceCard,
+    ExperienceCardChild,
+    Person,
+    PersonProfile,
+    Search,
+    SearchResult,
+    UnlockContact,
+)
 
 
 class ProfileInline(admin.StackedInline):

@@ -10,10 +10,18 @@ from config.ratelimits import enforce
 from config.schema import DEPENDENCY_ERRORS, ERROR_RESPONSES, IDEMPOTENT_ERRORS, SESSION_ERRORS, ErrorSerializer
 from credits.idempotency import HEADER, request_fingerprint, run_idempotent
 from people import profiles, service, unlocks
-from people.serializers import (DiscoverQuerySerializer, DiscoverSerializer, PastSearchSerializer,
-                                PersonProfileSerializer, ProfileQuerySerializer, PublicProfileSerializer,
-                                SearchRequestSerializer, SearchResponseSerializer, UnlockRequestSerializer,
-                                UnlockResponseSerializer)
+from people.serializers import (
+    DiscoverQuerySerializer,
+    DiscoverSerializer,
+    PastSearchSerializer,
+    PersonProfileSerializer,
+    ProfileQuerySerializer,
+    PublicProfileSerializer,
+    SearchRequestSerializer,
+    SearchResponseSerializer,
+    UnlockRequestSerializer,
+    UnlockResponseSerializer,
+)
 
 _IDEMPOTENCY = OpenApiParameter(HEADER, OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
                                 description="Retry safely: the same key and body replays the first response.")

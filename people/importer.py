@@ -9,9 +9,10 @@ row by row. Texts go through the EmbeddingCache, so repeated template texts
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from django.db import connection, transaction
 from tqdm import tqdm

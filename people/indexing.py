@@ -6,7 +6,7 @@ Why COPY for vectors: bulk_create of 384-d vectors is ~50x slower.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from django.db import connection, transaction

@@ -52,7 +52,7 @@ def embed_query_text(text: str) -> np.ndarray:
         vecs = embed_texts([text])
     except ApiError:
         raise
-    except Exception as exc:  # noqa: BLE001 - model/provider failure of any kind
+    except Exception as exc:
         raise DependencyDown("embeddings", f"embedding provider failed: {type(exc).__name__}") from exc
     if vecs is None or len(vecs) == 0:
         return np.zeros(0, dtype=np.float32)
@@ -87,7 +87,7 @@ def card_response(card: ExperienceCard, *, children: list | None = None) -> dict
     return out
 
 
-def run_search(*, user, query: str, open_to_work_only: bool | None = None,  # noqa: ANN001, C901, PLR0913
+def run_search(*, user, query: str, open_to_work_only: bool | None = None,  # noqa: ANN001
                preferred_locations: list[str] | None = None, salary_min: int | None = None,
                salary_max: int | None = None, timings: dict[str, float] | None = None,
                exact_scan: bool = False) -> dict[str, Any]:

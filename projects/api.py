@@ -11,11 +11,21 @@ from projects import datasets as datasets_service
 from projects import membership, quotas, sharing
 from projects.access import accessible_dataset_ids, project_for_member
 from projects.models import Membership
-from projects.serializers import (DatasetCreateSerializer, DatasetDetailSerializer, DatasetSerializer,
-                                  DatasetUpdateSerializer, MemberCreateSerializer,
-                                  MemberSerializer, MemberUpdateSerializer, ProjectCreateSerializer,
-                                  ProjectDetailSerializer, ProjectSerializer, ProjectUpdateSerializer,
-                                  ShareCreateSerializer, ShareSerializer)
+from projects.serializers import (
+    DatasetCreateSerializer,
+    DatasetDetailSerializer,
+    DatasetSerializer,
+    DatasetUpdateSerializer,
+    MemberCreateSerializer,
+    MemberSerializer,
+    MemberUpdateSerializer,
+    ProjectCreateSerializer,
+    ProjectDetailSerializer,
+    ProjectSerializer,
+    ProjectUpdateSerializer,
+    ShareCreateSerializer,
+    ShareSerializer,
+)
 
 _WRITE_ERRORS = {**ERROR_RESPONSES, 403: ErrorSerializer, 409: ErrorSerializer}
 

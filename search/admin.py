@@ -9,9 +9,22 @@ from django.utils.html import format_html
 
 from config.adminkit import ReadOnlyAdmin
 from search import traversal
-from search.models import (Chunk, DailyMetric, Document, EmbeddingCache, EvaluationRun, Feedback, GraphEdge,
-                           IndexOutbox, IndexWatermark, IngestJob, QuerySession, ReconcileRun, RerankResult,
-                           TraversalConfig)
+from search.models import (
+    Chunk,
+    DailyMetric,
+    Document,
+    EmbeddingCache,
+    EvaluationRun,
+    Feedback,
+    GraphEdge,
+    IndexOutbox,
+    IndexWatermark,
+    IngestJob,
+    QuerySession,
+    ReconcileRun,
+    RerankResult,
+    TraversalConfig,
+)
 
 
 @admin.register(Document)

@@ -78,9 +78,8 @@ def dataset_create(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_http_methods(["POST"])
 def dataset_upload(request: HttpRequest, slug: str, dataset_id: int) -> HttpResponse:
-    from search import content
-
     from config.ratelimits import enforce
+    from search import content
 
     dataset = _dataset(request, slug, dataset_id)
     try:

@@ -60,7 +60,7 @@ def _load(name: str):  # noqa: ANN202
     _, path = _resolve_model_path(name)
     try:
         return SentenceTransformer(path, device="cpu")
-    except Exception as exc:  # noqa: BLE001 - any load failure is a configuration problem
+    except Exception as exc:
         raise EmbeddingModelError(f"could not load embedding model at {path}: {exc}") from exc
 
 

@@ -11,8 +11,18 @@ from typing import Any
 
 from tqdm import tqdm
 
-from search.evaluation import (PIPELINES, EvalReport, beir_documents, evaluability, load_beir, load_rules_queries,
-                               make_rankers, resolve_expected, run_pipelines, token_f1)
+from search.evaluation import (
+    PIPELINES,
+    EvalReport,
+    beir_documents,
+    evaluability,
+    load_beir,
+    load_rules_queries,
+    make_rankers,
+    resolve_expected,
+    run_pipelines,
+    token_f1,
+)
 
 
 def _eval_project(slug: str):  # noqa: ANN202

@@ -6,9 +6,8 @@ from config.errors import BadInput, NotFound
 
 def record_feedback(*, user, session_id, chunk_id: int, relevance: int):  # noqa: ANN001, ANN201
     """Store (or update) one judgment. Only members of the session's project may judge, only served chunks."""
-    from search.models import Feedback, QuerySession, RerankResult
-
     from projects.access import limit_to_key_projects
+    from search.models import Feedback, QuerySession, RerankResult
 
     session = limit_to_key_projects(QuerySession.objects.filter(pk=session_id, project__memberships__user=user),
                                     user).first()

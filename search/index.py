@@ -178,7 +178,7 @@ class EdgeIndex:
         try:
             with self._lock:
                 hits = self._shard.query(req)
-        except Exception as exc:  # noqa: BLE001 - engine errors are a dependency failure
+        except Exception as exc:
             log.warning("qdrant query failed: %r", exc)  # the text may name collections: log, don't return it
             raise DependencyDown("qdrant", "The vector index (qdrant) failed to answer; try again.") from exc
         return [(int(h.id), float(h.score)) for h in hits]
@@ -255,7 +255,7 @@ class ClientIndex:
             return fn(*args, **kwargs)
         except DependencyDown:
             raise
-        except Exception as exc:  # noqa: BLE001 - connection/timeouts: the dependency is down
+        except Exception as exc:
             log.warning("qdrant request failed: %r", exc)
             raise DependencyDown("qdrant", "The vector index (qdrant) is unreachable; try again.") from exc
 
@@ -390,7 +390,7 @@ def open_index(*, path: str | Path | None = None, url: str | None = None, locati
         return EdgeIndex(path=Path(path or settings.QDRANT_PATH), model_id=model_id, dim=dim)
     except DependencyDown:
         raise
-    except Exception as exc:  # noqa: BLE001 - e.g. the store is locked by another process
+    except Exception as exc:
         log.warning("could not open the embedded Qdrant store: %r", exc)
         raise DependencyDown("qdrant", "The embedded vector index (qdrant) could not be opened; see the server log."
                              ) from exc

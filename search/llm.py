@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 from django.conf import settings
 
@@ -66,7 +67,7 @@ def chat_text(*, system: str, user: str, timeout: float | None = None, temperatu
             model=settings.LLM_MODEL, temperature=temperature,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
         )
-    except Exception as exc:  # noqa: BLE001 - every transport/HTTP/timeout error means "fall back"
+    except Exception as exc:
         raise LLMError(f"LLM request failed: {type(exc).__name__}: {exc}") from exc
     try:
         content = resp.choices[0].message.content
@@ -100,7 +101,7 @@ def stream_chat(*, system: str, user: str, timeout: float | None = None) -> Iter
                 yield text
     except LLMError:
         raise
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise LLMError(f"LLM stream failed: {type(exc).__name__}: {exc}") from exc
     finally:
         # closing this generator (the caller's client went away) must close the HTTP stream now, so the

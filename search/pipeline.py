@@ -232,7 +232,7 @@ def result_dict(c: Candidate, *, project_id: int) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the service
-def run_query(*, user, project, q: str, filters: dict[str, Any] | None = None, include_global: bool = True,  # noqa: ANN001, C901
+def run_query(*, user, project, q: str, filters: dict[str, Any] | None = None, include_global: bool = True,  # noqa: ANN001
               top_k: int = 15, candidates: int = 100, fusion: str = "rrf", rerank: bool | None = None,
               extra_filter: dict[str, Any] | None = None,
               post_fusion_hook: Callable[[list[Candidate]], list[Candidate]] | None = None, log: bool = True,

@@ -11,7 +11,6 @@ SciFact figures); `rerank=true` asks for it explicitly.
 from __future__ import annotations
 
 import logging
-
 import os
 import threading
 from functools import lru_cache
@@ -88,7 +87,7 @@ def get_reranker() -> Reranker:
                                              "downloads weights: point it at a CrossEncoder directory or unset it.")
         try:
             return _cross_encoder(str(Path(path).expanduser()))
-        except Exception as exc:  # noqa: BLE001 - a broken model directory is a configuration problem
+        except Exception as exc:
             logging.getLogger(__name__).warning("could not load RERANKER_MODEL: %r", exc)
             raise DependencyDown("reranker", "Could not load RERANKER_MODEL; see the server log.") from exc
     return CoverageReranker()

@@ -39,7 +39,7 @@ class _AnyAccept(DefaultContentNegotiation):
     """`Accept: text/event-stream` must not become a 406: errors still render as JSON. Parsers are chosen
     by Content-Type as everywhere else (a text/plain body is a 415, not parsed as JSON)."""
 
-    def select_renderer(self, request, renderers, format_suffix=None):  # noqa: ANN001, ANN201
+    def select_renderer(self, request, renderers, format_suffix=None):  # noqa: ANN001
         return renderers[0], renderers[0].media_type
 
 

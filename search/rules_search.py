@@ -13,8 +13,15 @@ from typing import Any
 
 from config.errors import BadInput
 from config.fields import check_text
-from search.graph import (BOOST_RELATIONS, DEFAULT_DECAY, DEFAULT_DEPTH, DEFAULT_SEED_TOP_N, DEFAULT_STRENGTH,
-                          DEFAULT_TOP_K, apply_graph_boost)
+from search.graph import (
+    BOOST_RELATIONS,
+    DEFAULT_DECAY,
+    DEFAULT_DEPTH,
+    DEFAULT_SEED_TOP_N,
+    DEFAULT_STRENGTH,
+    DEFAULT_TOP_K,
+    apply_graph_boost,
+)
 from search.pipeline import MAX_Q
 
 DEFAULTS: dict[str, Any] = {"fusion": "rrf", "graph": True, "seed_top_n": DEFAULT_SEED_TOP_N, "depth": DEFAULT_DEPTH,

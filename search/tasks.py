@@ -51,7 +51,7 @@ def _recover_on_worker_start(sender=None, **kwargs) -> None:  # noqa: ANN001, AN
     """A (re)started worker picks up what a killed one dropped, without waiting for the broker's visibility timeout."""
     try:
         recover_ingest_jobs.delay()
-    except Exception:  # noqa: BLE001 - never block worker start-up; beat retries the recovery
+    except Exception:
         log.exception("could not queue ingest recovery at worker start")
 
 

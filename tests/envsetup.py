@@ -15,7 +15,7 @@ os.environ.setdefault("RATELIMIT_ENABLE", "1")
 os.environ.setdefault("CELERY_QUEUE", "test-" + Path(os.environ.get("VAR_DIR", "x")).name)
 
 
-def pytest_unconfigure(config) -> None:  # noqa: ANN001
+def pytest_unconfigure(config) -> None:
     if not _OWN_VAR:
         return
     from config import embedded

@@ -25,8 +25,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -75,7 +76,7 @@ class FakeLLM:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def start(self) -> "FakeLLM":
+    def start(self) -> FakeLLM:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -94,14 +95,14 @@ class FakeLLM:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, json.dumps({"object": "list", "data": [
                         {"id": fake.model, "object": "model", "owned_by": "fake"}]}).encode())
                 else:
                     self._send(404, b'{"error": {"message": "not found"}}')
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -173,7 +174,7 @@ class FakeLLM:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "FakeLLM":
+    def __enter__(self) -> FakeLLM:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

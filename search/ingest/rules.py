@@ -32,8 +32,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from search.ingest.base import ChunkDraft, DocumentDraft
 

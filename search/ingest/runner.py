@@ -35,7 +35,7 @@ def _embed_with_retry(texts: list[str]):  # noqa: ANN202
     for attempt in range(1, EMBED_RETRIES + 1):
         try:
             return embed_texts(texts)
-        except Exception:  # noqa: BLE001 - a failed batch retries, then fails the job (which can be re-run)
+        except Exception:
             if attempt == EMBED_RETRIES:
                 raise
             log.warning("embedding batch of %d failed (attempt %d); retrying", len(texts), attempt)
@@ -174,7 +174,7 @@ def _source_files(kind: str, root: Path) -> list[tuple[str, Path, str]]:
     return list(web_walk(root))
 
 
-def run_job(*, job, progress: Progress | None = None) -> Any:  # noqa: ANN001, C901
+def run_job(*, job, progress: Progress | None = None) -> Any:  # noqa: ANN001
     """Run (or resume) one IngestJob to completion. Safe to re-run after a crash.
 
     The job's advisory lock is held throughout: it is how a dead runner is told

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from search.ingest import summaries
 from search.ingest.base import ChunkDraft, exact_span, line_windows
@@ -49,7 +49,7 @@ class _Unit:
     top: bool = False  # declared at file level (the macro summary lists these)
 
 
-@lru_cache(maxsize=None)
+@cache
 def parser_for(lang: str):  # noqa: ANN201
     """A parser for lang, or None when no grammar wheel is installed for it."""
     spec = GRAMMARS.get(lang)

@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from search.ingest import summaries
-from search.ingest.base import ChunkDraft, DocumentDraft
-from search.ingest.base import line_windows
+from search.ingest.base import ChunkDraft, DocumentDraft, line_windows
 from search.ingest.code import MAX_FILE_BYTES, SKIP_DIRS
 
 WEB_EXTS = {".html", ".htm", ".xhtml", ".md", ".markdown"}

@@ -327,16 +327,16 @@ def test_undeclared_view_needs_every_scope():
     from accounts.permissions import scope_for
 
     class Bare(APIView):
-        def get(self, request):  # noqa: ANN001, ANN201
+        def get(self, request):
             return None
 
     class ByMethod(APIView):
         required_scope = {"GET": "query"}
 
-        def get(self, request):  # noqa: ANN001, ANN201
+        def get(self, request):
             return None
 
-        def post(self, request):  # noqa: ANN001, ANN201
+        def post(self, request):
             return None
 
     assert scope_for(Bare(), "GET") == SCOPES

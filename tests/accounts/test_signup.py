@@ -15,11 +15,11 @@ pytestmark = pytest.mark.django_db
 GOOD = "tangerine-orbit-47"
 
 
-def _signup(body: dict, client: APIClient | None = None):  # noqa: ANN202
+def _signup(body: dict, client: APIClient | None = None):
     return (client or APIClient()).post("/api/signup", body, format="json")
 
 
-def _err(resp, status: int, code: str, field: str | None = None) -> dict:  # noqa: ANN001
+def _err(resp, status: int, code: str, field: str | None = None) -> dict:
     assert resp.status_code == status, resp.content
     body = resp.json()
     assert body["code"] == code and body["detail"], body

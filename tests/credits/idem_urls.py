@@ -14,7 +14,7 @@ WORK_SECONDS = {"value": 0.0}
 
 class ChargeView(APIView):
     @idempotent("test-charge")
-    def post(self, request):  # noqa: ANN001, ANN201
+    def post(self, request):
         time.sleep(WORK_SECONDS["value"])  # keep the reservation in progress while duplicates arrive
         entry = deduct(user=request.user, amount=int(request.data.get("amount", 1)), reason="test-charge",
                        reference_type="test", reference_id=str(request.data.get("ref", "")))

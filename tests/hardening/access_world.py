@@ -210,7 +210,7 @@ class Stats:
     people_searches: int = 0
     people_checked: int = 0
 
-    def merge(self, other: "Stats") -> None:
+    def merge(self, other: Stats) -> None:
         for k, v in vars(other).items():
             if isinstance(v, list):
                 getattr(self, k).extend(v)
@@ -246,10 +246,11 @@ class WorldRunner:
 
     # ---- setup
     def build(self) -> None:
+        from rest_framework.test import APIClient
+
         from accounts.apikeys import issue_api_key
         from accounts.models import User
         from projects.models import Dataset, Membership, Project, ProjectShare
-        from rest_framework.test import APIClient
 
         w, pool = self.w, self.pool
         n = w["n_projects"]
@@ -512,13 +513,14 @@ people_worlds = st.fixed_dictionaries({
 
 def check_people_world(pool: PeoplePool, world: dict[str, Any]) -> Stats:
     """Hide a random set of cards; no search result, matched card or logged match may come from a hidden card."""
+    from django.core.cache import cache
+    from django.db import transaction
+    from rest_framework.test import APIClient
+
     from accounts.apikeys import issue_api_key
     from accounts.models import User
     from credits.ledger import grant
-    from django.core.cache import cache
-    from django.db import transaction
     from people.models import ExperienceCard, SearchResult
-    from rest_framework.test import APIClient
 
     stats = Stats(worlds=1)
     cache.clear()

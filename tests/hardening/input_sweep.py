@@ -112,7 +112,7 @@ def _dump(body: Any) -> bytes:
     return json.dumps(body, ensure_ascii=True).encode()
 
 
-def operation_cases(spec: dict[str, Any], fill: dict[str, Any]) -> Iterator[Case]:  # noqa: C901, PLR0912
+def operation_cases(spec: dict[str, Any], fill: dict[str, Any]) -> Iterator[Case]:  # noqa: C901
     """Every class of bad input for every operation of the schema (path parameters filled from `fill`)."""
     for raw_path, item in spec["paths"].items():
         for method, op in item.items():

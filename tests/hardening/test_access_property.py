@@ -11,8 +11,15 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.hardening.access_world import (Stats, build_people_pool, build_pool, check_people_world, check_world,
-                                          people_worlds, worlds)
+from tests.hardening.access_world import (
+    Stats,
+    build_people_pool,
+    build_pool,
+    check_people_world,
+    check_world,
+    people_worlds,
+    worlds,
+)
 from tests.search.ctx_fixtures import edge_index  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +29,7 @@ SETTINGS = settings(max_examples=25, deadline=None, database=None, derandomize=F
 
 
 @pytest.fixture
-def pool(edge_index, tmp_path):  # noqa: F811
+def pool(edge_index, tmp_path):
     return build_pool(tmp_path / "pool")
 
 

@@ -13,7 +13,9 @@ import io
 import zipfile
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from tests.search.ctx_fixtures import LEDGER_PY, ROUTES_JS
 
@@ -54,7 +56,7 @@ def _run_pending() -> None:
             pass
 
 
-def _step(op: tuple, w: dict) -> None:  # noqa: C901
+def _step(op: tuple, w: dict) -> None:
     from projects.models import Dataset, ProjectShare
     from projects.sharing import create_dataset, grant_share, revoke_share_row
     from search import content
@@ -88,7 +90,7 @@ def _step(op: tuple, w: dict) -> None:  # noqa: C901
         Dataset.objects.filter(pk=pick.pk).update(is_global=not pick.is_global)
 
 
-def _check(w: dict, index) -> int:  # noqa: ANN001
+def _check(w: dict, index) -> int:
     from projects.access import accessible_dataset_ids
     from search.models import Chunk
     from search.pipeline import run_query

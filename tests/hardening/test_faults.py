@@ -38,7 +38,7 @@ def closed_port() -> int:
     return port
 
 
-def sse_events(resp) -> list[tuple[str, dict]]:  # noqa: ANN001
+def sse_events(resp) -> list[tuple[str, dict]]:
     raw = b"".join(resp.streaming_content).decode()
     out = []
     for frame in raw.strip().split("\n\n"):
@@ -193,7 +193,7 @@ def bad_model(request, tmp_path, settings):
     return "EMBEDDING_MODEL"
 
 
-def _assert_embeddings_503(resp, setting: str = "EMBEDDING_MODEL"):  # noqa: ANN001
+def _assert_embeddings_503(resp, setting: str = "EMBEDDING_MODEL"):
     assert resp.status_code == 503, resp.content
     body = resp.json()
     assert body["code"] == "dependency_unavailable" and body["dependency"] == "embeddings"

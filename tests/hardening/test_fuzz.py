@@ -16,10 +16,16 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings as hsettings, strategies as st
+from hypothesis import HealthCheck
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (content_type_conformance, ignored_auth, response_schema_conformance,
-                                               status_code_conformance)
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    ignored_auth,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from config.wsgi import application
 from tests.hardening.fuzz_world import InProcessRequests, use_world

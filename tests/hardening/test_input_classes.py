@@ -97,7 +97,7 @@ def test_a_nul_in_a_page_form_is_a_400_page_not_a_500(owner, client):
 
 # --------------------------------------------------------------------------- 3. patterns
 @pytest.fixture
-def shop_index(owner, edge_index, code_repo):  # noqa: F811
+def shop_index(owner, edge_index, code_repo):
     from projects.models import Project
     from search.index import apply_outbox
 
@@ -279,7 +279,7 @@ def test_api_ingest_of_a_server_path_is_staff_only_and_has_no_default_root(owner
 
 # --------------------------------------------------------------------------- 8. small leaks
 @pytest.mark.django_db
-def test_healthz_tells_anonymous_callers_up_or_down_only(client, make_user, edge_index):  # noqa: F811
+def test_healthz_tells_anonymous_callers_up_or_down_only(client, make_user, edge_index):
     anon = client.get("/healthz").json()
     text = json.dumps(anon)
     assert set(anon["checks"]["postgres"]) <= {"ok"}
@@ -307,7 +307,9 @@ def test_every_glob_either_is_refused_or_compiles_to_a_regex_postgres_accepts():
     """Property: over globs built from regex/glob/POSIX-class metacharacters, compile_glob raises a 400 naming
     filters.path or yields a pattern Postgres runs (the old translation passed `[[:foo:]x]` and kin through)."""
     from django.db import connection
-    from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+    from hypothesis import HealthCheck, given
+    from hypothesis import settings as hsettings
+    from hypothesis import strategies as st
 
     from config.errors import BadInput
     from search.globs import compile_glob

@@ -31,7 +31,7 @@ LIMIT = 10
 CREDITS = 100
 
 
-def _user_with_a_long_window(make_user):  # noqa: ANN001, ANN202
+def _user_with_a_long_window(make_user):
     """A user whose current 60 s rate window has >= 30 s left (the offset depends on the user id)."""
     for _ in range(20):
         user = make_user(credits=CREDITS)

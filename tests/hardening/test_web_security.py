@@ -84,7 +84,7 @@ def all_url_paths() -> list[str]:
     """Every URL pattern in the project, as a concrete path that resolves back to it."""
     paths: list[str] = []
 
-    def walk(patterns, prefix: str) -> None:  # noqa: ANN001
+    def walk(patterns, prefix: str) -> None:
         for p in patterns:
             regex = prefix + p.pattern.regex.pattern.lstrip("^")
             if isinstance(p, URLResolver):
@@ -154,7 +154,7 @@ def test_public_allowlist_entries_really_are_reachable(db):
 
 
 # --------------------------------------------------------------------------- XSS
-def _assert_escaped(resp, *, expect_shown: bool = True) -> None:  # noqa: ANN001
+def _assert_escaped(resp, *, expect_shown: bool = True) -> None:
     body = resp.content.decode()
     for raw in PAYLOADS:
         assert raw not in body
@@ -274,7 +274,7 @@ def test_feedback_redirect_refuses_other_hosts(xss_world):
 
 
 # --------------------------------------------------------------------------- CSRF
-def _csrf_client(user) -> tuple[Client, str]:  # noqa: ANN001
+def _csrf_client(user) -> tuple[Client, str]:
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
     client.get("/people/")  # sets the csrftoken cookie, as a browser visiting the form would get it

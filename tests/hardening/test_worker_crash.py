@@ -82,7 +82,7 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(5)
 
 
-def wait_for(predicate, *, timeout: float, interval: float = 0.05, what: str = ""):  # noqa: ANN001, ANN202
+def wait_for(predicate, *, timeout: float, interval: float = 0.05, what: str = ""):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -92,7 +92,7 @@ def wait_for(predicate, *, timeout: float, interval: float = 0.05, what: str = "
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def point_ids(index, dataset_id: int) -> set[int]:  # noqa: ANN001
+def point_ids(index, dataset_id: int) -> set[int]:
     """Every point of one dataset in the embedded store (engine scroll with a payload filter)."""
     qe = index._qe
     flt = qe.Filter(must=[qe.FieldCondition(key="dataset_id", match=qe.MatchAny([int(dataset_id)]))])
@@ -124,7 +124,7 @@ def chunker_count(root: Path, repo: str) -> tuple[int, int]:
 
 @pytest.mark.slow
 def test_ingest_killed_mid_run_is_resumed_by_a_new_worker_with_nothing_lost_or_duplicated(
-        transactional_db, settings, make_project, tmp_path, edge_index):  # noqa: F811
+        transactional_db, settings, make_project, tmp_path, edge_index):
     from django.db import connection
 
     from projects.models import Dataset
@@ -148,7 +148,7 @@ def test_ingest_killed_mid_run_is_resumed_by_a_new_worker_with_nothing_lost_or_d
         t0 = time.monotonic()
         job = start_ingest(dataset=crashed, source=str(tree), kind="code", options={"repo": "bigrepo"})
 
-        def mid_way():  # noqa: ANN202
+        def mid_way():
             j = IngestJob.objects.get(pk=job.pk)
             assert j.status != IngestJob.Status.DONE, "ingest finished before the kill: raise CRASH_TEST_FILES"
             return j if j.files_total and 0.2 <= j.files_done / j.files_total <= 0.8 else None
@@ -175,7 +175,7 @@ def test_ingest_killed_mid_run_is_resumed_by_a_new_worker_with_nothing_lost_or_d
                  timeout=300, interval=0.1, what="the new worker to resume the job")
         t_resumed = time.monotonic()
 
-        def finished():  # noqa: ANN202
+        def finished():
             assert second.poll() is None, "the second worker exited"
             return IngestJob.objects.filter(pk=job.pk, status__in=("done", "failed")).first()
 
@@ -195,7 +195,7 @@ def test_ingest_killed_mid_run_is_resumed_by_a_new_worker_with_nothing_lost_or_d
     clean = Dataset.objects.create(project=project, name="clean", kind="code")
     start_ingest(dataset=clean, source=str(tree), kind="code", options={"repo": "bigrepo"}, sync=True)
 
-    def rows(ds):  # noqa: ANN001, ANN202
+    def rows(ds):
         return sorted(Chunk.objects.filter(dataset=ds).values_list("path", "ordinal", "start_line", "end_line",
                                                                    "text_hash"))
 
@@ -226,7 +226,7 @@ def test_ingest_killed_mid_run_is_resumed_by_a_new_worker_with_nothing_lost_or_d
 
 
 # --------------------------------------------------------------------------- the recovery rules, one by one
-def queued_ingest_messages(settings) -> list[tuple[bytes, str]]:  # noqa: ANN001
+def queued_ingest_messages(settings) -> list[tuple[bytes, str]]:
     """run_ingest_job messages waiting in this session's Redis queue: (raw, job id)."""
     import redis
 
@@ -239,7 +239,7 @@ def queued_ingest_messages(settings) -> list[tuple[bytes, str]]:  # noqa: ANN001
     return out
 
 
-def drop_messages(settings, messages) -> None:  # noqa: ANN001
+def drop_messages(settings, messages) -> None:
     import redis
 
     r = redis.Redis.from_url(settings.REDIS_URL)

@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from tests.pages.test_browser import CHROMIUM_ARGS, SHOTS, _chromium  # noqa: F401 - shared browser settings
+from tests.pages.test_browser import CHROMIUM_ARGS, SHOTS, _chromium
 from tests.search.ctx_fixtures import LEDGER_PY, ROUTES_JS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -33,7 +33,7 @@ def browser():
         b.close()
 
 
-def _sign_up(browser, base: str, email: str):  # noqa: ANN001, ANN202
+def _sign_up(browser, base: str, email: str):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(60000)

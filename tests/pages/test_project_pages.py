@@ -12,7 +12,7 @@ from projects.models import Dataset, Membership, Project, ProjectShare
 pytestmark = pytest.mark.django_db
 
 
-def _login(user, *, csrf: bool = False) -> Client:  # noqa: ANN001
+def _login(user, *, csrf: bool = False) -> Client:
     client = Client(enforce_csrf_checks=csrf)
     client.force_login(user)
     return client
@@ -31,7 +31,7 @@ def team(make_user, make_project):
             "share": share, "other": other}
 
 
-def _mid(project: Project, user) -> int:  # noqa: ANN001
+def _mid(project: Project, user) -> int:
     return Membership.objects.get(project=project, user=user).pk
 
 

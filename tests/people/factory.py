@@ -26,7 +26,7 @@ def dist_to_theta(dist: float) -> float:
     return math.degrees(math.acos(1 - dist))
 
 
-def make_person(name: str, *, cards=(), profile=None, email: str = "") -> Person:  # noqa: ANN001
+def make_person(name: str, *, cards=(), profile=None, email: str = "") -> Person:
     p = Person.objects.create(display_name=name, headline=f"{name} headline", email=email or f"{name.lower()}@x.in")
     PersonProfile.objects.create(person=p, **({"open_to_work": False, "open_to_contact": False} | (profile or {})))
     for c in cards:

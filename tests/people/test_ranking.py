@@ -5,8 +5,7 @@ from datetime import date
 import pytest
 
 from people.normalize import validate_and_normalize
-from people.ranking import (RankedPerson, apply_tiebreaks, collapse_and_rank, sim_from_distance,
-                            similarity_percent)
+from people.ranking import RankedPerson, apply_tiebreaks, collapse_and_rank, sim_from_distance, similarity_percent
 
 
 def card(pid, dist, **kw):

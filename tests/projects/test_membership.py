@@ -187,12 +187,12 @@ def _race(monkeypatch, calls):
     without the owner-row lock both callers would pass the check before either writes."""
     real_save, real_delete = Membership.save, Membership.delete
 
-    def slow_save(self, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def slow_save(self, *a, **kw):
         if self.pk:
             time.sleep(0.3)
         return real_save(self, *a, **kw)
 
-    def slow_delete(self, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def slow_delete(self, *a, **kw):
         time.sleep(0.3)
         return real_delete(self, *a, **kw)
 
@@ -201,7 +201,7 @@ def _race(monkeypatch, calls):
     barrier = threading.Barrier(len(calls))
     outcomes: list[str] = []
 
-    def run(call):  # noqa: ANN001, ANN202
+    def run(call):
         try:
             barrier.wait()
             call()

@@ -9,7 +9,7 @@ from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F40
 pytestmark = pytest.mark.django_db
 
 
-def _err(resp, status: int, code: str | None = None, field: str | None = None) -> dict:  # noqa: ANN001
+def _err(resp, status: int, code: str | None = None, field: str | None = None) -> dict:
     assert resp.status_code == status, resp.content
     body = resp.json()
     assert body["detail"]
@@ -98,7 +98,7 @@ def test_deleting_a_project_removes_its_datasets_shared_into_other_projects(team
     assert team["c"]["owner"].get("/api/projects/other/datasets").json() == []
 
 
-def test_deleting_a_project_with_ingested_content_leaves_zero_orphan_points(team, code_repo, edge_index,  # noqa: F811
+def test_deleting_a_project_with_ingested_content_leaves_zero_orphan_points(team, code_repo, edge_index,
                                                                              monkeypatch, make_project):
     from search.index import apply_outbox
     from search.models import Chunk
@@ -208,8 +208,9 @@ def test_a_member_id_of_another_project_is_404(team, make_project):
 
 
 def test_a_project_limited_key_cannot_create_projects_nor_manage_members_elsewhere(team, make_project):
-    from accounts.apikeys import issue_api_key
     from rest_framework.test import APIClient
+
+    from accounts.apikeys import issue_api_key
 
     other = make_project("other", team["users"]["owner"])
     limited = APIClient()

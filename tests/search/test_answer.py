@@ -121,7 +121,7 @@ def test_bad_request_is_json_400_before_the_stream(demo_project, member_api, cli
 
 # ------------------------------------------------------------------------------------------------ LLM
 
-def test_llm_answer_streams_tokens_through_the_openai_client(demo_project, member_api, fake_llm):  # noqa: F811
+def test_llm_answer_streams_tokens_through_the_openai_client(demo_project, member_api, fake_llm):
     fake_llm.reply(LLM_REPLY)
     events = _answer(member_api, demo_project)
     _assert_order(events)
@@ -141,7 +141,7 @@ def test_llm_answer_streams_tokens_through_the_openai_client(demo_project, membe
 
 
 @pytest.mark.parametrize("mode", ["error", "timeout", "garbage"])
-def test_llm_failure_before_first_token_falls_back_to_extractive(demo_project, member_api, fake_llm, mode):  # noqa: F811
+def test_llm_failure_before_first_token_falls_back_to_extractive(demo_project, member_api, fake_llm, mode):
     fake_llm.reply(LLM_REPLY)
     fake_llm.mode = mode
     events = _answer(member_api, demo_project)
@@ -153,7 +153,7 @@ def test_llm_failure_before_first_token_falls_back_to_extractive(demo_project, m
     assert len(fake_llm.requests) == 1  # no retries: the fallback is immediate
 
 
-def test_llm_failure_mid_stream_ends_with_an_error_event(demo_project, member_api, fake_llm, settings):  # noqa: F811
+def test_llm_failure_mid_stream_ends_with_an_error_event(demo_project, member_api, fake_llm, settings):
     fake_llm.reply(LLM_REPLY)
     fake_llm.token_delay_s = settings.LLM_TIMEOUT_S * 2  # first token at once, then the read times out
     events = _answer(member_api, demo_project)
@@ -162,7 +162,7 @@ def test_llm_failure_mid_stream_ends_with_an_error_event(demo_project, member_ap
     assert events[-1][1]["code"] == "llm_failed" and events[-1][1]["tokens"] == 1
 
 
-def test_client_disconnect_stops_generation(demo_project, member_api, fake_llm, caplog):  # noqa: F811
+def test_client_disconnect_stops_generation(demo_project, member_api, fake_llm, caplog):
     long_reply = " ".join(f"word{i}" for i in range(400))
     fake_llm.reply(long_reply)
     fake_llm.token_delay_s = 0.02
@@ -184,7 +184,7 @@ def test_client_disconnect_stops_generation(demo_project, member_api, fake_llm, 
     assert fake_llm.tokens_sent < 400
 
 
-def test_closing_the_generator_reports_disconnected(fake_llm):  # noqa: F811
+def test_closing_the_generator_reports_disconnected(fake_llm):
     fake_llm.reply("one two three four five six seven eight nine ten")
     fake_llm.token_delay_s = 0.02
     finished = []

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def team(make_user, make_project, client_for, edge_index, monkeypatch):  # noqa: F811
+def team(make_user, make_project, client_for, edge_index, monkeypatch):
     from projects.models import Dataset
 
     monkeypatch.setattr("search.index.GAP_GRACE_S", 0.0)
@@ -31,7 +31,7 @@ def team(make_user, make_project, client_for, edge_index, monkeypatch):  # noqa:
             "index": edge_index, "base": f"/api/projects/team/datasets/{ds.pk}"}
 
 
-def _run(resp) -> IngestJob:  # noqa: ANN001
+def _run(resp) -> IngestJob:
     from search.ingest.runner import run_job
 
     assert resp.status_code == 202, resp.content
@@ -44,7 +44,7 @@ def _run(resp) -> IngestJob:  # noqa: ANN001
     return job
 
 
-def _exact(index) -> None:  # noqa: ANN001
+def _exact(index) -> None:
     from search.reconcile import reconcile
 
     apply_outbox(index=index)
@@ -54,7 +54,7 @@ def _exact(index) -> None:  # noqa: ANN001
     assert points == set(Chunk.objects.values_list("pk", flat=True))
 
 
-def _docs(**extra) -> list[dict]:  # noqa: ANN003
+def _docs(**extra) -> list[dict]:
     return [{"external_id": "ledger", "path": "billing/ledger.py", "text": LEDGER_PY, **extra},
             {"external_id": "routes", "path": "web/routes.js", "text": ROUTES_JS}]
 
@@ -67,7 +67,7 @@ def _zip(files: dict[str, bytes], *, root: str = "shop-main/") -> bytes:
     return buf.getvalue()
 
 
-def _upload(client, url: str, name: str, data: bytes, **fields):  # noqa: ANN001, ANN003
+def _upload(client, url: str, name: str, data: bytes, **fields):
     f = io.BytesIO(data)
     f.name = name
     return client.post(url, {"file": f, **fields}, format="multipart")
@@ -244,7 +244,7 @@ def test_a_failing_job_writes_nothing_and_says_why(team, monkeypatch):
     _run(team["owner"].put(f"{team['base']}/documents", {"documents": _docs()[:1]}, format="json"))
     before = list(Document.objects.values_list("path", "content_hash"))
 
-    def broken(**kw):  # noqa: ANN003, ANN202 - the embedding step fails after the first file was read
+    def broken(**kw):
         raise RuntimeError("embedding backend fell over")
 
     monkeypatch.setattr("search.ingest.staged.cache_vectors", broken)
@@ -328,7 +328,7 @@ def test_an_archive_mirror_decides_what_to_remove_when_it_writes_not_when_it_sta
     push_job = IngestJob.objects.get(pk=push.json()["id"])
     real = staged.cache_vectors
 
-    def embed_then_let_the_push_commit(**kw):  # noqa: ANN003, ANN202
+    def embed_then_let_the_push_commit(**kw):
         out = real(**kw)
         if IngestJob.objects.get(pk=push_job.pk).status == "pending":
             monkeypatch.setattr(staged, "cache_vectors", real)

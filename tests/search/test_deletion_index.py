@@ -15,16 +15,16 @@ from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F40
 pytestmark = pytest.mark.django_db
 
 
-def _point_ids(index) -> set[int]:  # noqa: ANN001
+def _point_ids(index) -> set[int]:
     return {pid for batch in index.iter_payloads() for pid, _ in batch}
 
 
-def _chunk_ids(**filters) -> set[int]:  # noqa: ANN003
+def _chunk_ids(**filters) -> set[int]:
     return set(Chunk.objects.filter(**filters).values_list("pk", flat=True))
 
 
 @pytest.fixture
-def corpus(make_user, make_project, code_repo, edge_index, tmp_path, monkeypatch):  # noqa: F811
+def corpus(make_user, make_project, code_repo, edge_index, tmp_path, monkeypatch):
     """acme owns 'src' (the shop repo) and 'docs'; beta owns 'lib'. All applied to the private store."""
     # Sequence ids of rolled-back earlier tests are "young gaps" to the applier, which would hold its watermark
     # and replay from 0 on every call (repairing what a test planted); a settled applier has no young gaps.
@@ -47,7 +47,7 @@ def corpus(make_user, make_project, code_repo, edge_index, tmp_path, monkeypatch
     return {"acme": acme, "beta": beta, "src": src, "docs": docs, "lib": lib, "index": edge_index}
 
 
-def _assert_exact_after_delete(index, gone: set[int]) -> None:  # noqa: ANN001
+def _assert_exact_after_delete(index, gone: set[int]) -> None:
     """The deleted chunks had points and now have none; every remaining chunk has exactly one."""
     from search.encoders import dense_model_id
     from search.reconcile import reconcile
@@ -156,7 +156,7 @@ def test_a_rolled_back_delete_queues_nothing(corpus):
     assert _point_ids(corpus["index"]) == points == _chunk_ids()
 
 
-def test_reingest_of_a_changed_file_leaves_no_orphans(corpus, code_repo):  # noqa: F811
+def test_reingest_of_a_changed_file_leaves_no_orphans(corpus, code_repo):
     """The runner no longer writes deletes itself; the trigger must cover it."""
     ledger = code_repo / "billing" / "ledger.py"
     gone = _chunk_ids(dataset=corpus["src"], path="billing/ledger.py")

@@ -105,7 +105,7 @@ def test_srd_grappling_references_the_grappled_condition(db, tmp_path, make_proj
 
 
 @pytest.fixture
-def demo_rules(db, edge_index):  # noqa: F811
+def demo_rules(db, edge_index):
     from search.demo_rules import load_demo_rules
 
     return load_demo_rules()

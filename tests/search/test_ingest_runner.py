@@ -15,7 +15,7 @@ def test_file_removed_between_walk_and_read_is_skipped_not_fatal(make_user, make
     (tmp_path / "gone.py").write_text('def gone():\n    return 2\n')
     real = runner._source_files
 
-    def walk_then_delete(kind, root):  # noqa: ANN001, ANN202 - the walk saw gone.py; it vanishes before reading
+    def walk_then_delete(kind, root):
         files = real(kind, root)
         (tmp_path / "gone.py").unlink()
         return files

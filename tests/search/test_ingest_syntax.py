@@ -44,7 +44,7 @@ SNIPPETS = {  # lang -> (file name, source, symbol the definition chunk must car
 }
 
 
-def _exact(text: str, chunks) -> None:  # noqa: ANN001
+def _exact(text: str, chunks) -> None:
     lines = text.split("\n")
     for c in chunks:
         assert c.text == "\n".join(lines[c.start_line - 1:c.end_line]), (c.symbol, c.start_line, c.end_line)

@@ -24,7 +24,7 @@ BOGUS_ID = 987_654_321
 
 
 @pytest.fixture
-def world(make_user, make_project, code_repo, edge_index, tmp_path, monkeypatch):  # noqa: F811
+def world(make_user, make_project, code_repo, edge_index, tmp_path, monkeypatch):
     # Sequence ids of rolled-back earlier tests are "young gaps" to the applier, which would hold its watermark
     # and replay from 0 on every call (repairing what a test planted); a settled applier has no young gaps.
     monkeypatch.setattr("search.index.GAP_GRACE_S", 0.0)
@@ -54,11 +54,11 @@ def store(request, world):
     return index
 
 
-def _payloads(index) -> dict[int, dict]:  # noqa: ANN001
+def _payloads(index) -> dict[int, dict]:
     return {pid: payload for batch in index.iter_payloads(batch=3) for pid, payload in batch}
 
 
-def _plant(index, world) -> dict[str, set[int]]:  # noqa: ANN001
+def _plant(index, world) -> dict[str, set[int]]:
     """One of each kind of drift; returns the ids reconcile must report."""
     from search.encoders import embedding_dim
 
@@ -137,10 +137,10 @@ def test_a_change_made_during_the_scan_is_in_flight_not_a_discrepancy(world):
     victim = Chunk.objects.filter(dataset=world["src"]).first()
 
     class DeletesDuringScan:
-        def __getattr__(self, name):  # noqa: ANN001, ANN204
+        def __getattr__(self, name):
             return getattr(index, name)
 
-        def iter_payloads(self, **kw):  # noqa: ANN003, ANN201
+        def iter_payloads(self, **kw):
             for n, batch in enumerate(index.iter_payloads(**kw)):
                 if n == 0:
                     Chunk.objects.filter(pk=victim.pk).delete()

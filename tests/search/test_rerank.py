@@ -27,7 +27,7 @@ def local_cross_encoder(tmp_path_factory) -> str:
 
 
 @pytest.fixture
-def shop(make_user, make_project, code_repo, edge_index):  # noqa: F811
+def shop(make_user, make_project, code_repo, edge_index):
     alice = make_user("alice@example.com")
     project = make_project("shop", alice)
     ingest(project, "shop-src", code_repo, repo="shop")

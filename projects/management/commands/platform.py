@@ -103,7 +103,7 @@ class Command(BaseCommand):
                                              "Ctrl-C stops"))
         procs = [web, worker]
 
-        def stop(signum, frame):  # noqa: ANN001, ANN202, ARG001
+        def stop(signum, frame):  # noqa: ANN001, ANN202
             raise KeyboardInterrupt
 
         # Ctrl-C, and also SIGTERM from a process manager (or a SIGINT that a non-interactive shell started us
