@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
@@ -11,7 +13,7 @@ from accounts.scopes import SCOPE_HELP, SCOPES  # noqa: F401 - what an API key m
 class UserManager(BaseUserManager):
     use_in_migrations = True
 
-    def _create(self, email: str, password: str | None, **extra) -> User:
+    def _create(self, email: str, password: str | None, **extra: Any) -> User:
         if not email:
             raise ValueError("email is required")
         user = self.model(email=self.normalize_email(email).lower(), **extra)
@@ -19,12 +21,12 @@ class UserManager(BaseUserManager):
         user.save(using=self._db)
         return user
 
-    def create_user(self, email: str, password: str | None = None, **extra) -> User:
+    def create_user(self, email: str, password: str | None = None, **extra: Any) -> User:
         extra.setdefault("is_staff", False)
         extra.setdefault("is_superuser", False)
         return self._create(email, password, **extra)
 
-    def create_superuser(self, email: str, password: str | None = None, **extra) -> User:
+    def create_superuser(self, email: str, password: str | None = None, **extra: Any) -> User:
         extra.setdefault("is_staff", True)
         extra.setdefault("is_superuser", True)
         return self._create(email, password, **extra)

@@ -170,7 +170,7 @@ def main() -> None:
     job2 = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True)
     t_reingest = time.perf_counter() - t
     t = time.perf_counter()
-    applied2 = apply_outbox(index=index)
+    apply_outbox(index=index)
     t_reindex = time.perf_counter() - t
 
     # one edited file: the incremental path for a typical commit
@@ -203,7 +203,7 @@ def main() -> None:
                 stages.setdefault(k, []).append(float(v))
             totals.append(float(res.timings.get("total_ms", ms)))
     dense_only, embed_dense, vecs = [], [], {q: embed_query(q).tolist() for q in QUERIES}
-    for r in range(args.queries):
+    for _ in range(args.queries):
         for q in QUERIES:
             t = time.perf_counter()
             index.search_dense(vecs[q], flt=flt, limit=100)

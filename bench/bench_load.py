@@ -82,7 +82,7 @@ def _start_gunicorn(threads: int) -> tuple[subprocess.Popen, str]:
             return proc, url
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             if proc.poll() is not None:
-                raise SystemExit("gunicorn exited during start-up")
+                raise SystemExit("gunicorn exited during start-up") from None
             time.sleep(0.5)
     proc.terminate()
     raise SystemExit("gunicorn did not come up")

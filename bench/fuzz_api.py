@@ -79,7 +79,7 @@ def main() -> None:
         deadline = time.monotonic() + args.seconds
 
         def make_run(counts=counts, statuses=statuses, seen=seen, deadline=deadline,
-                     label=label):
+                     label=label, op=op):
             @hsettings(max_examples=args.examples, deadline=None, database=None,
                        suppress_health_check=list(HealthCheck))
             @given(case=st.one_of(op.as_strategy(GenerationMode.POSITIVE),
@@ -106,9 +106,9 @@ def main() -> None:
                                                f"{' '.join(first[:12])[:900]}\n  `{curl[:400]}`")
             return run
 
-        run = make_run()
+        run_op = make_run()
         t_op = time.perf_counter()
-        run()
+        run_op()
         elapsed = time.perf_counter() - t_op
         row = [label, counts["examples"], counts["5xx"], counts["schema"], counts["status"], counts["content_type"],
                counts["negative_accepted"], counts["auth_ignored"],

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django_ratelimit.exceptions import Ratelimited
 from rest_framework import exceptions as drf_exc
 from rest_framework import status
@@ -191,7 +191,7 @@ def dependency_of(exc: BaseException) -> str | None:
     try:
         import redis.exceptions as redis_exc
         redis_errors: tuple = (redis_exc.ConnectionError, redis_exc.TimeoutError)
-    except Exception:  # pragma: no cover
+    except ImportError:  # pragma: no cover
         redis_errors = ()
     if isinstance(exc, (OperationalError, InterfaceError)):
         return "postgres"
@@ -207,14 +207,14 @@ def ratelimited_response(wait: float | None = None) -> Response:
     return resp
 
 
-def json_404(request, exception=None):  # noqa: ANN001 - Django handler signature
+def json_404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if request.path.startswith("/api/"):
         return JsonResponse(error_body("not_found", "Not found."), status=404)
     from django.views.defaults import page_not_found
     return page_not_found(request, exception)
 
 
-def json_400(request, exception=None):  # noqa: ANN001 - Django handler signature
+def json_400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if request.path.startswith("/api/"):
         if isinstance(exception, RequestDataTooBig):
             return JsonResponse(error_body("body_too_large", "The body is larger than the server accepts."),
@@ -224,7 +224,7 @@ def json_400(request, exception=None):  # noqa: ANN001 - Django handler signatur
     return bad_request(request, exception)
 
 
-def json_500(request):  # noqa: ANN001
+def json_500(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/api/"):
         return JsonResponse(error_body("server_error", "Internal error."), status=500)
     from django.views.defaults import server_error

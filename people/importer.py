@@ -144,7 +144,7 @@ def _write_batch(batch: list[dict[str, Any]], *, embed: bool, show_progress: boo
     children = [c for b in batch for c in b["children"]]
     if embed:
         vecs = embed_with_cache([c["text"] for c in cards] + [c["text"] for c in children], show_progress=show_progress)
-        for c, v in zip(cards + children, vecs):
+        for c, v in zip(cards + children, vecs, strict=True):
             c["embedding"] = vector_literal(v)
     with transaction.atomic(), connection.cursor() as cur:
         _copy(cur, "people_person", PERSON_COLS,

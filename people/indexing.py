@@ -54,7 +54,7 @@ def copy_vectors(*, table: str, ids: Sequence, vectors: np.ndarray) -> None:
         cur.execute("CREATE TEMP TABLE IF NOT EXISTS _vec_load (id uuid PRIMARY KEY, v vector(384)) ON COMMIT DROP")
         cur.execute("TRUNCATE _vec_load")
         with cur.copy("COPY _vec_load (id, v) FROM STDIN") as cp:
-            for i, v in zip(ids, vectors):
+            for i, v in zip(ids, vectors, strict=True):
                 cp.write_row((str(i), vector_literal(v)))
         cur.execute(f"UPDATE {table} t SET embedding = l.v FROM _vec_load l WHERE t.id = l.id")
         cur.execute("DROP TABLE _vec_load")
@@ -67,7 +67,7 @@ def embed_with_cache(texts: list[str], *, show_progress: bool = False) -> np.nda
 
     model_id = dense_model_id()
     hashes = [text_hash(t) for t in texts]
-    unique: dict[str, str] = dict(zip(hashes, texts))
+    unique: dict[str, str] = dict(zip(hashes, texts, strict=True))
     found: dict[str, np.ndarray] = {}
     keys = list(unique)
     for i in range(0, len(keys), 5000):
@@ -79,8 +79,8 @@ def embed_with_cache(texts: list[str], *, show_progress: bool = False) -> np.nda
         vecs = embed_texts([unique[h] for h in missing], show_progress=show_progress)
         EmbeddingCache.objects.bulk_create(
             [EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
-             for h, v in zip(missing, vecs)], ignore_conflicts=True, batch_size=2000)
-        found.update(zip(missing, vecs))
+             for h, v in zip(missing, vecs, strict=True)], ignore_conflicts=True, batch_size=2000)
+        found.update(zip(missing, vecs, strict=True))
     dim = len(next(iter(found.values()))) if found else 384
     return np.stack([found[h] for h in hashes]) if hashes else np.zeros((0, dim), dtype=np.float32)
 

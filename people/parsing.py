@@ -139,7 +139,7 @@ def _bound(word: str, year: str, month: str | None, *, step: int) -> str:
     return f"{y}-{mo:02d}"
 
 
-def parse_deterministic(query: str) -> dict[str, Any]:
+def parse_deterministic(query: str) -> dict[str, Any]:  # noqa: C901, PLR0912, PLR0915 - one pass over a rule table; issue 17 replaces it with a learned vocabulary
     """Rule-based extraction; confidence reflects how much of the query it understood."""
     text = " ".join((query or "").split())
     p = empty_payload(text)

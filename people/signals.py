@@ -24,12 +24,12 @@ def _enqueue(**ids) -> None:  # noqa: ANN003
 
 
 @receiver(post_save, sender=ExperienceCard)
-def _parent_saved(sender, instance, **kwargs) -> None:  # noqa: ANN001
+def _parent_saved(sender: type[ExperienceCard], instance: ExperienceCard, **kwargs: object) -> None:
     if instance.embedding is None:
         transaction.on_commit(lambda: _enqueue(parent_ids=[str(instance.pk)]))
 
 
 @receiver(post_save, sender=ExperienceCardChild)
-def _child_saved(sender, instance, **kwargs) -> None:  # noqa: ANN001
+def _child_saved(sender: type[ExperienceCardChild], instance: ExperienceCardChild, **kwargs: object) -> None:
     if instance.embedding is None:
         transaction.on_commit(lambda: _enqueue(child_ids=[str(instance.pk)]))

@@ -155,9 +155,9 @@ def fetch_tier(*, parsed: dict[str, Any], qvec, tier: int) -> TierResult:  # noq
     out = TierResult(tier=tier)
     with connection.cursor() as cur:
         cur.execute(parent_sql, [vec, *params, vec, k.OVERFETCH_CARDS])
-        out.parents = [dict(zip(CARD_COLS, row)) for row in cur.fetchall()]
+        out.parents = [dict(zip(CARD_COLS, row, strict=True)) for row in cur.fetchall()]
         cur.execute(child_sql, [vec, *params, vec, k.OVERFETCH_CARDS * 2])
-        out.children = [dict(zip(CARD_COLS + ("parent_id",), row)) for row in cur.fetchall()]
+        out.children = [dict(zip(CARD_COLS + ("parent_id",), row, strict=True)) for row in cur.fetchall()]
     return out
 
 

@@ -87,7 +87,7 @@ def extractive_answer(*, q: str, results: list[dict[str, Any]], max_sentences: i
     scored.sort(key=lambda t: (-t[0], t[1], t[2]))
     picked: list[tuple[int, int, str]] = []
     per_chunk: dict[int, int] = {}
-    for score, n, i, sent in scored:
+    for _score, n, i, sent in scored:
         if per_chunk.get(n, 0) >= 2:
             continue
         per_chunk[n] = per_chunk.get(n, 0) + 1

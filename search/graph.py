@@ -57,7 +57,7 @@ class GraphStats:
         return sum(self.edges.values())
 
 
-def build_graph(*, dataset_id: int, ruleset_id: str, book_id: str, config: TraversalConfig | None) -> GraphStats:
+def build_graph(*, dataset_id: int, ruleset_id: str, book_id: str, config: TraversalConfig | None) -> GraphStats:  # noqa: C901, PLR0912 - one edge rule per branch, read top to bottom
     """Rebuild every edge of one book in one dataset (delete + insert in one transaction: idempotent)."""
     chunks = list(Chunk.objects.filter(dataset_id=dataset_id, ruleset_id=ruleset_id, book_id=book_id)
                   .order_by("document_id", "ordinal")

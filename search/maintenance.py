@@ -59,7 +59,7 @@ def reembed(*, dataset_id: int, force: bool = False) -> dict[str, int]:
             EmbeddingCache.objects.filter(model_id=model_id, text_hash__in=part).delete()
             EmbeddingCache.objects.bulk_create([
                 EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
-                for h, v in zip(part, vectors)])
+                for h, v in zip(part, vectors, strict=True)])
     IndexOutbox.objects.bulk_create(
         [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in chunks], batch_size=1000)
     return {"chunks": len(chunks), "embedded": len(hashes), "model": model_id}

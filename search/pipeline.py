@@ -198,7 +198,7 @@ def rerank_candidates(*, q: str, cands: list[Candidate]) -> str:
     docs = [rerank_text(micro_summary=c.chunk.micro_summary, text=c.chunk.text, path=c.chunk.path,
                         symbol=c.chunk.symbol) for c in cands]
     scores = reranker.score(q, docs, prior=[c.fused_score for c in cands])
-    for c, s in zip(cands, scores):
+    for c, s in zip(cands, scores, strict=True):
         c.rerank_score = s
     cands.sort(key=lambda c: (-(c.rerank_score or 0.0), c.rank_before))
     for i, c in enumerate(cands, start=1):

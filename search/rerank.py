@@ -66,7 +66,7 @@ class CoverageReranker:
             return []
         lo, hi = min(prior), max(prior)
         out = []
-        for doc, p in zip(docs, prior):
+        for doc, p in zip(docs, prior, strict=True):
             base = (p - lo) / (hi - lo) if hi > lo else 1.0
             head = "\n".join(doc.split("\n")[:3])  # path/symbol + micro-summary lines
             cov = len(q & set(tokenize(head))) / len(q) if q else 0.0

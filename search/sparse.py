@@ -62,7 +62,7 @@ def tokenize(text: str, *, code: bool = True) -> list[str]:
 
 def _stem_keep_identifiers(tokens: list[str]) -> list[str]:
     plain = [t for t in tokens if "." not in t and "_" not in t]
-    stemmed = dict(zip(plain, _stemmer().stemWords(plain)))
+    stemmed = dict(zip(plain, _stemmer().stemWords(plain), strict=True))
     return [stemmed.get(t, t) for t in tokens]
 
 
@@ -76,7 +76,7 @@ class SparseVec:
     values: list[float]
 
     def as_dict(self) -> dict[int, float]:
-        return dict(zip(self.indices, self.values))
+        return dict(zip(self.indices, self.values, strict=True))
 
 
 def _collapse(weights: dict[int, float]) -> SparseVec:

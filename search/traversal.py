@@ -75,7 +75,7 @@ def save_config(*, ruleset_id: str, names: dict[str, list[str]], player_keywords
                 gm_keywords: list[str] | None = None, intent_patterns: dict[str, str] | None = None,
                 policies: dict | None = None) -> TraversalConfig:
     """A new version (previous versions stay, inactive), so a config change is auditable and revertible."""
-    for name, pattern in (intent_patterns or {}).items():
+    for pattern in (intent_patterns or {}).values():
         re.compile(pattern)  # a bad pattern fails here, not at query time
     last = TraversalConfig.objects.select_for_update().filter(ruleset_id=ruleset_id).order_by("-version").first()
     TraversalConfig.objects.filter(ruleset_id=ruleset_id, is_active=True).update(is_active=False)

@@ -170,7 +170,7 @@ def extract_archive(*, data: bytes, filename: str, dest: Path, limits: Limits | 
     written = total = 0
     kind, arc = _open(data, filename)
     with arc:
-        for m, raw in zip(members, arc.infolist() if kind == "zip" else arc.getmembers()):
+        for m, raw in zip(members, arc.infolist() if kind == "zip" else arc.getmembers(), strict=True):
             if m.is_dir:
                 continue
             rel = m.name.relative_to(strip) if strip else m.name

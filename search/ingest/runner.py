@@ -63,7 +63,7 @@ def cache_vectors(*, drafts: list[DocumentDraft]) -> dict[str, int]:
     vectors = _embed_with_retry([inputs[h] for h in missing]) if missing else []
     EmbeddingCache.objects.bulk_create(
         [EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
-         for h, v in zip(missing, vectors)], ignore_conflicts=True, batch_size=500)
+         for h, v in zip(missing, vectors, strict=True)], ignore_conflicts=True, batch_size=500)
     return {"embedded": len(missing), "cached": len(inputs) - len(missing)}
 
 

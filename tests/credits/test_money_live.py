@@ -54,7 +54,7 @@ def gunicorn_url(transactional_db):
             break
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             if proc.poll() is not None:
-                raise RuntimeError("gunicorn exited during start-up")
+                raise RuntimeError("gunicorn exited during start-up") from None
             time.sleep(0.5)
     else:
         proc.terminate()
@@ -149,7 +149,7 @@ def test_concurrent_paid_requests_leave_no_money_anomaly(gunicorn_url, make_user
         if o["idem"] and o["status"] == 200:
             by_key[(o["kind"], o["user"], o["idem"])].add(o["body"])
     anomalies += [f"replay differs for {k}" for k, bodies in by_key.items() if len(bodies) > 1]
-    for g, (u, idem) in shared.items():
+    for g, (_u, idem) in shared.items():
         ok = [o for o in outcomes if o["idem"] == idem and o["kind"] == "search" and o["status"] == 200]
         ids = {json.loads(o["body"])["search_id"] for o in ok}
         if len(ids) > 1:

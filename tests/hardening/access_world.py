@@ -119,7 +119,7 @@ def build_pool(root: Path) -> Pool:
 
     home, _ = Project.objects.get_or_create(slug="pool-home", defaults={"name": "Pool home"})
     ds_ids = []
-    for i, (tok, kind) in enumerate(zip(TOKENS, KINDS)):
+    for i, (tok, kind) in enumerate(zip(TOKENS, KINDS, strict=True)):
         src = root / f"ds{i}"
         files = {"code": _code_files, "web": _web_files, "rules": _rules_files}[kind](tok)
         for rel, text in files.items():
@@ -527,7 +527,7 @@ def check_people_world(pool: PeoplePool, world: dict[str, Any]) -> Stats:
     try:
         with transaction.atomic():
             cards = pool.cards
-            hidden = {c for c, h in zip(cards, world["hidden"]) if h}
+            hidden = {c for c, h in zip(cards, world["hidden"], strict=False) if h}
             ExperienceCard.objects.filter(pk__in=list(hidden)).update(visibility="hidden")
             visible_people = {pool.card_person[c] for c in cards if c not in hidden}
             user = User.objects.create_user(email="w-people@example.com", password="pw-secret-123")

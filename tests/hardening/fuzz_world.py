@@ -123,7 +123,7 @@ def use_world(case: Any, rnd: random.Random, *, secret: str) -> None:
     meta = case.meta
     if meta is not None and meta.generation.mode.is_negative:
         return
-    for attr, swap in zip(("path_parameters", "query", "body"), draws):
+    for attr, swap in zip(("path_parameters", "query", "body"), draws, strict=True):
         value = getattr(case, attr)
         if swap and isinstance(value, dict):
             setattr(case, attr, real_ids(value, rnd))

@@ -176,14 +176,14 @@ def xss_world(make_user, make_project, tmp_path):
     code = tmp_path / "code"
     code.mkdir()
     (code / "evil.py").write_text(
-        'def render_banner(title):\n    """Banner: %s and %s."""\n    return title\n' % PAYLOADS)
+        'def render_banner(title):\n    """Banner: {} and {}."""\n    return title\n'.format(*PAYLOADS))
     ds = Dataset.objects.create(project=project, name=PAYLOADS[1], kind="code")
     start_ingest(dataset=ds, source=str(code), kind="code", options={"repo": "evil"}, sync=True)
     book = tmp_path / "book"
     book.mkdir()
     (book / "rules.md").write_text(
-        "# Conditions\n\n## Grappled\n\nA grappled creature's speed becomes zero while grappled %s here.\n"
-        "The grappled condition ends when %s is incapacitated.\n" % PAYLOADS)
+        "# Conditions\n\n## Grappled\n\nA grappled creature's speed becomes zero while grappled {} here.\n"
+        "The grappled condition ends when {} is incapacitated.\n".format(*PAYLOADS))
     rules = Dataset.objects.create(project=project, name="rules", kind="rules")
     start_ingest(dataset=rules, source=str(book), kind="rules", options={"ruleset_id": "x", "book_id": "core"},
                  sync=True)

@@ -246,6 +246,6 @@ def test_same_key_from_ten_threads_one_search_one_charge(make_user, client_for):
         t.join(60)
     assert len(statuses) == 10
     assert set(statuses) <= {200, 409} and 200 in statuses
-    assert len({b for s, b in zip(statuses, bodies) if s == 200}) == 1
+    assert len({b for s, b in zip(statuses, bodies, strict=True) if s == 200}) == 1
     assert Search.objects.filter(searcher=u).count() == 1
     assert get_balance(user=u) == 9 and LedgerEntry.objects.filter(user=u, reason="search").count() == 1

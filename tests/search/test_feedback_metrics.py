@@ -28,7 +28,7 @@ def served(make_user, make_project):
         s = QuerySession.objects.create(user=alice, project=shop, query="q")
         RerankResult.objects.bulk_create([
             RerankResult(session=s, chunk=c, dataset_id=ds.pk, project_id=shop.pk, rank_before=i + 1,
-                         final_rank=r, fused_score=1.0 / (i + 1)) for i, (c, r) in enumerate(zip(chunks, final_ranks))])
+                         final_rank=r, fused_score=1.0 / (i + 1)) for i, (c, r) in enumerate(zip(chunks, final_ranks, strict=True))])
         return s
 
     s1 = session([1, 2, 3, None])  # chunk 3 was a candidate that did not make the top_k

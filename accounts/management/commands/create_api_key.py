@@ -20,8 +20,8 @@ class Command(BaseCommand):
         parser.add_argument("--expires-in-days", type=int, default=None,
                             help=f"1..{MAX_EXPIRY_DAYS} (default: never)")
 
-    def handle(self, *args, email: str, name: str, scopes: str, projects: list[str] | None,
-               expires_in_days: int | None, **opts) -> None:
+    def handle(self, *args: object, email: str, name: str, scopes: str, projects: list[str] | None,
+               expires_in_days: int | None, **opts: object) -> None:
         user = User.objects.filter(email__iexact=email.strip()).first()
         if user is None:
             raise CommandError(f"no user with email {email!r}")

@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("amount", type=int)
         parser.add_argument("--reason", default="manual grant")
 
-    def handle(self, *args, email: str, amount: int, reason: str, **opts) -> None:
+    def handle(self, *args: object, email: str, amount: int, reason: str, **opts: object) -> None:
         user = User.objects.filter(email__iexact=email.strip()).first()
         if user is None:
             raise CommandError(f"no user with email {email!r}")

@@ -1,6 +1,7 @@
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from people.demo import generate_records
 from people.importer import import_records
@@ -9,13 +10,13 @@ from people.importer import import_records
 class Command(BaseCommand):
     help = "Generate a realistic synthetic directory of Indian tech professionals (deterministic per --seed)."
 
-    def add_arguments(self, parser):  # noqa: ANN001
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--count", type=int, default=200)
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--embed", choices=["inline", "celery", "none"], default="inline")
         parser.add_argument("--jsonl", help="write the records to this file instead of loading them")
 
-    def handle(self, *args, **opts):  # noqa: ANN002, ANN003
+    def handle(self, *args: object, **opts: Any) -> None:
         records = generate_records(opts["count"], seed=opts["seed"])
         if opts["jsonl"]:
             with open(opts["jsonl"], "w", encoding="utf-8") as fh:

@@ -1,4 +1,6 @@
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from people.importer import import_records, read_jsonl
 
@@ -6,14 +8,14 @@ from people.importer import import_records, read_jsonl
 class Command(BaseCommand):
     help = "Load people (profile, experience cards, evidence) from a JSONL file, one person per line."
 
-    def add_arguments(self, parser):  # noqa: ANN001
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file")
         parser.add_argument("--embed", choices=["inline", "celery", "none"], default="inline",
                             help="inline: embed now with a progress bar; celery: enqueue; none: skip")
         parser.add_argument("--batch-size", type=int, default=1000)
         parser.add_argument("--rebuild-index", action="store_true", help="rebuild HNSW indexes after the load")
 
-    def handle(self, *args, **opts):  # noqa: ANN002, ANN003
+    def handle(self, *args: object, **opts: Any) -> None:
         try:
             with open(opts["file"], encoding="utf-8") as fh:
                 total = sum(1 for line in fh if line.strip())

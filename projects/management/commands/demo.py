@@ -43,7 +43,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:  # noqa: ANN001
         parser.add_argument("--skip-content", action="store_true", help="only the user and projects")
 
-    def handle(self, *args, skip_content: bool = False, **opts) -> None:
+    def handle(self, *args: object, skip_content: bool = False, **opts: object) -> None:
         user, demo, glob = ensure_demo_platform()
         self.stdout.write(self.style.SUCCESS(
             f"demo login: {DEMO_EMAIL} / {DEMO_PASSWORD}  (staff; {get_balance(user=user)} credits; "

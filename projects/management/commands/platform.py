@@ -43,7 +43,7 @@ class Command(BaseCommand):
         parser.add_argument("action", choices=["up", "down", "status", "serve"])
         parser.add_argument("--addr", default=os.environ.get("SERVE_ADDR", "127.0.0.1:8000"))
 
-    def handle(self, *args, action: str, addr: str, **opts) -> None:
+    def handle(self, *args: object, action: str, addr: str, **opts: object) -> None:
         getattr(self, f"do_{action}")(addr=addr)
 
     # settings already started the embedded services when no URL was given;
