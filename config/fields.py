@@ -7,7 +7,7 @@ Why one module: bad input used to be caught case by case (people search checked 
 - integers accept JSON integers or ASCII digit strings only (Python's int() also takes '²'-free but
   '١٢' and fullwidth digits) and are bounded, 64-bit by default, so nothing reaches Postgres as
   `bigint out of range` (`IntField`, `parse_int`);
-- flags are JSON true/false only (`FlagField`);
+- flags are JSON true/false only (`FlagField`), numbers JSON numbers only (`NumberField`);
 - a request shape rejects fields it does not know (`InputSerializer`): an extra field once rode
   along on a paid people search, ignored and charged.
 Every failure is a 400 {code: invalid, detail, field}.
@@ -85,12 +85,19 @@ class IntField(serializers.IntegerField):
     """An IntegerField parsed by `parse_int`: bounded (64-bit unless narrower bounds are given), ASCII only.
 
     A JSON body must send a JSON integer (the schema says so; "5" is a 400); a query string or form, whose
-    values are all text, may send the digits."""
+    values are all text, may send the digits, and an empty value there is a 400, not the default."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("min_value", INT64_MIN)
         kwargs.setdefault("max_value", INT64_MAX)
         super().__init__(**kwargs)
+
+    def get_value(self, dictionary: Any) -> Any:
+        # DRF reads a present-but-empty form or query value (`?limit=`) as absent and uses the default; here it is
+        # a 400 like any other value that is not an integer
+        if isinstance(dictionary, QueryDict) and dictionary.get(self.field_name, None) == "":
+            return ""
+        return super().get_value(dictionary)
 
     def to_internal_value(self, data: Any) -> int:
         lo = self.min_value if self.min_value is not None else INT64_MIN
@@ -101,6 +108,18 @@ class IntField(serializers.IntegerField):
             return parse_int(data, field=self.field_name, lo=lo, hi=hi)
         except BadInput as exc:
             raise serializers.ValidationError(exc.detail) from None
+
+
+class NumberField(serializers.FloatField):
+    """A FloatField that accepts only JSON numbers (not booleans, and not strings, which FloatField would parse:
+    "0.5", "nan", "1e999"), finite and within its bounds."""
+
+    default_error_messages = {"not_number": "Must be a number."}
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            self.fail("not_number")
+        return super().to_internal_value(data)
 
 
 class InputSerializer(serializers.Serializer):

@@ -9,6 +9,18 @@ class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField(help_text="Stable machine-readable code, e.g. insufficient_credits.")
     detail = serializers.CharField(help_text="Human explanation.")
     field = serializers.CharField(required=False, help_text="The input at fault, when there is one.")
+    # details some errors add (config.errors.ApiError.extra): documented here so an error body has one schema
+    required_scope = serializers.CharField(required=False, help_text="403 insufficient_scope: the scope needed.")
+    retry_after = serializers.IntegerField(required=False, help_text="429: seconds to wait (as Retry-After).")
+    dependency = serializers.CharField(required=False, help_text="503: the backing service that failed.")
+    balance = serializers.IntegerField(required=False, help_text="402: your balance.")
+    required = serializers.IntegerField(required=False, help_text="402: the credits the request needs.")
+    quota = serializers.DictField(child=serializers.IntegerField(), required=False,
+                                  help_text="413 quota_exceeded: the quota passed, e.g. {documents: 1000}.")
+    usage = serializers.DictField(child=serializers.IntegerField(), required=False,
+                                  help_text="413 quota_exceeded: the project's usage of it.")
+    requested = serializers.DictField(child=serializers.IntegerField(), required=False,
+                                      help_text="413 quota_exceeded: what the request would add.")
 
 
 def _err(text: str) -> OpenApiResponse:

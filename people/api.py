@@ -54,7 +54,7 @@ class SearchDetailView(APIView):
     @extend_schema(operation_id="people_search_retrieve", tags=["people"],
                    responses={200: PastSearchSerializer, **_SESSION_ERRORS})
     def get(self, request, search_id):  # noqa: ANN001, ANN201
-        return Response(service.get_search(user=request.user, search_id=search_id))
+        return Response(PastSearchSerializer(service.get_search(user=request.user, search_id=search_id)).data)
 
 
 class PeopleListView(APIView):
@@ -65,7 +65,7 @@ class PeopleListView(APIView):
     def get(self, request):  # noqa: ANN001, ANN201
         ser = DiscoverQuerySerializer(data=request.query_params)
         ser.is_valid(raise_exception=True)
-        return Response(profiles.list_people_for_discover(**ser.validated_data))
+        return Response(DiscoverSerializer(profiles.list_people_for_discover(**ser.validated_data)).data)
 
 
 class PersonView(APIView):
@@ -77,8 +77,9 @@ class PersonView(APIView):
     def get(self, request, person_id):  # noqa: ANN001, ANN201
         ser = ProfileQuerySerializer(data=request.query_params)
         ser.is_valid(raise_exception=True)
-        return Response(profiles.get_person_profile(user=request.user, person_id=person_id,
-                                                    search_id=ser.validated_data["search_id"]))
+        profile = profiles.get_person_profile(user=request.user, person_id=person_id,
+                                              search_id=ser.validated_data["search_id"])
+        return Response(PersonProfileSerializer(profile).data)
 
 
 class PublicProfileView(APIView):
@@ -87,7 +88,7 @@ class PublicProfileView(APIView):
     @extend_schema(operation_id="people_public_profile", tags=["people"],
                    responses={200: PublicProfileSerializer, **ERROR_RESPONSES})
     def get(self, request, person_id):  # noqa: ANN001, ANN201
-        return Response(profiles.get_public_profile(person_id=person_id))
+        return Response(PublicProfileSerializer(profiles.get_public_profile(person_id=person_id)).data)
 
 
 class UnlockContactView(APIView):

@@ -27,21 +27,15 @@ class UnlockRequestSerializer(InputSerializer):
 
 class DiscoverQuerySerializer(InputSerializer):
     limit = IntField(required=False, min_value=1, max_value=100, default=20)
-    offset = IntField(required=False, min_value=0, max_value=10**6, default=0)
-
-    def to_internal_value(self, data):  # noqa: ANN001, ANN201
-        # DRF reads `?limit=` (present but empty) as absent and uses the default; like /api/credits, it is a 400.
-        for name in ("limit", "offset"):
-            if name in data and not str(data.get(name, "")).strip():
-                raise serializers.ValidationError({name: "A valid integer is required."})
-        return super().to_internal_value(data)
+    offset = IntField(required=False, min_value=0, max_value=10**6, default=0)  # `?offset=` is a 400 (IntField)
 
 
 class ProfileQuerySerializer(InputSerializer):
     search_id = serializers.UUIDField()
 
 
-# Response shapes (OpenAPI only: the services build plain dicts; these document them for clients and the fuzzer).
+# Response shapes: the services build plain dicts and the views render them through these, so what the schema
+# documents is exactly what is sent.
 def _s(**kw) -> serializers.CharField:  # noqa: ANN003
     return serializers.CharField(allow_blank=True, **kw)
 

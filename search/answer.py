@@ -12,7 +12,6 @@ marker. Closing the generator (the client went away) stops generation at once.
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -44,11 +43,6 @@ def _public_error(exc: Exception, *, fallback_code: str, fallback_detail: str) -
     if isinstance(exc, ApiError):
         return {"code": exc.code, "detail": exc.detail}
     return {"code": fallback_code, "detail": fallback_detail}
-
-
-def sse(event: str, data: dict[str, Any]) -> str:
-    """One SSE frame. JSON data is a single line, so no multi-line `data:` handling is needed."""
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
 
 
 def citation(n: int, r: dict[str, Any]) -> dict[str, Any]:
@@ -115,8 +109,12 @@ def _words(text: str) -> Iterator[str]:
 
 
 def stream_answer(*, q: str, search: Callable[[], dict[str, Any]],
-                  on_finish: Callable[[str, dict[str, Any]], None] | None = None) -> Iterator[str]:
-    """SSE frames for one answer. `search()` runs the (already validated and authorised) rules search.
+                  on_finish: Callable[[str, dict[str, Any]], None] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The events of one answer as (event, data) pairs: search, context, generation, token..., complete | error.
+    `search()` runs the (already validated and authorised) rules search.
+
+    Why pairs and not SSE text: the wire format is the HTTP layer's business (search.rules_api.encode_sse); the
+    page that renders a whole answer without JavaScript reads the same events without parsing frames back.
 
     on_finish(status, info) is called exactly once with status complete | error | disconnected.
     """
@@ -132,14 +130,14 @@ def stream_answer(*, q: str, search: Callable[[], dict[str, Any]],
             status, info = "error", _public_error(exc, fallback_code="search_failed",
                                                   fallback_detail="The search failed; try again.")
             log.warning("answer search failed: %r", exc)
-            yield sse("error", info)
+            yield ("error", info)
             return
         results = found.get("results", [])
-        yield sse("search", {"query": q, "search_session_id": found.get("search_session_id"),
+        yield ("search", {"query": q, "search_session_id": found.get("search_session_id"),
                              "analysis": found.get("analysis"), "filters": found.get("filters"),
                              "result_count": len(results)})
         context = results[:MAX_CONTEXT_CHUNKS]
-        yield sse("context", {"chunks": [{**citation(n, r), "score": r.get("score"),
+        yield ("context", {"chunks": [{**citation(n, r), "score": r.get("score"),
                                           "graph_boost": r.get("graph_boost", 0.0)}
                                          for n, r in enumerate(context, start=1)]})
         mode, model = ("llm", settings.LLM_MODEL) if (llm.is_configured() and context) else ("extractive", "")
@@ -150,39 +148,39 @@ def stream_answer(*, q: str, search: Callable[[], dict[str, Any]],
                 # the `generation` event waits for the first token, so it names the mode that really
                 # answers: a failure before any token falls back to extractive with ONE generation event
                 first = next(gen, None)
-                yield sse("generation", {"mode": "llm", "model": model})
+                yield ("generation", {"mode": "llm", "model": model})
                 if first is not None:
                     answer += first
                     info["tokens"] += 1
-                    yield sse("token", {"text": first})
+                    yield ("token", {"text": first})
                 for tok in gen:
                     answer += tok
                     info["tokens"] += 1
-                    yield sse("token", {"text": tok})
+                    yield ("token", {"text": tok})
             except llm.LLMError as exc:
                 log.warning("answer LLM failed: %s", exc)
                 if answer:
                     status, info = "error", {"code": "llm_failed", "tokens": info["tokens"],
                                              "detail": "The language model stopped mid-answer; try again."}
-                    yield sse("error", info)
+                    yield ("error", info)
                     return
                 mode = "extractive"  # failed before its first token: fall back, same events
                 info["llm_error"] = "llm_failed"  # the reason stays in the log: it may name hosts
             finally:
                 gen.close()  # a disconnect closes us; closing the LLM stream stops its generation
         if mode == "extractive":
-            yield sse("generation", {"mode": "extractive", "model": "", **(
+            yield ("generation", {"mode": "extractive", "model": "", **(
                 {"fallback_reason": info["llm_error"]} if "llm_error" in info else {})})
             answer, _ = extractive_answer(q=q, results=context)
             for tok in _words(answer):
                 info["tokens"] += 1
-                yield sse("token", {"text": tok})
+                yield ("token", {"text": tok})
         cited = sorted({int(n) for n in _MARK.findall(answer) if 1 <= int(n) <= len(context)})
         citations = [citation(n, context[n - 1]) for n in (cited or range(1, len(context) + 1))]
         status = "complete"
         info = {"answer": answer, "citations": citations, "mode": mode, "model": model, "tokens": info["tokens"],
                 "elapsed_ms": round((time.perf_counter() - t0) * 1000, 1)}
-        yield sse("complete", info)
+        yield ("complete", info)
     finally:
         if on_finish is not None:
             on_finish(status, info)

@@ -47,15 +47,12 @@ class QueryView(APIView):
                            include_global=data["include_global"], top_k=data["top_k"],
                            candidates=data["candidates"], fusion=data["fusion"], rerank=data["rerank"],
                            budget_tokens=data["budget_tokens"])
-        return Response(result.as_dict())
+        return Response(s.QueryResponseSerializer(result.as_dict()).data)
 
 
 def _job_data(job) -> dict:  # noqa: ANN001
-    return {"id": str(job.pk), "dataset_id": job.dataset_id, "kind": job.kind, "source": job.source,
-            "status": job.status, "percent": job.percent, "files_total": job.files_total,
-            "files_done": job.files_done, "files_skipped": job.files_skipped, "files_deleted": job.files_deleted,
-            "chunks_written": job.chunks_written, "embeddings_computed": job.embeddings_computed,
-            "embeddings_cached": job.embeddings_cached, "error": job.error}
+    """An ingest job as its documented shape (IngestJobSerializer reads the model's fields)."""
+    return s.IngestJobSerializer(job).data
 
 
 def allowed_source(*, user, source: str) -> Path:  # noqa: ANN001
@@ -125,11 +122,11 @@ class FeedbackView(APIView):
     required_scope = "query"
 
     @extend_schema(operation_id="context_feedback", request=s.FeedbackRequestSerializer,
-                   responses={201: s.FeedbackRequestSerializer, **_ERRS}, tags=["context"])
+                   responses={201: s.FeedbackSerializer, **_ERRS}, tags=["context"])
     def post(self, request, session_id):  # noqa: ANN001, ANN201
         from search.feedback import record_feedback
 
         ser = s.FeedbackRequestSerializer(data=_body(request))
         ser.is_valid(raise_exception=True)
         fb = record_feedback(user=request.user, session_id=session_id, **ser.validated_data)
-        return Response({"chunk_id": fb.chunk_id, "relevance": fb.relevance}, status=201)
+        return Response(s.FeedbackSerializer(fb).data, status=201)

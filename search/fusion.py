@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FUSIONS = ("rrf", "dbsf", "weighted")
+RULES_FUSIONS = ("rrf", "weighted")  # what rules search offers (seed 002: RRF and the min-max weighted sum)
 RRF_K = 60
 WEIGHTED = {"sparse": 0.4, "dense": 0.6}
 

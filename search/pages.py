@@ -138,10 +138,9 @@ def rules_page(request: HttpRequest) -> HttpResponse:
         try:
             q, search_fn = _rules_search_fn(request, form)
             final: dict[str, Any] = {}
-            for frame in stream_answer(q=q, search=search_fn):
-                event, _, data = frame.partition("\ndata: ")
-                if event.endswith(("complete", "error")):
-                    final = {"event": event.split(": ", 1)[1], **__import__("json").loads(data)}
+            for event, data in stream_answer(q=q, search=search_fn):
+                if event in ("complete", "error"):
+                    final = {"event": event, **data}
             ctx["answer"] = final
         except ApiError as exc:
             ctx["error"] = {"code": exc.code, "detail": exc.detail, "field": exc.field}
@@ -157,12 +156,14 @@ def rules_stream(request: HttpRequest) -> HttpResponse:
 
     from config.errors import error_body
     from search.answer import stream_answer
+    from search.rules_api import encode_sse
 
     try:
         q, search_fn = _rules_search_fn(request, _rules_params(request))
     except ApiError as exc:
-        return JsonResponse(error_body(exc.code, exc.detail, exc.field), status=exc.status_code)
-    response = StreamingHttpResponse(stream_answer(q=q, search=search_fn), content_type="text/event-stream")
+        return JsonResponse(error_body(exc.code, exc.detail, exc.field, **exc.extra), status=exc.status_code)
+    response = StreamingHttpResponse(encode_sse(stream_answer(q=q, search=search_fn)),
+                                     content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response

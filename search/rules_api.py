@@ -6,7 +6,10 @@ sent, an error can only be an `error` event; a bad request must still be a plain
 """
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -14,7 +17,6 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.errors import BadInput
 from config.ratelimits import enforce
 from config.schema import DEPENDENCY_ERRORS, ERROR_RESPONSES
 from projects.access import project_for_member
@@ -35,23 +37,36 @@ SSE_EVENT = {
 }
 
 
+def sse(event: str, data: dict[str, Any]) -> str:
+    """One SSE frame. JSON data is a single line, so no multi-line `data:` handling is needed."""
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+def encode_sse(events: Iterable[tuple[str, dict[str, Any]]]) -> Iterator[str]:
+    """(event, data) pairs as SSE frames. Closing this (the client went away) closes `events` at once, so the
+    answer stops generating and reports `disconnected`, without waiting for the garbage collector."""
+    try:
+        for event, data in events:
+            yield sse(event, data)
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
+
+
 class _AnyAccept(DefaultContentNegotiation):
     """`Accept: text/event-stream` must not become a 406: errors still render as JSON. Parsers are chosen
     by Content-Type as everywhere else (a text/plain body is a 415, not parsed as JSON)."""
 
-    def select_renderer(self, request, renderers, format_suffix=None):  # noqa: ANN001
+    def select_renderer(self, request, renderers, format_suffix=None) -> tuple:  # noqa: ANN001
         return renderers[0], renderers[0].media_type
 
 
 def _params(request) -> dict:  # noqa: ANN001
-    from search.rules_search import validate_rules_params
-
-    if not isinstance(request.data, dict):
-        raise BadInput("The body must be a JSON object.", field=None)
-    unknown = sorted(set(request.data) - set(RulesRequestSerializer().fields) - RulesRequestSerializer.aliases)
-    if unknown:
-        raise BadInput(f"Unknown field {unknown[0]!r}.", field=unknown[0])
-    return validate_rules_params(dict(request.data))
+    """The body, parsed by its Input serializer into rules_search's keyword arguments."""
+    ser = RulesRequestSerializer(data=request.data)
+    ser.is_valid(raise_exception=True)
+    return dict(ser.validated_data)
 
 
 class RulesSearchView(APIView):
@@ -69,7 +84,7 @@ class RulesSearchView(APIView):
         enforce(request, group="context_query")
         project = project_for_member(user=request.user, slug=slug)
         p = _params(request)
-        return Response(rules_search(user=request.user, project=project, **p))
+        return Response(RulesSearchResponseSerializer(rules_search(user=request.user, project=project, **p)).data)
 
 
 class AnswerView(APIView):
@@ -96,7 +111,7 @@ class AnswerView(APIView):
         # the search runs before the stream opens: its bad input, 404 or 503 is a plain JSON error, not a 200
         # whose only event is `error`
         found = rules_search(user=user, project=project, **p)
-        stream = stream_answer(q=p["q"], search=lambda: found, on_finish=finished)
+        stream = encode_sse(stream_answer(q=p["q"], search=lambda: found, on_finish=finished))
         resp = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
         resp["Cache-Control"] = "no-cache"
         resp["X-Accel-Buffering"] = "no"

@@ -13,6 +13,7 @@ from typing import Any
 
 from config.errors import BadInput
 from config.fields import check_text
+from search.fusion import RULES_FUSIONS
 from search.graph import (
     BOOST_RELATIONS,
     DEFAULT_DECAY,
@@ -27,7 +28,6 @@ from search.pipeline import MAX_Q
 DEFAULTS: dict[str, Any] = {"fusion": "rrf", "graph": True, "seed_top_n": DEFAULT_SEED_TOP_N, "depth": DEFAULT_DEPTH,
                             "decay": DEFAULT_DECAY, "graph_top_k": DEFAULT_TOP_K, "graph_strength": DEFAULT_STRENGTH,
                             "top_k": 8, "candidates": 100, "rerank": False}
-RULES_FUSIONS = ("rrf", "weighted")
 _ID = re.compile(r"^[\w.:-]{1,100}$")
 
 

@@ -1,12 +1,18 @@
-"""Request/response shapes for the context API (OpenAPI docs; validation of `q`/filters lives in pipeline.validate_query
-so the API, pages and commands reject the same inputs with the same field names)."""
+"""Request and response shapes of the context, rules and content API: the views parse with the Input serializers and
+render through the Output ones, so the OpenAPI schema is exactly what goes over the wire
+(tests/config/test_response_contracts.py holds every operation to it). Deeper checks of `q`/filters live in
+pipeline.validate_query so the API, pages and commands reject the same inputs with the same field names."""
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from rest_framework import serializers
 
-from config.fields import FlagField, InputSerializer, IntField, TextField, TextListField
-from search.fusion import FUSIONS
+from config.fields import FlagField, InputSerializer, IntField, NumberField, TextField, TextListField
+from search.fusion import FUSIONS, RULES_FUSIONS
 from search.globs import MAX_GLOB_LENGTH
+from search.pipeline import MAX_Q
 
 
 class QueryFiltersSerializer(InputSerializer):
@@ -17,7 +23,7 @@ class QueryFiltersSerializer(InputSerializer):
 
 
 class QueryRequestSerializer(InputSerializer):
-    q = TextField(max_length=2000, trim_whitespace=False)
+    q = TextField(max_length=MAX_Q, trim_whitespace=False)
     filters = QueryFiltersSerializer(required=False, allow_null=True)
     include_global = FlagField(default=True)
     top_k = IntField(default=15, min_value=1, max_value=50)
@@ -36,15 +42,19 @@ class WhySerializer(serializers.Serializer):
     fused_score = serializers.FloatField()
     rank_before_rerank = serializers.IntegerField()
     rerank_score = serializers.FloatField(allow_null=True)
+    graph_boost = serializers.FloatField(allow_null=True, help_text="Rules: what the graph added (null elsewhere).")
+    path_prior = serializers.FloatField(help_text="Multiplier from the query naming a path or symbol (1.0: none).")
     final_rank = serializers.IntegerField()
     dataset_id = serializers.IntegerField()
-    project_id = serializers.IntegerField()
+    project_id = serializers.IntegerField(help_text="The project queried.")
+    owner_project_id = serializers.IntegerField(help_text="The project that owns the dataset (own, shared or global).")
     span = serializers.CharField()
 
 
 class ResultSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
     chunk_id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
     dataset_id = serializers.IntegerField()
     repo = serializers.CharField()
     path = serializers.CharField()
@@ -101,27 +111,53 @@ class FeedbackRequestSerializer(InputSerializer):
     relevance = IntField(min_value=0, max_value=3)
 
 
+class FeedbackSerializer(serializers.Serializer):
+    chunk_id = serializers.IntegerField()
+    relevance = serializers.IntegerField()
+
+
+_RULES_ID = r"^[\w.:-]{1,100}$"
+_RULES_ALIASES = {"query": "q", "books": "book", "rulesets": "ruleset"}
+
+
 class RulesRequestSerializer(InputSerializer):
-    """Body of rules search and rules answer (validated by search.rules_search.validate_rules_params)."""
+    """Body of rules search and rules answer. `validated_data` is the keyword arguments of
+    search.rules_search.rules_search (q, books, rulesets, ...); an omitted tuning field keeps its default there."""
 
-    aliases = frozenset({"query", "books", "rulesets"})
+    aliases = frozenset(_RULES_ALIASES)
 
-    q = TextField(help_text="The question (`query` is accepted as an alias).")
-    book = serializers.ListField(child=serializers.RegexField(r"^[\w.:-]{1,100}$"), required=False, max_length=50,
+    q = TextField(max_length=MAX_Q, help_text="The question (`query` is accepted as an alias).")
+    book = serializers.ListField(child=serializers.RegexField(_RULES_ID), required=False, max_length=50,
                                  help_text="Book id(s) to search; a single string works too. Alias: books.")
-    ruleset = serializers.ListField(child=serializers.RegexField(r"^[\w.:-]{1,100}$"), required=False,
-                                    max_length=50,
+    ruleset = serializers.ListField(child=serializers.RegexField(_RULES_ID), required=False, max_length=50,
                                     help_text="Ruleset id(s); a single string works too. Alias: rulesets.")
-    fusion = serializers.ChoiceField(choices=["rrf", "weighted"], default="rrf")
+    fusion = serializers.ChoiceField(choices=list(RULES_FUSIONS), default="rrf")
     graph = FlagField(default=True, help_text="false disables the graph boost.")
     seed_top_n = IntField(required=False, min_value=0, max_value=20)
     depth = IntField(required=False, min_value=0, max_value=4)
-    decay = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+    decay = NumberField(required=False, min_value=0.0, max_value=1.0)
     graph_top_k = IntField(required=False, min_value=0, max_value=200)
-    graph_strength = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+    graph_strength = NumberField(required=False, min_value=0.0, max_value=1.0)
     top_k = IntField(default=8, min_value=1, max_value=50)
     candidates = IntField(default=100, min_value=1, max_value=200)
     rerank = FlagField(default=False)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            data = dict(data)
+            for alias, name in _RULES_ALIASES.items():
+                if alias in data:
+                    value = data.pop(alias)
+                    data.setdefault(name, value)
+            for name in ("book", "ruleset"):
+                if isinstance(data.get(name), str):
+                    data[name] = [data[name]] if data[name] else []
+                elif data.get(name) is None:
+                    data.pop(name, None)
+        out = super().to_internal_value(data)
+        out["books"] = out.pop("book", [])
+        out["rulesets"] = out.pop("ruleset", [])
+        return out
 
 
 class RulesResultSerializer(ResultSerializer):

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from search.answer import extractive_answer, stream_answer
+from search.rules_api import encode_sse
 from tests.fake_llm import fake_llm  # noqa: F401 - fixture
 from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture behind rules_index
 from tests.search.rules_fixtures import demo_project, emberfall, parse_sse, rules_index  # noqa: F401 - fixtures
@@ -93,7 +94,7 @@ def test_extractive_answer_picks_best_sentences_and_cites_each():
 
 
 def test_no_results_still_completes_without_citations(no_llm):
-    events = parse_sse("".join(stream_answer(q="x", search=lambda: {"results": []})))
+    events = parse_sse("".join(encode_sse(stream_answer(q="x", search=lambda: {"results": []}))))
     assert _names(events)[:3] == ["search", "context", "generation"] and _names(events)[-1] == "complete"
     done = dict(events)["complete"]
     assert done["citations"] == [] and done["answer"].startswith("No passage")
@@ -107,7 +108,8 @@ def test_search_failure_is_one_error_event(no_llm):
     def boom():
         raise BadInput("nope", field="q")
 
-    events = parse_sse("".join(stream_answer(q="x", search=boom, on_finish=lambda s, i: finished.append(s))))
+    events = parse_sse("".join(encode_sse(stream_answer(q="x", search=boom,
+                                                             on_finish=lambda s, i: finished.append(s)))))
     assert _names(events) == ["error"] and events[0][1]["detail"] == "nope"
     assert finished == ["error"]
 
@@ -191,8 +193,8 @@ def test_closing_the_generator_reports_disconnected(fake_llm):
     results = [{"chunk_id": 1, "text": "Some rule text about pins.", "book_id": "core", "section_path": ["A"]}]
     gen = stream_answer(q="pins", search=lambda: {"results": results}, on_finish=lambda s, i: finished.append((s, i)))
     names = []
-    for frame in gen:
-        names.append(parse_sse(frame)[0][0])
+    for event, _data in gen:
+        names.append(event)
         if names[-1] == "token":
             break
     gen.close()
