@@ -13,13 +13,13 @@ from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F40
 WRITES = ("INSERT", "UPDATE", "DELETE")
 
 
-def _watermark(index) -> int:  # noqa: ANN001
+def _watermark(index) -> int:
     from search.models import IndexWatermark
 
     return IndexWatermark.objects.filter(store=index.store_key).values_list("last_outbox_id", flat=True).first() or 0
 
 
-def _ingest_unapplied(project, code_repo):  # noqa: ANN001, ANN202
+def _ingest_unapplied(project, code_repo):
     """An ingest whose outbox is still pending (what a Celery worker leaves behind for the applier)."""
     from projects.models import Dataset
     from search.ingest.runner import start_ingest
