@@ -109,7 +109,8 @@ def baseline_ingest(*, target_chunks: int) -> list[list[object]]:
         dataset = Dataset.objects.create(project=project, name=f"baseline-{mode}", kind="code")
         with override_settings(EMBEDDING_PRECISION=mode):
             t = time.perf_counter()
-            job = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True)
+            job = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True,
+                        apply_index=False)
             secs = time.perf_counter() - t
         rates[mode] = job.chunks_written / secs
         label = "fp32 (EMBEDDING_PRECISION=fp32, the former default)" if mode == "fp32" else \
@@ -152,7 +153,8 @@ def main() -> None:
     dataset = Dataset.objects.create(project=project, name="bench-code", kind="code")
 
     t = time.perf_counter()
-    job1 = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True)
+    job1 = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True,
+                        apply_index=False)
     t_ingest = time.perf_counter() - t
     index = get_index()
     t = time.perf_counter()
@@ -167,7 +169,8 @@ def main() -> None:
         cur.execute("ANALYZE")
 
     t = time.perf_counter()
-    job2 = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True)
+    job2 = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True,
+                        apply_index=False)
     t_reingest = time.perf_counter() - t
     t = time.perf_counter()
     apply_outbox(index=index)
@@ -177,7 +180,8 @@ def main() -> None:
     victim = next((tmp / "generated").rglob("*.py"), None) or next(tmp.rglob("*.py"))
     victim.write_text(victim.read_text() + "\n\ndef bench_added_function():\n    return 'edited'\n")
     t = time.perf_counter()
-    job3 = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True)
+    job3 = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True,
+                        apply_index=False)
     apply_outbox(index=index)
     t_edit = time.perf_counter() - t
 

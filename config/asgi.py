@@ -4,3 +4,9 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_asgi_application()
+
+# This process serves queries and owns the embedded index: apply the outbox in a background thread, never
+# on the query path (search/applier.py; a no-op with QDRANT_URL, where Celery applies).
+from search.applier import start_background_applier  # noqa: E402 - needs the app registry loaded above
+
+start_background_applier()

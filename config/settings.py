@@ -165,6 +165,15 @@ QDRANT_URL = env_str("QDRANT_URL")
 QDRANT_API_KEY = env_str("QDRANT_API_KEY") or None
 QDRANT_PATH = Path(env_str("QDRANT_PATH", str(VAR_DIR / "qdrant")))
 QDRANT_TIMEOUT_S = env_float("QDRANT_TIMEOUT_S", 5.0)
+# The outbox applier runs off the query path (search/applier.py): a thread in the web process that owns the
+# embedded store, woken by Postgres NOTIFY and polling every INDEX_APPLIER_POLL_S as a backstop; with
+# QDRANT_URL, Celery applies after each ingest and beat re-runs it every INDEX_APPLIER_POLL_S.
+# INDEX_APPLIER_THREAD=0 keeps a web process from starting the thread (one that must not open the store).
+INDEX_APPLIER_POLL_S = env_float("INDEX_APPLIER_POLL_S", 5.0)
+INDEX_APPLIER_THREAD = env_bool("INDEX_APPLIER_THREAD", True)
+if QDRANT_URL:
+    CELERY_BEAT_SCHEDULE["apply-index-outbox"] = {"task": "search.tasks.apply_index_outbox",
+                                                  "schedule": timedelta(seconds=max(INDEX_APPLIER_POLL_S, 1.0))}
 
 # --- Models (offline) -----------------------------------------------------
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

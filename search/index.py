@@ -41,6 +41,8 @@ PAYLOAD_LOOKUPS = {"dataset_id": "dataset_id", "project_id": "dataset__project_i
                    "lang": "lang", "kind": "kind", "book_id": "book_id", "ruleset_id": "ruleset_id"}
 SCROLL_BATCH = 1000
 APPLY_BATCH = 512
+# Migration 0006 NOTIFYs this channel on every committed outbox insert; search/applier.py listens.
+OUTBOX_CHANNEL = "search_index_outbox"
 # A gap in outbox ids younger than this may be a transaction still in flight: hold the watermark before it.
 GAP_GRACE_S = 30.0
 
@@ -472,46 +474,69 @@ def build_points(chunk_ids: list[int], *, model_id: str) -> tuple[list[IndexPoin
     return points, [i for i in chunk_ids if i not in present]
 
 
-def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = None) -> int:
+def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = None,
+                 wait_s: float = 60.0) -> int:
     """Apply pending IndexOutbox rows past this store's watermark. Idempotent; returns rows read.
 
     Each pending chunk id is re-read from Postgres and written in its current
     state (present -> upsert, gone -> delete), so replays and out-of-order
-    rows converge on the truth.
+    rows converge on the truth. Only writers and the applier call this; a query
+    never does (it would make a read wait on a write).
+
+    A young gap in the ids (a transaction that may still commit) holds the
+    watermark before it, but the pass still reads on to the end, so every row
+    committed before the pass began is applied; `scanned_id`/`scanned_at`
+    record that, which is what `wait_until_indexed` checks.
     """
     from search.models import IndexOutbox, IndexWatermark
 
     index = index or get_index()
-    if not _apply_lock.acquire(timeout=60):
+    if not _apply_lock.acquire(timeout=wait_s):
         return 0
     try:
+        started = _db_clock()
         wm, _ = IndexWatermark.objects.get_or_create(store=index.store_key)
-        last = wm.last_outbox_id
+        safe = cursor = wm.last_outbox_id
+        held = False  # a young gap was seen: the safe watermark stays where it is for this pass
         total = 0
         while max_rows is None or total < max_rows:
-            rows = list(IndexOutbox.objects.filter(pk__gt=last, model_id=index.model_id)
+            rows = list(IndexOutbox.objects.filter(pk__gt=cursor, model_id=index.model_id)
                         .order_by("pk").values_list("pk", "chunk_id", "created_at")[:APPLY_BATCH])
-            other_max = (IndexOutbox.objects.filter(pk__gt=last).exclude(model_id=index.model_id)
-                         .order_by("-pk").values_list("pk", flat=True).first()) if not rows else None
             if not rows:
-                if other_max:
-                    IndexWatermark.objects.filter(pk=wm.pk).update(last_outbox_id=max(last, other_max))
+                if not held:  # other models' rows past the watermark are nothing for this store
+                    other_max = (IndexOutbox.objects.filter(pk__gt=safe).exclude(model_id=index.model_id)
+                                 .order_by("-pk").values_list("pk", flat=True).first())
+                    safe = max(safe, other_max or 0)
                 break
             ids = sorted({r[1] for r in rows})
             points, gone = build_points(ids, model_id=index.model_id)
             index.upsert(points)
             index.delete(gone)
             total += len(rows)
-            new_last = _safe_watermark(last, rows)
-            IndexWatermark.objects.filter(pk=wm.pk).update(last_outbox_id=new_last)
-            if new_last < rows[-1][0]:
-                break  # a young gap: the missing rows may still commit; re-read from it next time
-            last = new_last
+            if not held:
+                safe = _safe_watermark(cursor, rows)
+                held = safe < rows[-1][0]
+            cursor = rows[-1][0]
+            IndexWatermark.objects.filter(pk=wm.pk).update(last_outbox_id=safe)
         if total and hasattr(index, "flush"):
             index.flush()
+        drained = max_rows is None or total < max_rows
+        update: dict[str, Any] = {"last_outbox_id": safe}
+        if drained:  # everything committed before `started` is in the index now
+            update.update(scanned_id=max(cursor, safe), scanned_at=started)
+        IndexWatermark.objects.filter(pk=wm.pk).update(**update)
         return total
     finally:
         _apply_lock.release()
+
+
+def _db_clock() -> Any:
+    """Postgres's clock: the applier and a waiter in another process compare instants on one clock."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT clock_timestamp()")
+        return cur.fetchone()[0]
 
 
 def _safe_watermark(last: int, rows: list[tuple[int, int, Any]]) -> int:
@@ -524,6 +549,54 @@ def _safe_watermark(last: int, rows: list[tuple[int, int, Any]]) -> int:
             return expected - 1
         expected = pk + 1
     return rows[-1][0]
+
+
+def last_outbox_id(*, index: VectorIndex | None = None) -> int:
+    """The newest outbox row for this store's model: what a writer waits for to read its own writes."""
+    from search.models import IndexOutbox
+
+    index = index or get_index()
+    return IndexOutbox.objects.filter(model_id=index.model_id).order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+def is_indexed(*, through: int, since: Any, index: VectorIndex | None = None) -> bool:
+    """True once every outbox row up to `through` that was committed before `since` is in the index."""
+    from search.models import IndexWatermark
+
+    index = index or get_index()
+    wm = IndexWatermark.objects.filter(store=index.store_key).values("last_outbox_id", "scanned_id",
+                                                                      "scanned_at").first()
+    if wm is None:
+        return through <= 0
+    if wm["last_outbox_id"] >= through:
+        return True
+    return wm["scanned_id"] >= through and wm["scanned_at"] is not None and wm["scanned_at"] >= since
+
+
+def wait_until_indexed(*, through: int | None = None, index: VectorIndex | None = None, timeout: float = 30.0,
+                       poll_s: float = 0.05) -> bool:
+    """Read-your-writes without making reads write: block until the applier has carried the outbox (up to
+    `through`, default: everything committed now) into the index. Only reads Postgres; returns False on timeout.
+
+    Call it after the write has committed. It never applies anything itself: it NOTIFYs the applier that owns
+    the store (the background thread; with a Qdrant server, Celery beat's next run) and waits for a pass that
+    began after the call.
+    """
+    from django.db import connection
+
+    index = index or get_index()
+    since = _db_clock()
+    through = last_outbox_id(index=index) if through is None else through
+    if not is_indexed(through=through, since=since, index=index):
+        with connection.cursor() as cur:  # ask the owner's applier thread for a pass that starts after `since`
+            cur.execute("SELECT pg_notify(%s, '')", [OUTBOX_CHANNEL])
+    deadline = time.monotonic() + timeout
+    while True:
+        if is_indexed(through=through, since=since, index=index):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
 
 
 def pending_outbox(*, index: VectorIndex | None = None) -> int:

@@ -115,6 +115,10 @@ class IndexWatermark(models.Model):
 
     store = models.CharField(max_length=500, unique=True)
     last_outbox_id = models.BigIntegerField(default=0)
+    # The last complete pass: it read every row committed before scanned_at, up to scanned_id, even past a young
+    # gap that holds last_outbox_id back. search.index.wait_until_indexed reads both.
+    scanned_id = models.BigIntegerField(default=0)
+    scanned_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
 

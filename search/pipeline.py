@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from config.errors import BadInput
 from search.fusion import FUSIONS, Candidate, fuse, single_leg
 from search.globs import GLOB_CHARS, Glob, compile_glob
-from search.index import IndexFilter, VectorIndex, apply_outbox, get_index
+from search.index import IndexFilter, VectorIndex, get_index
 from search.packing import DEFAULT_BUDGET, build_pack
 
 MAX_Q = 2000
@@ -237,8 +237,13 @@ def run_query(*, user, project, q: str, filters: dict[str, Any] | None = None, i
               extra_filter: dict[str, Any] | None = None,
               post_fusion_hook: Callable[[list[Candidate]], list[Candidate]] | None = None, log: bool = True,
               kind: str = "context", budget_tokens: int = DEFAULT_BUDGET, legs: str = "hybrid",
-              index: VectorIndex | None = None, apply_pending: bool = True) -> QueryResult:
-    """The one query service. Caller must already be authorised for `project` (membership)."""
+              index: VectorIndex | None = None) -> QueryResult:
+    """The one query service. Caller must already be authorised for `project` (membership).
+
+    A read: it never applies the index outbox (that is the applier's job, search/applier.py), so it never
+    waits on an ingest's write; a chunk not applied yet is simply not found, and one applied but since
+    removed or unshared is dropped by the SQL re-check. Its only writes are the query log (`log=True`).
+    """
     from projects.access import accessible_dataset_ids, filter_accessible_chunk_ids
     from search.models import Chunk, Document
     from search.rerank import rerank_default
@@ -251,11 +256,7 @@ def run_query(*, user, project, q: str, filters: dict[str, Any] | None = None, i
     do_rerank = rerank_default() if rerank is None else rerank
     timings: dict[str, float] = {}
 
-    t = time.perf_counter()
     index = index or get_index()
-    if apply_pending:
-        apply_outbox(index=index)  # cheap when nothing is pending; the embedded store's owner applies here
-    timings["outbox_ms"] = _ms(t)
 
     t = time.perf_counter()
     dataset_ids = accessible_dataset_ids(project, include_global=include_global)

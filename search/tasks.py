@@ -57,7 +57,8 @@ def _recover_on_worker_start(sender=None, **kwargs) -> None:  # noqa: ANN001, AN
 
 @shared_task
 def apply_index_outbox() -> int:
-    """With a Qdrant server the applier runs here; with the embedded store it is a no-op (the web process owns it)."""
+    """With a Qdrant server the applier runs here (after each ingest, and from beat as a backstop); with the
+    embedded store it is a no-op: the web process owns the store and its applier thread applies."""
     if not settings.QDRANT_URL:
         return 0
     from search.index import apply_outbox

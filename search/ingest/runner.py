@@ -310,8 +310,12 @@ def _run_rules(*, job, progress: Progress | None) -> None:  # noqa: ANN001
 
 
 def start_ingest(*, dataset, source: str, kind: str, user=None, options: dict[str, Any] | None = None,  # noqa: ANN001
-                 sync: bool = False, progress: Progress | None = None) -> Any:
-    """The one entry point behind the command, the API and the admin action: create the job, run or enqueue."""
+                 sync: bool = False, progress: Progress | None = None, apply_index: bool = True) -> Any:
+    """The one entry point behind the command, the API and the admin action: create the job, run or enqueue.
+
+    `sync=True` runs the job here and, unless `apply_index=False`, then applies its outbox to the index, so a
+    caller that ingests and then queries reads its own writes (the writer applies; queries never do).
+    """
     from search.models import IngestJob
 
     if kind not in KINDS:
@@ -319,8 +323,27 @@ def start_ingest(*, dataset, source: str, kind: str, user=None, options: dict[st
     job = IngestJob.objects.create(dataset=dataset, source=str(source), kind=kind, options=options or {},
                                    created_by=user if getattr(user, "pk", None) else None)
     if sync:
-        return run_job(job=job, progress=progress)
+        job = run_job(job=job, progress=progress)
+        if apply_index:
+            apply_own_writes()
+        return job
     from search.tasks import run_ingest_job
 
     transaction.on_commit(lambda: run_ingest_job.delay(str(job.pk)))
     return job
+
+
+def apply_own_writes() -> int:
+    """A writer in the process that can own the index applies what it wrote; -> rows applied.
+
+    If another process owns the embedded store (a running web server), opening it fails: that process's
+    applier thread was woken by the outbox NOTIFY and applies it instead.
+    """
+    from config.errors import DependencyDown
+    from search.index import apply_outbox
+
+    try:
+        return apply_outbox()
+    except DependencyDown as exc:
+        log.info("index not applied here (%s); its owner's applier will apply it", exc.detail)
+        return 0

@@ -93,10 +93,14 @@ def edge_index(tmp_path, db):
     index.close()
 
 
-def ingest(project, name: str, source: Path, *, kind: str = "code", is_global: bool = False, repo: str = ""):
+def ingest(project, name: str, source: Path, *, kind: str = "code", is_global: bool = False, repo: str = "",
+           apply_index: bool = True):
+    """A synchronous ingest; like every sync writer it applies its own outbox unless apply_index=False (which is
+    what a Celery worker's ingest leaves behind for the applier)."""
     from projects.models import Dataset
     from search.ingest.runner import start_ingest
 
     ds, _ = Dataset.objects.get_or_create(project=project, name=name, defaults={"kind": kind, "is_global": is_global})
-    job = start_ingest(dataset=ds, source=str(source), kind=kind, options={"repo": repo} if repo else {}, sync=True)
+    job = start_ingest(dataset=ds, source=str(source), kind=kind, options={"repo": repo} if repo else {}, sync=True,
+                       apply_index=apply_index)
     return ds, job

@@ -164,7 +164,7 @@ def test_reingest_of_a_changed_file_leaves_no_orphans(corpus, code_repo):
                       "    wallet.balance += amount\n")
     (code_repo / "web" / "routes.js").unlink()
     gone |= _chunk_ids(dataset=corpus["src"], path="web/routes.js")
-    ingest(corpus["acme"], "src", code_repo, repo="shop")
+    ingest(corpus["acme"], "src", code_repo, repo="shop", apply_index=False)  # as a worker: Postgres only
     assert _chunk_ids(dataset=corpus["src"], path="billing/ledger.py")  # re-chunked under new ids
     _assert_exact_after_delete(corpus["index"], gone)
 

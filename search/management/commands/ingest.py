@@ -60,7 +60,7 @@ class Command(BaseCommand):
         if opts["sync"]:
             progress, bar = file_progress(dataset=dataset, desc=f"ingest {source.name}")
             job = start_ingest(dataset=dataset, source=str(source), kind=opts["kind"], options=options, sync=True,
-                               progress=progress)
+                               progress=progress, apply_index=False)  # applied below unless --no-apply
             bar.close()
         else:
             job = start_ingest(dataset=dataset, source=str(source), kind=opts["kind"], options=options)
@@ -83,7 +83,7 @@ class Command(BaseCommand):
 
             try:
                 applied = apply_outbox()
-            except DependencyDown as exc:  # the running server owns the embedded store; it applies on its next query
+            except DependencyDown as exc:  # the running server owns the embedded store; its applier thread applies
                 self.stderr.write(f"index not updated here ({exc.detail}); the process that owns it will apply it")
         self.stdout.write(
             f"{job.status}: {job.files_total} files ({job.files_skipped} skipped, {job.files_deleted} deleted), "

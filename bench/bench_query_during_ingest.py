@@ -1,0 +1,158 @@
+"""Query latency while a 10k-chunk ingest runs: query-time outbox apply (before) vs the background applier (after).
+
+Why: issue 18 §3. `run_query` used to apply the index outbox on every query
+(and could wait up to 60 s for the applier lock), so queries during an ingest
+paid for the ingest's index writes. Now the process that owns the embedded
+store applies in a background thread woken by Postgres NOTIFY
+(search/applier.py) and a query only reads. Both modes run in the same run on
+the same corpus, through the real runner: the ingest runs in its own process
+(`manage.py ingest --sync --no-apply`, as a Celery worker would: it writes
+Postgres only), while this process owns the index and queries it.
+
+The embedding cache is filled first (one untimed ingest of the same corpus),
+so each measured ingest is chunking + Postgres writes + index application,
+not MiniLM on a shared CPU; the table says so.
+
+    .venv/bin/python bench/bench_query_during_ingest.py [--chunks 10000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, machine, p50, pct, setup_django, table, write_result
+
+
+def cpu_flags() -> str:
+    """The CPU features that decide embedding speed on these machines, present or not."""
+    flags: set[str] = set()
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+    return ", ".join(f"{f} {'yes' if f in flags else 'no'}" for f in wanted)
+
+
+def ingest_process(*, project: str, dataset: str, source: Path) -> subprocess.Popen:
+    """The writer: a separate process that writes chunks and outbox rows to Postgres and never opens the index."""
+    cmd = [sys.executable, "manage.py", "ingest", "--project", project, "--dataset", dataset, "--kind", "code",
+           "--repo", "bench", "--sync", "--no-apply", str(source)]
+    return subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def drain(index) -> None:
+    from search.index import apply_outbox, pending_outbox
+
+    while apply_outbox(index=index) or pending_outbox(index=index):
+        time.sleep(0.05)
+
+
+def measure(*, mode: str, project, source: Path, index, queries: list[str]) -> dict:
+    """Queries back to back while one ingest runs; mode "before" applies the outbox inside each query's time."""
+    from search.applier import BackgroundApplier
+    from search.index import apply_outbox, wait_until_indexed
+    from search.models import Chunk
+    from search.pipeline import run_query
+
+    applier = BackgroundApplier(index=index).start() if mode == "after" else None
+    lat, applied_in_query = [], 0
+    t0 = time.perf_counter()
+    proc = ingest_process(project=project.slug, dataset=f"during-{mode}", source=source)
+    i = 0
+    while proc.poll() is None:
+        q = queries[i % len(queries)]
+        i += 1
+        t = time.perf_counter()
+        if mode == "before":  # what run_query did before: apply_outbox(index) first, under the applier lock
+            applied_in_query += apply_outbox(index=index)
+        run_query(user=None, project=project, q=q, include_global=False, rerank=False, log=False, kind="bench")
+        lat.append((time.perf_counter() - t) * 1000)
+    ingest_s = time.perf_counter() - t0
+    if proc.returncode:
+        raise SystemExit(f"ingest failed: {proc.stderr.read().decode()[-2000:]}")
+    t = time.perf_counter()
+    if applier is not None:
+        assert wait_until_indexed(index=index, timeout=600)
+        applier.stop()
+    else:
+        drain(index)
+    catch_up_s = time.perf_counter() - t
+    chunks = Chunk.objects.filter(dataset__name=f"during-{mode}").count()
+    return {"mode": mode, "lat": lat, "ingest_s": ingest_s, "catch_up_s": catch_up_s, "chunks": chunks,
+            "applied_in_query": applied_in_query,
+            "applied_bg": applier.stats["applied"] if applier else 0}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--chunks", type=int, default=10_000, help="target chunk count of the ingested corpus")
+    args = ap.parse_args()
+    setup_django()
+    from bench_context import QUERIES, build_corpus
+    from django.conf import settings
+
+    from projects.models import Dataset, Project
+    from search.encoders import embed_query, resolve_precision
+    from search.index import get_index
+    from search.pipeline import run_query
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-during-"))
+    build_corpus(target_chunks=args.chunks, dest=tmp)
+    project = Project.objects.create(slug="bench", name="Bench")
+    index = get_index()
+    embed_query("warm the model up")
+
+    # untimed: fill the embedding cache (and give queries a corpus to hit), then index it
+    t = time.perf_counter()
+    warm = ingest_process(project=project.slug, dataset="warm", source=tmp)
+    if warm.wait():
+        raise SystemExit(f"warm-up ingest failed: {warm.stderr.read().decode()[-2000:]}")
+    warm_s = time.perf_counter() - t
+    drain(index)
+    idle = []
+    for r in range(3):
+        for q in QUERIES:
+            t = time.perf_counter()
+            run_query(user=None, project=project, q=q, include_global=False, rerank=False, log=False, kind="bench")
+            if r:
+                idle.append((time.perf_counter() - t) * 1000)
+
+    runs = [measure(mode=m, project=project, source=tmp, index=index, queries=QUERIES) for m in ("before", "after")]
+    Dataset.objects.filter(project=project).delete()
+    drain(index)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    rows = [["idle (no ingest running)", len(idle), round(p50(idle), 1), round(pct(idle, 95), 1),
+             round(max(idle), 1), "", "", ""]]
+    for r in runs:
+        label = ("before: query applies the outbox (old run_query)" if r["mode"] == "before"
+                 else "after: background applier thread, query only reads")
+        rows.append([label, len(r["lat"]), round(p50(r["lat"]), 1), round(pct(r["lat"], 95), 1),
+                     round(max(r["lat"]), 1), f"{r['chunks']:,} in {r['ingest_s']:.0f} s",
+                     f"{r['applied_in_query']:,}" if r["mode"] == "before" else "0",
+                     round(r["catch_up_s"], 2)])
+    text = "\n".join([
+        f"## Query latency during a {runs[0]['chunks']:,}-chunk ingest (run_query, hybrid, no reranker)", "",
+        table(["mode", "queries", "p50 ms", "p95 ms", "max ms", "ingest (other process)",
+               "outbox rows applied inside queries", "index caught up s after ingest"], rows), "",
+        f"The ingest runs through the real runner in its own process (`manage.py ingest --sync --no-apply`, "
+        f"as a Celery worker would); this process owns the embedded Qdrant store and queries it back to back. "
+        f"The embedding cache was filled first by an untimed ingest of the same corpus ({warm_s:.0f} s), so "
+        f"each measured ingest re-embeds nothing: it is chunking, Postgres writes and index application. "
+        f"Embedding precision {resolve_precision(settings.EMBEDDING_PRECISION)}.", "",
+        f"CPU flags: {cpu_flags()}.", "",
+        machine(), "", f"Reproduce: `.venv/bin/python bench/bench_query_during_ingest.py --chunks {args.chunks}`",
+    ])
+    write_result("query-during-ingest", text)
+
+
+if __name__ == "__main__":
+    main()
