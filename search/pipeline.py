@@ -239,7 +239,8 @@ def run_query(*, user, project, q: str, filters: dict[str, Any] | None = None, i
               kind: str = "context", budget_tokens: int = DEFAULT_BUDGET, legs: str = "hybrid",
               index: VectorIndex | None = None, apply_pending: bool = True) -> QueryResult:
     """The one query service. Caller must already be authorised for `project` (membership)."""
-    from projects.access import accessible_dataset_ids, filter_accessible_chunk_ids
+    from projects.access import accessible_dataset_ids
+    from search.access import filter_accessible_chunk_ids
     from search.models import Chunk, Document
     from search.rerank import rerank_default
 
