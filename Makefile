@@ -38,6 +38,7 @@ status:
 	$(BIN)/python manage.py platform status
 
 test: install
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: install

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,15 +140,25 @@ def celery_broker_url(url: str) -> str:
     return url
 
 
-def stop_everything(*, var_dir: Path) -> None:
-    """Best-effort teardown of a private VAR_DIR (test session, benchmark): close the index handle and the
-    DB connections first, so the services can stop cleanly, then stop redis and postgres."""
-    try:
-        from search.index import close_index
+_closers: list[Callable[[], None]] = []
 
-        close_index()
-    except Exception:  # noqa: BLE001 - best effort at teardown
-        pass
+
+def on_teardown(closer: Callable[[], None]) -> None:
+    """Register what must be closed before the services stop (search's index handle, from its AppConfig).
+
+    Why a registry: config is the bottom layer and may not import the apps that hold such handles."""
+    if closer not in _closers:
+        _closers.append(closer)
+
+
+def stop_everything(*, var_dir: Path) -> None:
+    """Best-effort teardown of a private VAR_DIR (test session, benchmark): close the registered handles (the
+    index) and the DB connections first, so the services can stop cleanly, then stop redis and postgres."""
+    for closer in _closers:
+        try:
+            closer()
+        except Exception:  # noqa: BLE001 - best effort at teardown
+            pass
     try:
         from django.db import connections
 

@@ -17,8 +17,9 @@ from typing import Any
 from django.db import connection, transaction
 from tqdm import tqdm
 
-from people.indexing import embed_with_cache, refresh_search_documents, vector_literal
+from people.indexing import refresh_search_documents, vector_literal
 from people.normalize import normalize_company
+from search.encoders import embed_cached
 
 PERSON_COLS = ("id", "display_name", "headline", "email", "phone", "linkedin_url", "external_id", "created_at")
 PROFILE_COLS = ("person_id", "bio", "current_city", "open_to_work", "open_to_contact", "work_preferred_locations",
@@ -143,7 +144,7 @@ def _write_batch(batch: list[dict[str, Any]], *, embed: bool, show_progress: boo
     cards = [c for b in batch for c in b["cards"]]
     children = [c for b in batch for c in b["children"]]
     if embed:
-        vecs = embed_with_cache([c["text"] for c in cards] + [c["text"] for c in children], show_progress=show_progress)
+        vecs = embed_cached([c["text"] for c in cards] + [c["text"] for c in children], show_progress=show_progress)
         for c, v in zip(cards + children, vecs, strict=True):
             c["embedding"] = vector_literal(v)
     with transaction.atomic(), connection.cursor() as cur:

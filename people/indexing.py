@@ -11,6 +11,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from django.db import connection, transaction
 
+from people.models import ExperienceCard, ExperienceCardChild
+from search.encoders import embed_cached
+
 PARENT_DOC_SQL = """
 UPDATE people_experiencecard SET search_document =
     setweight(to_tsvector('english', coalesce(title, '') || ' ' || coalesce(company_norm, '') || ' ' ||
@@ -50,8 +53,9 @@ def copy_vectors(*, table: str, ids: Sequence, vectors: np.ndarray) -> None:
     assert table in {"people_experiencecard", "people_experiencecardchild"}
     if not len(ids):
         return
+    dim = int(vectors.shape[1])  # the embedding model's dimension, whatever model is configured
     with transaction.atomic(), connection.cursor() as cur:
-        cur.execute("CREATE TEMP TABLE IF NOT EXISTS _vec_load (id uuid PRIMARY KEY, v vector(384)) ON COMMIT DROP")
+        cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS _vec_load (id uuid PRIMARY KEY, v vector({dim})) ON COMMIT DROP")
         cur.execute("TRUNCATE _vec_load")
         with cur.copy("COPY _vec_load (id, v) FROM STDIN") as cp:
             for i, v in zip(ids, vectors, strict=True):
@@ -60,35 +64,8 @@ def copy_vectors(*, table: str, ids: Sequence, vectors: np.ndarray) -> None:
         cur.execute("DROP TABLE _vec_load")
 
 
-def embed_with_cache(texts: list[str], *, show_progress: bool = False) -> np.ndarray:
-    """Embed unique texts once, reusing EmbeddingCache rows (template-heavy directories repeat a lot)."""
-    from search.encoders import dense_model_id, embed_texts, text_hash
-    from search.models import EmbeddingCache
-
-    model_id = dense_model_id()
-    hashes = [text_hash(t) for t in texts]
-    unique: dict[str, str] = dict(zip(hashes, texts, strict=True))
-    found: dict[str, np.ndarray] = {}
-    keys = list(unique)
-    for i in range(0, len(keys), 5000):
-        for h, vec in EmbeddingCache.objects.filter(model_id=model_id, text_hash__in=keys[i:i + 5000]).values_list(
-                "text_hash", "vector"):
-            found[h] = np.asarray(vec, dtype=np.float32)
-    missing = [h for h in keys if h not in found]
-    if missing:
-        vecs = embed_texts([unique[h] for h in missing], show_progress=show_progress)
-        EmbeddingCache.objects.bulk_create(
-            [EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
-             for h, v in zip(missing, vecs, strict=True)], ignore_conflicts=True, batch_size=2000)
-        found.update(zip(missing, vecs, strict=True))
-    dim = len(next(iter(found.values()))) if found else 384
-    return np.stack([found[h] for h in hashes]) if hashes else np.zeros((0, dim), dtype=np.float32)
-
-
 def embed_cards(*, parent_ids: Sequence = (), child_ids: Sequence = (), show_progress: bool = False) -> int:
     """Compute and store embeddings for the given cards (what the Celery task runs)."""
-    from people.models import ExperienceCard, ExperienceCardChild
-
     n = 0
     for model, ids, table in ((ExperienceCard, parent_ids, "people_experiencecard"),
                               (ExperienceCardChild, child_ids, "people_experiencecardchild")):
@@ -97,7 +74,7 @@ def embed_cards(*, parent_ids: Sequence = (), child_ids: Sequence = (), show_pro
         cards = list(model.objects.filter(pk__in=list(ids)).only("id", "title", "summary", "search_phrases"))
         if not cards:
             continue
-        vecs = embed_with_cache([c.embedding_text() for c in cards], show_progress=show_progress)
+        vecs = embed_cached([c.embedding_text() for c in cards], show_progress=show_progress)
         copy_vectors(table=table, ids=[c.pk for c in cards], vectors=vecs)
         n += len(cards)
     return n

@@ -106,9 +106,6 @@ class ExperienceCard(CardBase):
     def save(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
         self.drop_stale_embedding()
         super().save(*args, **kwargs)
-        from people.indexing import refresh_search_documents
-
-        refresh_search_documents(parent_ids=[self.pk])
 
 
 class ExperienceCardChild(CardBase):
@@ -126,9 +123,6 @@ class ExperienceCardChild(CardBase):
     def save(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
         self.drop_stale_embedding()
         super().save(*args, **kwargs)
-        from people.indexing import refresh_search_documents
-
-        refresh_search_documents(child_ids=[self.pk])
 
 
 class Search(models.Model):

@@ -1,9 +1,11 @@
 """24 h search sessions that gate profile views and unlocks (seed 001 §5)."""
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, datetime, timedelta
 
 from django.core.exceptions import ValidationError
+from django.db.models import Avg, Count
+from django.db.models.functions import TruncDay
 from django.utils import timezone
 
 from config.errors import ApiError, BadInput, NotFound
@@ -38,3 +40,12 @@ def validate_search_session(*, user, search_id, person_id=None) -> Search:  # no
     if person_id is not None and not SearchResult.objects.filter(search=search, person_id=person_id).exists():
         raise NotFound("This person is not part of that search.", field="search_id", code="person_not_in_search")
     return search
+
+
+def searches_per_day(*, since: datetime) -> dict[date, tuple[int, float | None]]:
+    """People searches per day since `since`: (count, mean latency in ms, None while no search has one).
+
+    The staff dashboard plots it next to the context and rules queries."""
+    rows = (Search.objects.filter(created_at__gte=since).annotate(day=TruncDay("created_at"))
+            .values("day").annotate(n=Count("pk"), ms=Avg("latency_ms")).order_by())
+    return {r["day"].date(): (r["n"], None if r["ms"] is None else float(r["ms"])) for r in rows}

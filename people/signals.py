@@ -1,6 +1,9 @@
-"""Cards saved without a vector get one from Celery after the transaction commits.
+"""What a saved card needs besides its row: its full-text document now, its vector from Celery.
 
-Why on_commit: the worker must see the row; why a task: embedding a card costs
+Why the tsvector here and at once: the card must be findable lexically in the same transaction as the save
+(one UPDATE in Postgres). Why here and not in Model.save: the models stay free of indexing, so models and
+indexing do not import each other (indexing reads the models; this module wires both).
+Why the vector on_commit: the worker must see the row; why a task: embedding a card costs
 ~10 ms of CPU that a request or an admin save should not wait for.
 """
 from __future__ import annotations
@@ -9,6 +12,7 @@ from django.db import transaction
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 
+from people.indexing import refresh_search_documents
 from people.models import ExperienceCard, ExperienceCardChild
 
 
@@ -25,11 +29,13 @@ def _enqueue(**ids) -> None:  # noqa: ANN003
 
 @receiver(post_save, sender=ExperienceCard)
 def _parent_saved(sender: type[ExperienceCard], instance: ExperienceCard, **kwargs: object) -> None:
+    refresh_search_documents(parent_ids=[instance.pk])
     if instance.embedding is None:
         transaction.on_commit(lambda: _enqueue(parent_ids=[str(instance.pk)]))
 
 
 @receiver(post_save, sender=ExperienceCardChild)
 def _child_saved(sender: type[ExperienceCardChild], instance: ExperienceCardChild, **kwargs: object) -> None:
+    refresh_search_documents(child_ids=[instance.pk])
     if instance.embedding is None:
         transaction.on_commit(lambda: _enqueue(child_ids=[str(instance.pk)]))

@@ -10,7 +10,9 @@ from django.db import connection
 from config.errors import NotFound
 from projects.models import Membership, Project
 
-_ACCESS_SQL = """
+# The ids of the datasets project %(pid)s may read (%(glob)s: whether global datasets count). Public so that
+# the app that owns a dataset's content (search) can re-check its own rows against it in one query.
+ACCESSIBLE_DATASETS_SQL = """
 SELECT d.id FROM projects_dataset d
  WHERE d.project_id = %(pid)s
     OR (%(glob)s AND d.is_global)
@@ -22,37 +24,16 @@ SELECT d.id FROM projects_dataset d
 def accessible_dataset_ids(project: Project, *, include_global: bool = True) -> set[int]:
     """One SQL query: own ∪ global ∪ actively shared."""
     with connection.cursor() as cur:
-        cur.execute(_ACCESS_SQL, {"pid": project.pk, "glob": include_global})
+        cur.execute(ACCESSIBLE_DATASETS_SQL, {"pid": project.pk, "glob": include_global})
         return {row[0] for row in cur.fetchall()}
 
 
-def is_resource_accessible(project: Project, resource_type: str, resource_id: int | str) -> bool:
-    """Re-check one resource (dataset, document or chunk) against the live access set."""
-    from django.apps import apps
-
-    if resource_type == "dataset":
-        dataset_id = resource_id
-    elif resource_type in {"document", "chunk"}:
-        model = apps.get_model("search", "Document" if resource_type == "document" else "Chunk")
-        dataset_id = model.objects.filter(pk=resource_id).values_list("dataset_id", flat=True).first()
-        if dataset_id is None:
-            return False
-    else:
-        raise ValueError(f"unknown resource type {resource_type!r}")
-    sql = f"SELECT EXISTS (SELECT 1 FROM ({_ACCESS_SQL}) a WHERE a.id = %(did)s)"
+def is_dataset_accessible(project: Project, dataset_id: int | str) -> bool:
+    """Re-check one dataset against the live access set (search.access does documents and chunks)."""
+    sql = f"SELECT EXISTS (SELECT 1 FROM ({ACCESSIBLE_DATASETS_SQL}) a WHERE a.id = %(did)s)"
     with connection.cursor() as cur:
         cur.execute(sql, {"pid": project.pk, "glob": True, "did": dataset_id})
         return bool(cur.fetchone()[0])
-
-
-def filter_accessible_chunk_ids(project: Project, chunk_ids: list[int], *, include_global: bool = True) -> set[int]:
-    """Batch form of is_resource_accessible for chunks: one query for a whole result list."""
-    if not chunk_ids:
-        return set()
-    sql = f"SELECT c.id FROM search_chunk c WHERE c.id = ANY(%(ids)s) AND c.dataset_id IN ({_ACCESS_SQL})"
-    with connection.cursor() as cur:
-        cur.execute(sql, {"pid": project.pk, "glob": include_global, "ids": list(chunk_ids)})
-        return {row[0] for row in cur.fetchall()}
 
 
 def key_project_ids(user) -> frozenset[int] | None:  # noqa: ANN001

@@ -26,6 +26,7 @@ from projects.serializers import (
     ShareCreateSerializer,
     ShareSerializer,
 )
+from search import datasets as search_datasets
 
 _WRITE_ERRORS = {**ERROR_RESPONSES, 403: ErrorSerializer, 409: ErrorSerializer}
 
@@ -120,7 +121,7 @@ class DatasetDetailView(APIView):
                    tags=["projects"], description="One of the project's own datasets, with document and chunk counts.")
     def get(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
         project = project_for_member(user=request.user, slug=slug)
-        ds = datasets_service.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
+        ds = search_datasets.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
         return Response(dict(DatasetDetailSerializer(ds).data, access="own"))
 
     @extend_schema(operation_id="datasets_update", request=DatasetUpdateSerializer,
@@ -128,11 +129,11 @@ class DatasetDetailView(APIView):
                    description="Rename or describe a dataset (editors, owners); `is_global` is staff only.")
     def patch(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
         project = project_for_member(user=request.user, slug=slug)
-        ds = datasets_service.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
+        ds = search_datasets.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
         ser = DatasetUpdateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
         datasets_service.update_dataset(user=request.user, dataset=ds, **ser.validated_data)
-        ds = datasets_service.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
+        ds = search_datasets.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
         return Response(dict(DatasetDetailSerializer(ds).data, access="own"))
 
     @extend_schema(operation_id="datasets_destroy", request=None,
@@ -141,7 +142,7 @@ class DatasetDetailView(APIView):
                                                   "The index deletes are queued in the same transaction.")
     def delete(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
         project = project_for_member(user=request.user, slug=slug)
-        ds = datasets_service.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
+        ds = search_datasets.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
         datasets_service.delete_dataset(user=request.user, dataset=ds)
         return Response(status=204)
 

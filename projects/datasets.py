@@ -1,4 +1,4 @@
-"""A project's own datasets as its members manage them: an overview with counts, and deletion.
+"""A project's own datasets as its members manage them: changes and deletion (search.datasets adds the counts).
 
 Why here and not in the page: the settings page, the API and the admin must apply the same rule
 ("editors and owners of the dataset's project delete content") and the delete must be the one that
@@ -7,29 +7,12 @@ keeps the vector index exact (a plain ORM delete; the search_chunk trigger queue
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, OuterRef, Subquery
-from django.db.models.functions import Coalesce
 
 from config.errors import BadInput, Conflict, Forbidden, NotFound
 from projects.access import membership_role
-from projects.models import Dataset, Membership, Project
+from projects.models import Dataset, Membership
 
 WRITERS = frozenset({Membership.Role.OWNER, Membership.Role.EDITOR})
-
-
-def _count_of(model, dataset_field: str = "dataset"):  # noqa: ANN001, ANN202
-    rows = (model.objects.filter(**{dataset_field: OuterRef("pk")}).order_by().values(dataset_field)
-            .annotate(n=Count("pk")).values("n"))
-    return Coalesce(Subquery(rows), 0)
-
-
-def datasets_overview(*, project: Project) -> list[Dataset]:
-    """The project's own datasets, each with `document_count` and `chunk_count` (one query)."""
-    from search.models import Chunk, Document
-
-    return list(Dataset.objects.filter(project=project)
-                .annotate(document_count=_count_of(Document), chunk_count=_count_of(Chunk))
-                .order_by("name"))
 
 
 def delete_dataset(*, user, dataset: Dataset) -> None:  # noqa: ANN001
@@ -44,17 +27,6 @@ def delete_dataset(*, user, dataset: Dataset) -> None:  # noqa: ANN001
         raise Forbidden("Only owners and editors of this project can delete its datasets.")
     with transaction.atomic():
         dataset.delete()
-
-
-def own_dataset(*, user, project: Project, dataset_id: int) -> Dataset:  # noqa: ANN001
-    """One of the project's own datasets, with its counts; 404 for any other id (no existence leak)."""
-    from search.models import Chunk, Document
-
-    dataset = (Dataset.objects.filter(pk=dataset_id, project=project)
-               .annotate(document_count=_count_of(Document), chunk_count=_count_of(Chunk)).first())
-    if dataset is None:
-        raise NotFound("Dataset not found.")
-    return dataset
 
 
 def update_dataset(*, user, dataset: Dataset, name: str | None = None, description: str | None = None,  # noqa: ANN001

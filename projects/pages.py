@@ -19,8 +19,9 @@ from django.views.decorators.http import require_http_methods
 from config.errors import ApiError, BadInput, NotFound
 from projects import membership, sharing
 from projects.access import membership_role, project_for_member
-from projects.datasets import WRITERS, datasets_overview, delete_dataset
+from projects.datasets import WRITERS, delete_dataset
 from projects.models import Dataset, Membership, Project, ProjectShare
+from search.datasets import datasets_overview
 
 
 def _error(exc: ApiError) -> dict[str, Any]:

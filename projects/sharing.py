@@ -10,21 +10,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from config.errors import BadInput, Conflict, Forbidden, NotFound
+from projects.access import accessible_dataset_ids, limit_to_key_projects, membership_role
 from projects.models import Dataset, Membership, Project, ProjectShare
 
 _WRITERS = {Membership.Role.OWNER, Membership.Role.EDITOR}
 
 
-def _role(*, user, project: Project) -> str | None:  # noqa: ANN001
-    from projects.access import membership_role  # one rule, the API key's project limit included
-
-    return membership_role(user=user, project=project)
-
-
 def visible_datasets(*, project: Project) -> list[dict]:
     """Own, global and shared datasets, each tagged with how the project sees it (one query)."""
-    from projects.access import accessible_dataset_ids
-
     ids = accessible_dataset_ids(project)
     shared = set(ProjectShare.objects.filter(project=project, revoked_at__isnull=True).values_list("dataset_id", flat=True))
     out = []
@@ -37,7 +30,7 @@ def visible_datasets(*, project: Project) -> list[dict]:
 def create_dataset(*, user, project: Project, name: str, kind: str, description: str = "",  # noqa: ANN001
                    is_global: bool = False) -> Dataset:
     """Owners and editors add datasets; only staff may mark one global (it is visible to every project)."""
-    if _role(user=user, project=project) not in _WRITERS:
+    if membership_role(user=user, project=project) not in _WRITERS:
         raise Forbidden("Only owners and editors of this project can add datasets.")
     if is_global and not user.is_staff:
         raise Forbidden("Only staff can create global datasets.", field="is_global")
@@ -62,7 +55,7 @@ def grant_share(*, user, dataset_id: int, to_project: Project) -> ProjectShare: 
     see but do not own is 403. Sharing twice returns the active share.
     """
     dataset = Dataset.objects.filter(pk=dataset_id).select_related("project").first()
-    role = _role(user=user, project=dataset.project) if dataset else None
+    role = membership_role(user=user, project=dataset.project) if dataset else None
     if dataset is None or role is None:
         raise NotFound("Dataset not found.", field="dataset_id")
     if role != Membership.Role.OWNER:
@@ -86,7 +79,7 @@ def revoke_share(*, user, share_id: int, project: Project) -> ProjectShare:  # n
     share = ProjectShare.objects.filter(pk=share_id, project=project).select_related("dataset__project").first()
     if share is None:
         raise NotFound("Share not found.")
-    owner_roles = {_role(user=user, project=share.dataset.project), _role(user=user, project=project)}
+    owner_roles = {membership_role(user=user, project=share.dataset.project), membership_role(user=user, project=project)}
     if Membership.Role.OWNER not in owner_roles:
         raise Forbidden("Only an owner of either project can revoke this share.")
     return revoke_share_row(share=share)
@@ -112,7 +105,5 @@ def outgoing_shares(*, project: Project) -> list[ProjectShare]:
 
 def projects_of(*, user) -> list[dict]:  # noqa: ANN001
     """The user's projects with roles; a project-limited API key sees only its projects."""
-    from projects.access import limit_to_key_projects
-
     rows = limit_to_key_projects(Membership.objects.filter(user_id=user.pk), user)
     return [{"project": m.project, "role": m.role} for m in rows.select_related("project").order_by("project__slug")]

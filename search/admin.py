@@ -1,6 +1,7 @@
 """Staff console for the retrieval engine: content, jobs with live progress, logs (read-only), graph, configs."""
 from __future__ import annotations
 
+from django.apps import apps
 from django.contrib import admin, messages
 from django.db import transaction
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
@@ -8,7 +9,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from config.adminkit import ReadOnlyAdmin
-from search import traversal
+from projects.models import Dataset, Membership, ProjectShare
+from search import maintenance, traversal
 from search.models import (
     Chunk,
     DailyMetric,
@@ -25,6 +27,71 @@ from search.models import (
     RerankResult,
     TraversalConfig,
 )
+from search.tasks import reembed_dataset
+
+
+class DeletesOwnedContent:
+    """Deleting a project or dataset deletes what it owns (documents, chunks, ingest jobs, graph edges, logs,
+    shares, memberships), and the index deletes are queued by the search_chunk trigger.
+
+    Why the override: those rows have read-only admins (history is never edited by hand), and Django's delete
+    confirmation requires delete permission on every cascaded model, so no one could delete a dataset that had
+    content. Permission to delete the owner is what is checked; other models keep Django's rule.
+    """
+
+    def get_deleted_objects(self, objs, request):  # noqa: ANN001, ANN201
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        owned = {str(m._meta.verbose_name) for m in apps.get_app_config("search").get_models()}
+        owned |= {str(ProjectShare._meta.verbose_name), str(Membership._meta.verbose_name),
+                  str(Dataset._meta.verbose_name)}
+        return deleted, counts, {p for p in perms_needed if str(p) not in owned}, protected
+
+
+@admin.register(Dataset)
+class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
+    """Long actions go to Celery (or the embedded store's owner); progress shows under Ingest jobs.
+
+    Registered here, not in projects.admin: its panel and actions are search's upkeep of the dataset's content
+    (search.maintenance), and projects does not reach into search."""
+
+    list_display = ("name", "project", "kind", "is_global", "created_at")
+    list_filter = ("kind", "is_global")
+    search_fields = ("name", "project__slug", "description")
+    autocomplete_fields = ("project",)
+    readonly_fields = ("content_report",)
+    actions = ["reingest", "recompute_embeddings", "reindex"]
+
+    @admin.display(description="content")
+    def content_report(self, obj: Dataset) -> str:
+        if obj.pk is None:
+            return "-"
+        r = maintenance.dataset_report(dataset=obj)
+        job = r["last_job"]
+        coverage = ", ".join(f"{m}: {pct}%" for m, pct in r["coverage"].items()) or "no vectors yet"
+        last = (f"{job.created_at:%Y-%m-%d %H:%M} {job.status} ({job.files_done}/{job.files_total} files, "
+                f"{job.chunks_written} chunks)" if job else "never")
+        return format_html("<b>{}</b> documents, <b>{}</b> chunks<br>embedding coverage: {}<br>last ingest: {}"
+                           "<br>errors: {}", r["documents"], r["chunks"], coverage, last,
+                           (job.error if job and job.error else "none"))
+
+    @admin.action(description="Ingest again (last source; unchanged files are skipped)")
+    def reingest(self, request, queryset):  # noqa: ANN001, ANN201
+        for ds in queryset:
+            try:
+                maintenance.reingest(dataset=ds, user=request.user)
+                self.message_user(request, f"{ds.name}: ingest queued (see Ingest jobs for progress).")
+            except ValueError as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+
+    @admin.action(description="Recompute embeddings for the configured model")
+    def recompute_embeddings(self, request, queryset):  # noqa: ANN001, ANN201
+        for ds in queryset:
+            reembed_dataset.delay(ds.pk, True)
+        self.message_user(request, f"Re-embedding queued for {queryset.count()} dataset(s).")
+
+    @admin.action(description="Reindex Qdrant from Postgres (no re-embedding)")
+    def reindex(self, request, queryset):  # noqa: ANN001, ANN201
+        self.message_user(request, f"Reindex: {maintenance.reindex()}.")
 
 
 @admin.register(Document)

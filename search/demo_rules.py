@@ -18,7 +18,7 @@ def load_demo_rules(stdout=None) -> dict:  # noqa: ANN001
     """Ingest every demo book (incremental), rebuild config + graph, apply the index. Idempotent."""
     from projects.models import Dataset, Project
     from search.index import apply_outbox
-    from search.ingest.rules import ingest_rulebook
+    from search.ingest.runner import ingest_rulebook
 
     project, _ = Project.objects.get_or_create(slug="demo", defaults={"name": "Demo"})
     dataset, _ = Dataset.objects.get_or_create(project=project, name=DATASET_NAME,

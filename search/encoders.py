@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import threading
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -147,3 +149,86 @@ def embedding_dim() -> int:
     model = get_dense_model()
     getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     return int(getter())
+
+
+EMBED_RETRIES = 3
+CACHE_BATCH = 256  # texts embedded and written per step: bounded memory, and a crash loses one step at most
+_LOOKUP_BATCH = 5000
+
+_log = logging.getLogger(__name__)
+
+
+def _embed_with_retry(texts: list[str], *, show_progress: bool) -> np.ndarray:
+    """A transient failure (a worker short of memory for one batch) costs a retry, not the whole job."""
+    for attempt in range(1, EMBED_RETRIES + 1):
+        try:
+            return embed_texts(texts, show_progress=show_progress)
+        except DependencyDown:
+            raise  # a bad setting does not get better by retrying
+        except Exception:
+            if attempt == EMBED_RETRIES:
+                raise
+            _log.warning("embedding batch of %d failed (attempt %d); retrying", len(texts), attempt)
+            time.sleep(0.5 * attempt)
+    raise AssertionError("unreachable")
+
+
+def _fill_cache(texts: list[str], *, refresh: bool, load: bool,
+                show_progress: bool) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """The one embedding-cache fill behind embed_cached and fill_embedding_cache.
+
+    Returns ({hash: vector} for the texts, loaded only when `load`) and {"embedded", "cached"} counts of
+    distinct texts. `refresh` recomputes cached vectors too (rows are replaced, not duplicated)."""
+    from django.db import transaction
+
+    from search.models import EmbeddingCache
+
+    model_id = dense_model_id()
+    unique: dict[str, str] = {text_hash(t): t for t in texts}
+    keys = list(unique)
+    found: dict[str, np.ndarray] = {}
+    present: set[str] = set()
+    if not refresh:
+        for i in range(0, len(keys), _LOOKUP_BATCH):
+            rows = EmbeddingCache.objects.filter(model_id=model_id, text_hash__in=keys[i:i + _LOOKUP_BATCH])
+            if load:
+                for h, vec in rows.values_list("text_hash", "vector"):
+                    found[h] = np.asarray(vec, dtype=np.float32)
+                    present.add(h)
+            else:
+                present.update(rows.values_list("text_hash", flat=True))
+    missing = [h for h in keys if h not in present]
+    for i in range(0, len(missing), CACHE_BATCH):
+        part = missing[i:i + CACHE_BATCH]
+        vectors = _embed_with_retry([unique[h] for h in part], show_progress=show_progress)
+        rows = [EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
+                for h, v in zip(part, vectors, strict=True)]
+        with transaction.atomic():
+            if refresh:
+                EmbeddingCache.objects.filter(model_id=model_id, text_hash__in=part).delete()
+            EmbeddingCache.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        if load:
+            found.update(zip(part, vectors, strict=True))
+    return found, {"embedded": len(missing), "cached": len(keys) - len(missing)}
+
+
+def embed_cached(texts: list[str], *, show_progress: bool = False) -> np.ndarray:
+    """Vectors for `texts` (shape (n, dim), in order), computing only what the embedding cache lacks.
+
+    Why through the cache: vectors are keyed by (model id, text hash), so a repeated text (a moved file, a
+    template-heavy directory, a re-import) is embedded once, whichever product asks."""
+    if not texts:
+        return np.zeros((0, embedding_dim()), dtype=np.float32)
+    found, _ = _fill_cache(texts, refresh=False, load=True, show_progress=show_progress)
+    return np.stack([found[text_hash(t)] for t in texts])
+
+
+def fill_embedding_cache(texts: list[str], *, refresh: bool = False,
+                         show_progress: bool = False) -> dict[str, int]:
+    """Make sure every text has a cached vector for the current model, without loading the vectors back.
+
+    For ingestion and re-embedding, which only need the cache filled (the index applier reads it later).
+    `refresh` recomputes vectors already cached. -> {"embedded": computed, "cached": reused} (distinct texts)."""
+    if not texts:
+        return {"embedded": 0, "cached": 0}
+    return _fill_cache(texts, refresh=refresh, load=False, show_progress=show_progress)[1]

@@ -11,10 +11,7 @@ import threading
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Count, Max
-
-REEMBED_BATCH = 256
 
 
 def last_ingest(*, dataset) -> Any:  # noqa: ANN001
@@ -39,30 +36,16 @@ def reembed(*, dataset_id: int, force: bool = False) -> dict[str, int]:
     Vectors are keyed by (model id, text hash), so switching EMBEDDING_MODEL and
     running this gives every chunk a vector for the new model without re-chunking.
     """
-    from search.encoders import dense_model_id, embed_texts
+    from search.encoders import dense_model_id, fill_embedding_cache
     from search.ingest.base import embed_input
-    from search.models import Chunk, EmbeddingCache, IndexOutbox
+    from search.models import Chunk, IndexOutbox
 
     model_id = dense_model_id()
     chunks = list(Chunk.objects.filter(dataset_id=dataset_id).only("pk", "text_hash", "text", "micro_summary"))
-    have = set(EmbeddingCache.objects.filter(model_id=model_id, text_hash__in={c.text_hash for c in chunks})
-               .values_list("text_hash", flat=True))
-    todo: dict[str, str] = {}
-    for c in chunks:
-        if force or c.text_hash not in have:
-            todo.setdefault(c.text_hash, _chunk_input(c, embed_input))
-    hashes = list(todo)
-    for i in range(0, len(hashes), REEMBED_BATCH):
-        part = hashes[i:i + REEMBED_BATCH]
-        vectors = embed_texts([todo[h] for h in part])
-        with transaction.atomic():
-            EmbeddingCache.objects.filter(model_id=model_id, text_hash__in=part).delete()
-            EmbeddingCache.objects.bulk_create([
-                EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
-                for h, v in zip(part, vectors, strict=True)])
+    stats = fill_embedding_cache([_chunk_input(c, embed_input) for c in chunks], refresh=force)
     IndexOutbox.objects.bulk_create(
         [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in chunks], batch_size=1000)
-    return {"chunks": len(chunks), "embedded": len(hashes), "model": model_id}
+    return {"chunks": len(chunks), "embedded": stats["embedded"], "model": model_id}
 
 
 def _chunk_input(chunk, embed_input) -> str:  # noqa: ANN001

@@ -14,11 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from config.errors import ApiError
-from projects.models import Membership
-
-
-def _member_projects(user) -> list[Any]:  # noqa: ANN001
-    return [m.project for m in Membership.objects.filter(user=user).select_related("project").order_by("project__slug")]
+from projects.sharing import projects_of
 
 
 def _numbered(text: str, start: int) -> list[tuple[int, str]]:
@@ -32,7 +28,7 @@ def context_search(request: HttpRequest) -> HttpResponse:
     from search.packing import render_pack
     from search.pipeline import run_query
 
-    projects = _member_projects(request.user)
+    projects = [row["project"] for row in projects_of(user=request.user)]
     params = request.GET
     form = {
         "project": params.get("project") or (projects[0].slug if projects else ""),
@@ -128,7 +124,7 @@ def rules_page(request: HttpRequest) -> HttpResponse:
     """With JavaScript the answer streams over EventSource; without it, the form renders the full answer."""
     from search.answer import stream_answer
 
-    projects = _member_projects(request.user)
+    projects = [row["project"] for row in projects_of(user=request.user)]
     form = _rules_params(request)
     form["project"] = form["project"] or (projects[0].slug if projects else "")
     ctx: dict[str, Any] = {"projects": projects, "form": form, "books": _rules_books(projects),
@@ -175,10 +171,10 @@ def rules_chunk(request: HttpRequest, chunk_id: int) -> HttpResponse:
     """A cited section, shown only if one of the caller's projects may see it (404 otherwise)."""
     from django.http import Http404
 
-    from projects.access import is_resource_accessible
+    from search.access import is_resource_accessible
     from search.models import Chunk
 
-    if not any(is_resource_accessible(p, "chunk", chunk_id) for p in _member_projects(request.user)):
+    if not any(is_resource_accessible(row["project"], "chunk", chunk_id) for row in projects_of(user=request.user)):
         raise Http404("No such section.")
     chunk = Chunk.objects.select_related("document").get(pk=chunk_id)
     return render(request, "pages/rules_chunk.html", {"chunk": chunk})

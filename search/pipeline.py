@@ -244,7 +244,8 @@ def run_query(*, user, project, q: str, filters: dict[str, Any] | None = None, i
     waits on an ingest's write; a chunk not applied yet is simply not found, and one applied but since
     removed or unshared is dropped by the SQL re-check. Its only writes are the query log (`log=True`).
     """
-    from projects.access import accessible_dataset_ids, filter_accessible_chunk_ids
+    from projects.access import accessible_dataset_ids
+    from search.access import filter_accessible_chunk_ids
     from search.models import Chunk, Document
     from search.rerank import rerank_default
 

@@ -22,7 +22,7 @@ def run_ingest_job(self, job_id: str) -> dict:  # noqa: ANN001
 
     A job killed with its worker is re-queued by `recover_ingest_jobs` (search.ingest.recovery).
     """
-    from search.ingest.recovery import JobBusy
+    from search.ingest.locks import JobBusy
     from search.ingest.runner import run_job
     from search.models import IngestJob
 

@@ -354,34 +354,3 @@ def read_rulebook(*, path: str | Path, ruleset_id: str, book_id: str) -> list[Do
                                   lang="markdown", title=chunks[0].section_path[-1] if chunks else f.stem,
                                   meta={"ruleset_id": ruleset_id, "book_id": book_id}))
     return docs
-
-
-def ingest_rulebook(*, dataset, path: str | Path, ruleset_id: str = "", book_id: str = "", job=None,  # noqa: ANN001
-                    graph: bool = True, progress=None, **options: Any) -> dict[str, Any]:  # noqa: ANN001
-    """Chunk, enrich and persist a rulebook, then refresh the ruleset's traversal config and the book's graph.
-
-    Document paths are prefixed with the book id, so two books in one dataset never collide and a
-    citation's file names its book. Unchanged files are skipped by content hash (runner.sync_documents).
-    """
-    from search.graph import build_graph
-    from search.ingest.runner import sync_documents
-    from search.traversal import build_default_config
-
-    ruleset_id = ruleset_id or options.get("ruleset") or dataset.name
-    book_id = book_id or options.get("book") or Path(path).stem
-    if not Path(path).exists():
-        raise FileNotFoundError(f"rulebook source {path} does not exist")
-    drafts = read_rulebook(path=path, ruleset_id=ruleset_id, book_id=book_id)
-    for d in drafts:
-        d.path = f"{book_id}/{d.path}"
-    if job is not None:
-        type(job).objects.filter(pk=job.pk).update(files_total=len(drafts))
-    stats: dict[str, Any] = dict(sync_documents(dataset=dataset, drafts=drafts, job=job, delete_missing=False,
-                                                progress=progress))
-    if graph:
-        config = build_default_config(ruleset_id=ruleset_id)
-        stats["graph_edges"] = build_graph(dataset_id=dataset.pk, ruleset_id=ruleset_id, book_id=book_id,
-                                           config=config).edges
-        stats["traversal_config_version"] = config.version
-    stats.update(ruleset_id=ruleset_id, book_id=book_id)
-    return stats

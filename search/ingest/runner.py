@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,23 +24,8 @@ from search.ingest.base import DocumentDraft, embed_input
 log = logging.getLogger(__name__)
 
 FILE_BATCH = 32
-EMBED_RETRIES = 3
 KINDS = ("code", "web", "rules")
 Progress = Callable[[dict[str, Any]], None]
-
-
-def _embed_with_retry(texts: list[str]):  # noqa: ANN202
-    from search.encoders import embed_texts
-
-    for attempt in range(1, EMBED_RETRIES + 1):
-        try:
-            return embed_texts(texts)
-        except Exception:
-            if attempt == EMBED_RETRIES:
-                raise
-            log.warning("embedding batch of %d failed (attempt %d); retrying", len(texts), attempt)
-            time.sleep(0.5 * attempt)
-    raise AssertionError("unreachable")
 
 
 def cache_vectors(*, drafts: list[DocumentDraft]) -> dict[str, int]:
@@ -48,23 +33,9 @@ def cache_vectors(*, drafts: list[DocumentDraft]) -> dict[str, int]:
 
     Separate from writing so a job can do the slow part first, with progress, and then write a whole
     upload in one short transaction (search.ingest.staged): the cache is shared and changes no dataset."""
-    from search.encoders import dense_model_id, text_hash
-    from search.models import EmbeddingCache
+    from search.encoders import fill_embedding_cache
 
-    model_id = dense_model_id()
-    inputs = {}
-    for d in drafts:
-        for c in d.chunks:
-            t = embed_input(c)
-            inputs[text_hash(t)] = t
-    cached = set(EmbeddingCache.objects.filter(model_id=model_id, text_hash__in=list(inputs))
-                 .values_list("text_hash", flat=True))
-    missing = [h for h in inputs if h not in cached]
-    vectors = _embed_with_retry([inputs[h] for h in missing]) if missing else []
-    EmbeddingCache.objects.bulk_create(
-        [EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
-         for h, v in zip(missing, vectors, strict=True)], ignore_conflicts=True, batch_size=500)
-    return {"embedded": len(missing), "cached": len(inputs) - len(missing)}
+    return fill_embedding_cache([embed_input(c) for d in drafts for c in d.chunks])
 
 
 def write_documents(*, dataset, drafts: list[DocumentDraft], job=None) -> dict[str, int]:  # noqa: ANN001
@@ -127,33 +98,61 @@ def delete_documents(*, dataset, paths: Iterable[str]) -> int:  # noqa: ANN001
     return len(paths)
 
 
-def sync_documents(*, dataset, drafts: Iterable[DocumentDraft], job=None, delete_missing: bool = True,  # noqa: ANN001
-                   progress: Progress | None = None) -> dict[str, int]:
-    """Incremental sync of a whole source given as drafts (rules, BEIR): unchanged skipped, removed deleted."""
-    from search.models import Document
+@dataclass(frozen=True)
+class Skip:
+    """A source entry that yields no draft. `keep`: its stored document stays (its content is unchanged);
+    otherwise (ignored, unreadable, not parseable) it counts as gone, and a sync with delete_missing removes it."""
+
+    path: str
+    keep: bool = False
+
+
+def sync_documents(*, dataset, drafts: Iterable[DocumentDraft | Skip], job=None,  # noqa: ANN001
+                   delete_missing: bool = True, progress: Progress | None = None) -> dict[str, int]:
+    """The one incremental sync of a whole source: unchanged documents are skipped by content hash, changed
+    ones rewritten in batches of FILE_BATCH (each batch one transaction), and with `delete_missing` the
+    documents the source no longer has are deleted.
+
+    Every reader of a whole source feeds it: the file walker of code and web jobs, rulebooks and BEIR.
+    With a job, its counters follow (files_done, files_skipped, files_deleted). `progress` gets
+    {"path", "skipped", "files"} once per entry."""
+    from search.models import Document, IngestJob
 
     existing = dict(Document.objects.filter(dataset=dataset).values_list("path", "content_hash"))
     seen: set[str] = set()
     batch: list[DocumentDraft] = []
     stats = {"files": 0, "skipped": 0, "deleted": 0, "chunks": 0, "embedded": 0, "cached": 0}
-    for d in drafts:
-        seen.add(d.path)
-        stats["files"] += 1
-        if existing.get(d.path) == d.content_hash:
-            stats["skipped"] += 1
-            continue
-        batch.append(d)
-        if len(batch) >= FILE_BATCH:
+
+    def flush() -> None:
+        nonlocal batch
+        if batch:
             _add(stats, write_documents(dataset=dataset, drafts=batch, job=job))
             batch = []
-            if progress:
-                progress(stats)
-    if batch:
-        _add(stats, write_documents(dataset=dataset, drafts=batch, job=job))
+
+    for item in drafts:
+        stats["files"] += 1
+        if isinstance(item, Skip):
+            unchanged, skipped = item.keep, True
+        else:
+            unchanged = skipped = existing.get(item.path) == item.content_hash
+        if unchanged or not skipped:
+            seen.add(item.path)
+        if skipped:
+            stats["skipped"] += 1
+            if job is not None:
+                IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + 1,
+                                                           files_skipped=F("files_skipped") + 1)
+        else:
+            batch.append(item)
+            if len(batch) >= FILE_BATCH:
+                flush()
+        if progress:
+            progress({"path": item.path, "skipped": skipped, "files": stats["files"]})
+    flush()
     if delete_missing:
         stats["deleted"] = delete_documents(dataset=dataset, paths=[p for p in existing if p not in seen])
-    if progress:
-        progress(stats)
+        if job is not None:
+            IngestJob.objects.filter(pk=job.pk).update(files_deleted=stats["deleted"])
     return stats
 
 
@@ -178,10 +177,10 @@ def run_job(*, job, progress: Progress | None = None) -> Any:  # noqa: ANN001
     """Run (or resume) one IngestJob to completion. Safe to re-run after a crash.
 
     The job's advisory lock is held throughout: it is how a dead runner is told
-    from a live one (search.ingest.recovery), and it keeps a second delivery of
+    from a live one (search.ingest.locks, search.ingest.recovery), and it keeps a second delivery of
     the same job from running alongside. Raises JobBusy if a live runner has it.
     """
-    from search.ingest.recovery import JobBusy, hold_job_lock
+    from search.ingest.locks import JobBusy, hold_job_lock
     from search.models import IngestJob
 
     with hold_job_lock(job.pk, wait_s=3.0) as got:
@@ -236,77 +235,85 @@ def job_error_text(exc: BaseException) -> str:
 
 
 def _run_files(*, job, progress: Progress | None) -> None:  # noqa: ANN001
+    root = Path(job.source).expanduser().resolve()
+    if not root.exists():
+        raise FileNotFoundError(f"source {root} does not exist")
+    sync_documents(dataset=job.dataset, drafts=_file_drafts(job=job, root=root), job=job, progress=progress)
+
+
+def _file_drafts(*, job, root: Path) -> Iterator[DocumentDraft | Skip]:  # noqa: ANN001
+    """The files of a code or web source as drafts. A file whose bytes hash to its stored content hash is
+    skipped before it is parsed (parsing is the expensive part of a re-run)."""
     from search.ingest.code import read_code_document
     from search.ingest.web import read_web_document
     from search.models import Document, IngestJob
 
-    root = Path(job.source).expanduser().resolve()
-    if not root.exists():
-        raise FileNotFoundError(f"source {root} does not exist")
     repo = job.options.get("repo") or (root.name if root.is_dir() else root.parent.name)
     files = _source_files(job.kind, root)
     IngestJob.objects.filter(pk=job.pk).update(files_total=len(files))
-    existing = dict(Document.objects.filter(dataset=job.dataset).values_list("path", "content_hash"))
-    seen: set[str] = set()
-    batch: list[DocumentDraft] = []
-    skipped = 0
-
-    def flush() -> None:
-        nonlocal batch
-        if batch:
-            write_documents(dataset=job.dataset, drafts=batch, job=job)
-            batch = []
-
-    def skip(rel: str) -> None:
-        IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + 1,
-                                                   files_skipped=F("files_skipped") + 1)
-        if progress:
-            progress({"path": rel, "skipped": True})
-
+    stored = dict(Document.objects.filter(dataset=job.dataset).values_list("path", "content_hash"))
     for rel, abs_path, reason in files:
         if reason:
-            skipped += 1
-            skip(rel)
+            yield Skip(rel)
             continue
         try:
             data = abs_path.read_bytes()
         except OSError as exc:  # removed or unreadable since the walk: treat as gone, don't fail the job
             log.info("ingest: %s vanished or unreadable (%s); skipped", rel, exc)
-            skip(rel)
+            yield Skip(rel)
             continue
-        digest = hashlib.sha256(data).hexdigest()
-        if existing.get(rel) == digest:
-            seen.add(rel)
-            skip(rel)
+        if stored.get(rel) == hashlib.sha256(data).hexdigest():
+            yield Skip(rel, keep=True)
             continue
         try:
             if job.kind == "code":
-                draft, why = read_code_document(root=root, rel=rel, abs_path=abs_path, repo=repo)
+                draft, _why = read_code_document(root=root, rel=rel, abs_path=abs_path, repo=repo)
             else:
-                draft, why = read_web_document(rel=rel, abs_path=abs_path, repo=repo)
+                draft, _why = read_web_document(rel=rel, abs_path=abs_path, repo=repo)
         except OSError:
             draft = None
         if draft is None:
-            skip(rel)
+            yield Skip(rel)
             continue
         draft.size_bytes = len(data)
-        seen.add(rel)
-        batch.append(draft)
-        if len(batch) >= FILE_BATCH:
-            flush()
-        if progress:
-            progress({"path": rel, "skipped": False})
-    flush()
-    gone = [p for p in existing if p not in seen]
-    deleted = delete_documents(dataset=job.dataset, paths=gone)
-    IngestJob.objects.filter(pk=job.pk).update(files_deleted=deleted)
+        yield draft
 
 
 def _run_rules(*, job, progress: Progress | None) -> None:  # noqa: ANN001
     """Rulebooks are chunked and enriched by search.ingest.rules, persisted through sync_documents."""
-    from search.ingest.rules import ingest_rulebook
-
     ingest_rulebook(dataset=job.dataset, path=job.source, job=job, progress=progress, **dict(job.options))
+
+
+def ingest_rulebook(*, dataset, path: str | Path, ruleset_id: str = "", book_id: str = "", job=None,  # noqa: ANN001
+                    graph: bool = True, progress=None, **options: Any) -> dict[str, Any]:  # noqa: ANN001
+    """Chunk, enrich and persist a rulebook, then refresh the ruleset's traversal config and the book's graph.
+
+    Document paths are prefixed with the book id, so two books in one dataset never collide and a
+    citation's file names its book. Unchanged files are skipped by content hash (sync_documents).
+    Here, not in search.ingest.rules, so that module stays pure (text in, drafts out) like code.py.
+    """
+    from search.graph import build_graph
+    from search.ingest.rules import read_rulebook
+    from search.traversal import build_default_config
+
+    ruleset_id = ruleset_id or options.get("ruleset") or dataset.name
+    book_id = book_id or options.get("book") or Path(path).stem
+    if not Path(path).exists():
+        raise FileNotFoundError(f"rulebook source {path} does not exist")
+    drafts = read_rulebook(path=path, ruleset_id=ruleset_id, book_id=book_id)
+    for d in drafts:
+        d.path = f"{book_id}/{d.path}"
+    if job is not None:
+        type(job).objects.filter(pk=job.pk).update(files_total=len(drafts))
+    stats: dict[str, Any] = dict(sync_documents(dataset=dataset, drafts=drafts, job=job, delete_missing=False,
+                                                progress=progress))
+    if graph:
+        config = build_default_config(ruleset_id=ruleset_id)
+        stats["graph_edges"] = build_graph(dataset_id=dataset.pk, ruleset_id=ruleset_id, book_id=book_id,
+                                           config=config).edges
+        stats["traversal_config_version"] = config.version
+    stats.update(ruleset_id=ruleset_id, book_id=book_id)
+    return stats
 
 
 def start_ingest(*, dataset, source: str, kind: str, user=None, options: dict[str, Any] | None = None,  # noqa: ANN001

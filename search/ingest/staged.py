@@ -188,7 +188,7 @@ def _run_rules_upload(*, job, root: Path, staged, progress: Progress | None) -> 
     transaction: past a quota, the raise rolls the whole book back."""
     from projects import quotas
     from projects.models import Project
-    from search.ingest.rules import ingest_rulebook
+    from search.ingest.runner import ingest_rulebook
 
     options = {k: v for k, v in job.options.items() if k not in ("origin", "mode", "repo")}
     with transaction.atomic():

@@ -130,7 +130,7 @@ def test_ingest_killed_mid_run_is_resumed_by_a_new_worker_with_nothing_lost_or_d
     from projects.models import Dataset
     from search.encoders import dense_model_id
     from search.index import apply_outbox, pending_outbox
-    from search.ingest.recovery import runner_alive
+    from search.ingest.locks import runner_alive
     from search.ingest.runner import start_ingest
     from search.models import Chunk, Document, EmbeddingCache, IngestJob
 
@@ -258,7 +258,8 @@ def code_dataset(make_project, tmp_path):
 
 def test_recovery_requeues_a_running_job_whose_runner_died_once_and_leaves_a_live_one_alone(
         transactional_db, settings, code_dataset):
-    from search.ingest.recovery import hold_job_lock, recover_stalled_ingests, runner_alive
+    from search.ingest.locks import hold_job_lock, runner_alive
+    from search.ingest.recovery import recover_stalled_ingests
     from search.models import IngestJob
 
     ds, repo = code_dataset
@@ -281,7 +282,7 @@ def test_recovery_requeues_a_running_job_whose_runner_died_once_and_leaves_a_liv
 
 
 def test_a_second_delivery_of_a_job_being_run_steps_aside(transactional_db, code_dataset):
-    from search.ingest.recovery import JobBusy, hold_job_lock
+    from search.ingest.locks import JobBusy, hold_job_lock
     from search.ingest.runner import run_job
     from search.models import Chunk, IngestJob
     from search.tasks import run_ingest_job

@@ -2,8 +2,9 @@
 import pytest
 from django.utils import timezone
 
-from projects.access import accessible_dataset_ids, is_resource_accessible
+from projects.access import accessible_dataset_ids
 from projects.models import Dataset, ProjectShare
+from search.access import is_resource_accessible
 
 pytestmark = pytest.mark.django_db
 

@@ -33,7 +33,7 @@ def test_dashboard_renders_charts_from_logged_data(client, make_user, make_proje
 
 def test_people_search_latency_is_recorded_and_plotted(make_user, client_for):
     from people.models import Search
-    from search.dashboard import query_volume
+    from search.dashboard_views import query_volume
     from tests.people.factory import embed_all, make_person
 
     make_person("Asha", cards=[{"title": "Backend Engineer", "intent_primary": "backend"}])

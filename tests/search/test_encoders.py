@@ -53,3 +53,16 @@ def test_auto_precision_uses_bf16_only_on_cpus_with_native_bf16(monkeypatch, set
 def test_unknown_precision_names_the_setting():
     with pytest.raises(encoders.EmbeddingModelError, match="EMBEDDING_PRECISION='fp8'"):
         encoders.resolve_precision("fp8")
+
+
+@pytest.mark.django_db
+def test_embed_cached_embeds_each_text_once_and_reuses_the_cache():
+    from search.models import EmbeddingCache
+
+    texts = ["def load(path): ...", "class Parser: ...", "def load(path): ..."]
+    vecs = encoders.embed_cached(texts)
+    assert vecs.shape == (3, encoders.embedding_dim())  # the model's dimension, not a constant
+    assert np.array_equal(vecs[0], vecs[2])
+    assert EmbeddingCache.objects.filter(model_id=encoders.dense_model_id()).count() == 2
+    assert encoders.fill_embedding_cache(texts) == {"embedded": 0, "cached": 2}
+    assert np.allclose(encoders.embed_cached(texts[1:2])[0], vecs[1], atol=1e-6)
