@@ -87,7 +87,8 @@ def make_project(db):
 
 @pytest.fixture
 def celery_worker_proc(transactional_db, settings):
-    """A real Celery worker process on the test database and this session's Redis queue."""
+    """A real Celery worker process on the test database and this session's Redis queue, with the outbox applier
+    thread that the web process runs beside it (the worker writes chunks; the applier indexes them)."""
     from django.db import connection
 
     env = dict(os.environ)
@@ -107,7 +108,11 @@ def celery_worker_proc(transactional_db, settings):
     else:
         proc.kill()
         raise RuntimeError("celery worker did not answer ping within 60 s")
+    from search.applier import BackgroundApplier
+
+    applier = BackgroundApplier().start()  # index=None: whichever store is the process singleton at each pass
     yield proc
+    applier.stop()
     proc.terminate()
     try:
         proc.wait(10)
