@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from config.ratelimits import enforce
 from config.schema import DEPENDENCY_ERRORS, ERROR_RESPONSES, IDEMPOTENT_ERRORS, SESSION_ERRORS, ErrorSerializer
-from credits.idempotency import HEADER, request_fingerprint, run_idempotent
+from credits.idempotency import HEADER, idempotent
 from people import profiles, service, unlocks
 from people.serializers import (
     DiscoverQuerySerializer,
@@ -36,16 +36,12 @@ class SearchView(APIView):
                    responses={200: SearchResponseSerializer, **ERROR_RESPONSES, **IDEMPOTENT_ERRORS,
                               **DEPENDENCY_ERRORS},
                    description="Natural-language people search; costs 1 credit (an empty result is charged too).")
+    @idempotent("POST /api/search")
     def post(self, request):  # noqa: ANN001, ANN201
-        raw = request.body  # read before DRF parses, so the fingerprint sees the exact bytes
         enforce(request, group="search")
         ser = SearchRequestSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
-        endpoint = "POST /api/search"
-        return run_idempotent(
-            user=request.user, key=request.headers.get(HEADER), endpoint=endpoint,
-            request_hash=request_fingerprint(method="POST", path=endpoint, body=raw),
-            work=lambda: Response(service.run_search(user=request.user, **ser.validated_data)))
+        return Response(SearchResponseSerializer(service.run_search(user=request.user, **ser.validated_data)).data)
 
 
 class SearchDetailView(APIView):
@@ -100,14 +96,10 @@ class UnlockContactView(APIView):
                               **IDEMPOTENT_ERRORS, **DEPENDENCY_ERRORS},
                    description="Unlock a person's contact (1 credit per person and search; a repeat is free). "
                                "403 when the person is not open to work or contact.")
+    @idempotent(lambda request, person_id: f"POST /people/{person_id}/unlock-contact")
     def post(self, request, person_id):  # noqa: ANN001, ANN201
-        raw = request.body
         enforce(request, group="unlock")
         ser = UnlockRequestSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
-        endpoint = f"POST /people/{person_id}/unlock-contact"
-        return run_idempotent(
-            user=request.user, key=request.headers.get(HEADER), endpoint=endpoint,
-            request_hash=request_fingerprint(method="POST", path=endpoint, body=raw),
-            work=lambda: Response(unlocks.unlock_contact(user=request.user, person_id=person_id,
-                                                         search_id=ser.validated_data["search_id"])))
+        return Response(UnlockResponseSerializer(unlocks.unlock_contact(
+            user=request.user, person_id=person_id, search_id=ser.validated_data["search_id"])).data)
