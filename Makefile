@@ -38,6 +38,7 @@ status:
 	$(BIN)/python manage.py platform status
 
 test: install
+	$(BIN)/ruff check --quiet .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
