@@ -1,6 +1,8 @@
 """Staff console for users and API keys, with the credit-grant and key-revoke actions."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
@@ -10,6 +12,10 @@ from django.template.response import TemplateResponse
 from accounts.apikeys import project_slugs, revoke_api_key
 from accounts.models import SCOPE_HELP, SCOPES, ApiKey, User
 from credits.ledger import get_balance, grant
+
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
+    from django.http import HttpRequest
 
 
 class EmailUserCreationForm(AdminUserCreationForm):
@@ -37,7 +43,7 @@ class ApiKeyInline(admin.TabularInline):
     can_delete = False
     show_change_link = True
 
-    def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+    def has_add_permission(self, request: HttpRequest, obj: User | None = None) -> bool:
         return False  # keys are issued by the API or `manage.py create_api_key`, so the secret can be shown
 
 
@@ -65,7 +71,7 @@ class UserAdmin(DjangoUserAdmin):
         return get_balance(user=obj)
 
     @admin.action(description="Grant credits to the selected users…")
-    def grant_credits(self, request, queryset):  # noqa: ANN001, ANN201
+    def grant_credits(self, request: HttpRequest, queryset: QuerySet[User]) -> TemplateResponse | None:
         """Intermediate page: the amount is asked for, then one ledger row per user."""
         form = GrantCreditsForm(request.POST if "apply" in request.POST else None)
         if "apply" in request.POST and form.is_valid():
@@ -101,10 +107,10 @@ class ScopeListFilter(admin.SimpleListFilter):
     title = "scope"
     parameter_name = "scope"
 
-    def lookups(self, request, model_admin):  # noqa: ANN001, ANN201
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
         return [(s, s) for s in SCOPES]
 
-    def queryset(self, request, queryset):  # noqa: ANN001, ANN201
+    def queryset(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> QuerySet[ApiKey]:
         return queryset.filter(scopes__contains=[self.value()]) if self.value() in SCOPES else queryset
 
 
@@ -137,11 +143,11 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def status(self, obj: ApiKey) -> str:
         return "revoked" if obj.revoked_at else ("expired" if obj.is_expired else "active")
 
-    def has_add_permission(self, request) -> bool:  # noqa: ANN001
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     @admin.action(description="Revoke the selected API keys")
-    def revoke_keys(self, request, queryset):  # noqa: ANN001, ANN201
+    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         n = 0
         for key in queryset.filter(revoked_at__isnull=True):
             revoke_api_key(api_key=key)

@@ -1,6 +1,8 @@
 """/api/me and /api/keys. Views parse, authorise, call one service, render."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -24,12 +26,15 @@ from config.schema import ERROR_RESPONSES, ErrorSerializer
 from credits.ledger import get_balance
 from projects.sharing import projects_of
 
+if TYPE_CHECKING:
+    from rest_framework.request import Request
+
 
 class MeView(APIView):
     required_scope = None
 
     @extend_schema(operation_id="me", responses={200: MeSerializer, **ERROR_RESPONSES}, tags=["account"])
-    def get(self, request):  # noqa: ANN001, ANN201
+    def get(self, request: Request) -> Response:
         user = request.user
         data = {"id": user.pk, "email": user.email, "name": user.name, "is_staff": user.is_staff,
                 "balance": get_balance(user=user),
@@ -39,7 +44,7 @@ class MeView(APIView):
         return Response(MeSerializer(data).data)
 
 
-def _current_key(request) -> dict | None:  # noqa: ANN001
+def _current_key(request: Request) -> dict[str, Any] | None:
     key = request.auth if isinstance(request.auth, ApiKey) else None
     if key is None:
         return None
@@ -52,7 +57,7 @@ class ApiKeyListView(APIView):
 
     @extend_schema(operation_id="keys_list", responses={200: ApiKeySerializer(many=True), **ERROR_RESPONSES},
                    tags=["account"])
-    def get(self, request):  # noqa: ANN001, ANN201
+    def get(self, request: Request) -> Response:
         keys = keys_visible_to(user=request.user)
         return Response(ApiKeySerializer(keys, many=True).data)
 
@@ -62,7 +67,7 @@ class ApiKeyListView(APIView):
                                "all), projects (slugs; default every project) and expiry (expires_at or "
                                "expires_in_days). Needs a session or a key with the manage scope; a key cannot "
                                "issue a key with more scopes, more projects or a later expiry than its own.")
-    def post(self, request):  # noqa: ANN001, ANN201
+    def post(self, request: Request) -> Response:
         enforce(request, group="api_keys")
         ser = ApiKeyCreateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
@@ -77,7 +82,7 @@ class ApiKeyDetailView(APIView):
 
     @extend_schema(operation_id="keys_revoke", responses={200: ApiKeySerializer, **ERROR_RESPONSES},
                    tags=["account"], description="Revoke a key (kept for history). Revoking twice is harmless.")
-    def delete(self, request, key_id: int):  # noqa: ANN001, ANN201
+    def delete(self, request: Request, key_id: int) -> Response:
         key = keys_visible_to(user=request.user).filter(pk=key_id).first()
         if key is None:
             raise NotFound("API key not found.")
@@ -104,7 +109,7 @@ class SignupView(APIView):
                    tags=["account"],
                    description="Create an account (when the server allows sign-up). Then log in on the site or "
                                "create an API key from a session.")
-    def post(self, request):  # noqa: ANN001, ANN201
+    def post(self, request: Request) -> Response:
         require_signup_allowed()  # before counting: a closed door costs the caller nothing
         enforce_signup_rate(request)
         ser = SignupSerializer(data=request.data)

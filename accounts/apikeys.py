@@ -7,10 +7,14 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
 from accounts.models import SCOPES, ApiKey, User
+
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
 
 KEY_PREFIX = "sk_"
 MAX_EXPIRY_DAYS = 3650
@@ -69,7 +73,7 @@ def verify_api_key(*, secret: str) -> ApiKey | None:
     return key
 
 
-def keys_visible_to(*, user: User):  # noqa: ANN201
+def keys_visible_to(*, user: User) -> QuerySet[ApiKey]:
     """The user's keys that this request may list and revoke. A project-limited API key sees only keys limited
     within its own projects (so other projects' slugs do not leak through key listings); others see every key."""
     from projects.access import key_project_ids

@@ -1,9 +1,17 @@
 """DRF authentication by `Authorization: Bearer <api key>`."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rest_framework import authentication, exceptions
 
 from accounts.apikeys import KeyExpired, verify_api_key
+
+if TYPE_CHECKING:
+    from drf_spectacular.openapi import AutoSchema
+    from rest_framework.request import Request
+
+    from accounts.models import ApiKey, User
 
 
 class ApiKeyExpired(exceptions.AuthenticationFailed):
@@ -14,7 +22,7 @@ class ApiKeyExpired(exceptions.AuthenticationFailed):
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
-    def authenticate(self, request):  # noqa: ANN001, ANN201 - DRF signature
+    def authenticate(self, request: Request) -> tuple[User, ApiKey] | None:
         header = authentication.get_authorization_header(request).decode("latin-1", "replace")
         if not header:
             return None
@@ -32,7 +40,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         key.user._key_project_ids = None if key.project_ids is None else frozenset(key.project_ids)
         return key.user, key
 
-    def authenticate_header(self, request) -> str:  # noqa: ANN001
+    def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'
 
 
@@ -43,7 +51,7 @@ try:  # document the scheme in /api/schema/ (registered on import; drf-spectacul
         target_class = "accounts.authentication.ApiKeyAuthentication"
         name = "ApiKeyAuth"
 
-        def get_security_definition(self, auto_schema):  # noqa: ANN001, ANN201
+        def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:
             return {"type": "http", "scheme": "bearer", "description": "Authorization: Bearer <api key>"}
 except ImportError:  # pragma: no cover
     pass

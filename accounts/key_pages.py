@@ -15,13 +15,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from accounts.apikeys import MAX_EXPIRY_DAYS, create_api_key, project_slugs, revoke_api_key
-from accounts.models import SCOPE_HELP, SCOPES, ApiKey
+from accounts.models import SCOPE_HELP, SCOPES, ApiKey, User
 from config.errors import ApiError, BadInput
 from config.fields import check_text, parse_int
 from projects.sharing import projects_of
 
 
-def _rows(user) -> list[dict[str, Any]]:  # noqa: ANN001
+def _rows(user: User) -> list[dict[str, Any]]:
     return [{"key": k, "projects": project_slugs(k)} for k in ApiKey.objects.filter(user=user)]
 
 

@@ -15,17 +15,22 @@ declare is treated as needing every scope, so a limited key is refused rather th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from rest_framework.permissions import BasePermission
 
 from accounts.scopes import SCOPES
+
+if TYPE_CHECKING:
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
 
 # Imported by DRF's settings while rest_framework.views loads (config.errors imports that), so the app modules
 # it needs (models, errors) are imported inside has_permission.
 _UNDECLARED = object()
 
 
-def scope_for(view, method: str) -> str | None | tuple[str, ...]:  # noqa: ANN001
+def scope_for(view: object, method: str) -> str | None | tuple[str, ...]:
     """The scope `view` needs for `method`: a scope, None (any), or every scope when nothing is declared."""
     declared = getattr(view, "required_scope", _UNDECLARED)
     if declared is _UNDECLARED:
@@ -42,7 +47,7 @@ def scope_for(view, method: str) -> str | None | tuple[str, ...]:  # noqa: ANN00
     return declared
 
 
-def is_valid_declaration(value) -> bool:  # noqa: ANN001
+def is_valid_declaration(value: object) -> bool:
     """What the every-view test accepts: None, a scope, or a non-empty {METHOD: scope-or-None} mapping."""
     if value is None or value in SCOPES:
         return True
@@ -54,7 +59,7 @@ def is_valid_declaration(value) -> bool:  # noqa: ANN001
 class KeyScopePermission(BasePermission):
     """403 insufficient_scope (with `required_scope`) when the request's API key lacks the view's scope."""
 
-    def has_permission(self, request, view) -> bool:  # noqa: ANN001
+    def has_permission(self, request: Request, view: APIView) -> bool:
         from accounts.models import ApiKey
         from config.errors import InsufficientScope
 

@@ -3,12 +3,17 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django_ratelimit import ALL
 from django_ratelimit.core import get_usage
 
 from config.errors import DependencyDown, RateLimited
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+    from rest_framework.request import Request
 
 log = logging.getLogger(__name__)
 _PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -20,7 +25,7 @@ def _period_seconds(rate: str) -> int:
     return (int(digits) if digits else 1) * _PERIODS[unit[-1].lower()]
 
 
-def enforce(request, *, group: str) -> None:  # noqa: ANN001
+def enforce(request: HttpRequest | Request, *, group: str) -> None:
     """Count this request against the caller's budget for `group`; raise RateLimited when over."""
     if not settings.RATELIMIT_ENABLE:
         return

@@ -1,10 +1,16 @@
 """The ledger is read-only here: credits change only through ledger.grant/deduct (the user action)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin
 
 from config.adminkit import ReadOnlyAdmin
 from credits.models import CreditAccount, IdempotencyKey, LedgerEntry
+
+if TYPE_CHECKING:
+    from django.db.models import Model
+    from django.http import HttpRequest
 
 
 @admin.register(LedgerEntry)
@@ -29,5 +35,5 @@ class IdempotencyKeyAdmin(ReadOnlyAdmin):
     search_fields = ("key", "user__email", "endpoint")
     exclude = ("response_body",)
 
-    def has_delete_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return True  # staff may clear a stuck reservation

@@ -6,6 +6,7 @@ balance_after on the ledger row, and want one code path for grants and debits.
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 from django.db.models import Sum
@@ -14,17 +15,20 @@ from django.db.models.functions import TruncDay
 from config.errors import BadInput, InsufficientCredits
 from credits.models import CreditAccount, LedgerEntry
 
+if TYPE_CHECKING:
+    from accounts.models import User
 
-def _locked_account(user) -> CreditAccount:  # noqa: ANN001
+
+def _locked_account(user: User) -> CreditAccount:
     CreditAccount.objects.get_or_create(user=user)
     return CreditAccount.objects.select_for_update().get(user=user)
 
 
-def get_balance(*, user) -> int:  # noqa: ANN001
+def get_balance(*, user: User) -> int:
     return CreditAccount.objects.filter(user=user).values_list("balance", flat=True).first() or 0
 
 
-def require_balance(*, user, amount: int = 1) -> None:  # noqa: ANN001
+def require_balance(*, user: User, amount: int = 1) -> None:
     """Pre-check only (seed 001 step 2); the debit itself re-checks under the lock."""
     balance = get_balance(user=user)
     if balance < amount:
@@ -32,7 +36,7 @@ def require_balance(*, user, amount: int = 1) -> None:  # noqa: ANN001
                                   extra={"balance": balance, "required": amount})
 
 
-def deduct(*, user, amount: int, reason: str, reference_type: str = "", reference_id: str = "") -> LedgerEntry:  # noqa: ANN001
+def deduct(*, user: User, amount: int, reason: str, reference_type: str = "", reference_id: str = "") -> LedgerEntry:
     """Credits are deducted here and only here: the balance is re-checked under the account's row lock, so
     concurrent requests can never overspend, and the ledger entry is written in the same transaction."""
     if amount <= 0:
@@ -48,7 +52,7 @@ def deduct(*, user, amount: int, reason: str, reference_type: str = "", referenc
                                           reference_type=reference_type, reference_id=str(reference_id))
 
 
-def grant(*, user, amount: int, reason: str = "grant", reference_type: str = "", reference_id: str = "") -> LedgerEntry:  # noqa: ANN001
+def grant(*, user: User, amount: int, reason: str = "grant", reference_type: str = "", reference_id: str = "") -> LedgerEntry:
     if amount <= 0:
         raise BadInput("amount must be positive", field="amount")
     with transaction.atomic():
@@ -59,11 +63,11 @@ def grant(*, user, amount: int, reason: str = "grant", reference_type: str = "",
                                           reference_type=reference_type, reference_id=str(reference_id))
 
 
-def ledger_sum(*, user) -> int:  # noqa: ANN001
+def ledger_sum(*, user: User) -> int:
     return LedgerEntry.objects.filter(user=user).aggregate(s=Sum("delta"))["s"] or 0
 
 
-def recent_entries(*, user, limit: int = 50) -> list[LedgerEntry]:  # noqa: ANN001
+def recent_entries(*, user: User, limit: int = 50) -> list[LedgerEntry]:
     return list(LedgerEntry.objects.filter(user=user).order_by("-created_at", "-id")[:limit])
 
 

@@ -10,9 +10,12 @@ import random
 import uuid
 from collections.abc import Iterator
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from people import vocab
+
+if TYPE_CHECKING:
+    from io import TextIOBase
 
 FIRST = ("Aarav Vivaan Aditya Vihaan Arjun Sai Reyansh Krishna Ishaan Rohan Ananya Diya Saanvi Aadhya Kavya Meera "
          "Priya Sneha Pooja Neha Rahul Amit Vikram Karthik Siddharth Nikhil Varun Deepak Suresh Ramesh Lakshmi "
@@ -141,7 +144,8 @@ def generate_records(count: int, *, seed: int = 7, cards_per_person: tuple[int, 
         }
 
 
-def load_demo(stdout=None, *, count: int = 200, seed: int = 7, embed: str = "inline") -> dict[str, int]:  # noqa: ANN001
+def load_demo(stdout: TextIOBase | None = None, *, count: int = 200, seed: int = 7,
+              embed: str = "inline") -> dict[str, int]:
     """Load a small directory for `make run` (skipped when demo people already exist)."""
     from people.importer import import_records, rebuild_hnsw
     from people.models import Person

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
 from tqdm import tqdm
@@ -20,6 +20,9 @@ from tqdm import tqdm
 from people.indexing import refresh_search_documents, vector_literal
 from people.normalize import normalize_company
 from search.encoders import embed_cached
+
+if TYPE_CHECKING:
+    from django.db.backends.utils import CursorWrapper
 
 PERSON_COLS = ("id", "display_name", "headline", "email", "phone", "linkedin_url", "external_id", "created_at")
 PROFILE_COLS = ("person_id", "bio", "current_city", "open_to_work", "open_to_contact", "work_preferred_locations",
@@ -131,7 +134,7 @@ def validate_record(rec: Any) -> dict[str, Any]:
     }
 
 
-def _copy(cur, table: str, cols: tuple[str, ...], rows: Iterable[tuple]) -> None:  # noqa: ANN001
+def _copy(cur: CursorWrapper, table: str, cols: tuple[str, ...], rows: Iterable[tuple]) -> None:
     with cur.copy(f"COPY {table} ({', '.join(cols)}) FROM STDIN") as cp:
         for row in rows:
             cp.write_row(row)

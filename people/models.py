@@ -6,6 +6,7 @@ distance and the full-text bonus then run in one SQL engine, in one query.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -103,7 +104,7 @@ class ExperienceCard(CardBase):
             models.Index(fields=["person", "visibility"], name="card_person_vis"),
         ]
 
-    def save(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+    def save(self, *args: Any, **kwargs: Any) -> None:
         self.drop_stale_embedding()
         super().save(*args, **kwargs)
 
@@ -120,7 +121,7 @@ class ExperienceCardChild(CardBase):
             GinIndex(fields=["search_document"], name="child_search_doc_gin"),
         ]
 
-    def save(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+    def save(self, *args: Any, **kwargs: Any) -> None:
         self.drop_stale_embedding()
         super().save(*args, **kwargs)
 

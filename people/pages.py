@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -35,7 +36,8 @@ def _error(exc: ApiError) -> dict[str, Any]:
             "field": exc.field}
 
 
-def _idempotent_json(request: HttpRequest, *, endpoint: str, payload: dict[str, Any], work) -> dict[str, Any]:  # noqa: ANN001
+def _idempotent_json(request: HttpRequest, *, endpoint: str, payload: dict[str, Any],
+                     work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     key = request.POST.get("idempotency_key") or None
     fp = request_fingerprint(method="POST", path=endpoint, body=json.dumps(payload, sort_keys=True).encode())
     resp = run_idempotent(user=request.user, key=key, endpoint=endpoint, request_hash=fp,

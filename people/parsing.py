@@ -105,7 +105,7 @@ def _money_to_inr(num: str, unit: str | None) -> int | None:
     return int(round(v))
 
 
-def _find_all(index, text: str) -> list[tuple[int, int, str]]:  # noqa: ANN001
+def _find_all(index: list[tuple[re.Pattern, str, str]], text: str) -> list[tuple[int, int, str]]:
     hits, taken = [], []
     for pat, _alias, norm in index:
         for m in pat.finditer(text):

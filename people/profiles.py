@@ -1,7 +1,7 @@
 """Profile reads: session-gated profile, discover list, public profile (seed 001 §6.1, 6.3, 6.4)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import Exists, OuterRef, Prefetch
@@ -11,8 +11,13 @@ from people.models import ExperienceCard, ExperienceCardChild, Person, UnlockCon
 from people.service import card_response
 from people.sessions import validate_search_session
 
+if TYPE_CHECKING:
+    from uuid import UUID
 
-def _person(person_id) -> Person:  # noqa: ANN001
+    from accounts.models import User
+
+
+def _person(person_id: UUID | str) -> Person:
     try:
         p = Person.objects.select_related("profile").filter(pk=person_id).first()
     except (ValidationError, ValueError):
@@ -36,7 +41,7 @@ def contact_of(person: Person) -> dict[str, str]:
             "linkedin_url": person.linkedin_url}
 
 
-def get_person_profile(*, user, person_id, search_id) -> dict[str, Any]:  # noqa: ANN001
+def get_person_profile(*, user: User, person_id: UUID | str, search_id: UUID | str | None) -> dict[str, Any]:
     person = _person(person_id)
     search = validate_search_session(user=user, search_id=search_id, person_id=person.pk)
     prof = getattr(person, "profile", None)
@@ -74,7 +79,7 @@ def list_people_for_discover(*, limit: int = 20, offset: int = 0) -> dict[str, A
          "summaries": summaries.get(p.pk, [])} for p in people]}
 
 
-def get_public_profile(*, person_id) -> dict[str, Any]:  # noqa: ANN001
+def get_public_profile(*, person_id: UUID | str) -> dict[str, Any]:
     person = _person(person_id)
     prof = getattr(person, "profile", None)
     return {"id": str(person.pk), "display_name": person.display_name, "bio": (prof.bio if prof else "") or None,

@@ -1,6 +1,8 @@
 """Request shapes. DRF validation errors become {code: invalid, detail, field} via config.errors."""
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from config.fields import FlagField, InputSerializer, IntField, TextField
@@ -14,7 +16,7 @@ class SearchRequestSerializer(InputSerializer):
     salary_min = IntField(required=False, allow_null=True, min_value=0, max_value=10**10, default=None)
     salary_max = IntField(required=False, allow_null=True, min_value=0, max_value=10**10, default=None)
 
-    def validate(self, attrs):  # noqa: ANN001, ANN201
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         lo, hi = attrs.get("salary_min"), attrs.get("salary_max")
         if lo is not None and hi is not None and lo > hi:
             raise serializers.ValidationError({"salary_min": "salary_min must be <= salary_max"})
@@ -36,7 +38,7 @@ class ProfileQuerySerializer(InputSerializer):
 
 # Response shapes: the services build plain dicts and the views render them through these, so what the schema
 # documents is exactly what is sent.
-def _s(**kw) -> serializers.CharField:  # noqa: ANN003
+def _s(**kw: Any) -> serializers.CharField:
     return serializers.CharField(allow_blank=True, **kw)
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from django.db import transaction
@@ -30,11 +31,16 @@ from people.ranking import apply_tiebreaks, collapse_and_rank, similarity_percen
 from people.tiers import retrieve_with_fallback, set_scan_mode
 from people.why import deterministic_bullets
 
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from accounts.models import User
+
 log = logging.getLogger(__name__)
 
 
 @contextmanager
-def _stage(timings: dict[str, float] | None, name: str):  # noqa: ANN202
+def _stage(timings: dict[str, float] | None, name: str) -> Iterator[None]:
     t0 = time.perf_counter()
     try:
         yield
@@ -59,7 +65,7 @@ def embed_query_text(text: str) -> np.ndarray:
     return np.asarray(vecs[0], dtype=np.float32)
 
 
-def _create_search(*, user, query: str, parsed: dict, overrides: dict, tier: int | None,  # noqa: ANN001
+def _create_search(*, user: User, query: str, parsed: dict, overrides: dict, tier: int | None,
                    started: float) -> Search:
     k = C()
     search = Search.objects.create(
@@ -87,7 +93,7 @@ def card_response(card: ExperienceCard, *, children: list | None = None) -> dict
     return out
 
 
-def run_search(*, user, query: str, open_to_work_only: bool | None = None,  # noqa: ANN001
+def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
                preferred_locations: list[str] | None = None, salary_min: int | None = None,
                salary_max: int | None = None, timings: dict[str, float] | None = None,
                exact_scan: bool = False) -> dict[str, Any]:
@@ -190,7 +196,7 @@ def run_search(*, user, query: str, open_to_work_only: bool | None = None,  # no
     return {"search_id": str(search.pk), "people": people_out}
 
 
-def get_search(*, user, search_id) -> dict[str, Any]:  # noqa: ANN001
+def get_search(*, user: User, search_id: UUID | str) -> dict[str, Any]:
     """A past search with its (possibly LLM-refined) why_matched; session expiry applies."""
     from people.sessions import validate_search_session
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
 from django.db.models import Avg, Count
@@ -12,20 +13,25 @@ from config.errors import ApiError, BadInput, NotFound
 from people.constants import C
 from people.models import Search, SearchResult
 
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from accounts.models import User
+
 
 class SearchExpired(ApiError):
     status_code = 410
     code = "search_expired"
 
 
-def is_expired(search: Search, *, now=None) -> bool:  # noqa: ANN001
+def is_expired(search: Search, *, now: datetime | None = None) -> bool:
     now = now or timezone.now()
     if search.expires_at is not None:
         return search.expires_at < now
     return search.created_at + timedelta(hours=C().SEARCH_RESULT_EXPIRY_HOURS) < now
 
 
-def validate_search_session(*, user, search_id, person_id=None) -> Search:  # noqa: ANN001
+def validate_search_session(*, user: User, search_id: UUID | str | None, person_id: UUID | None = None) -> Search:
     """The search must exist, be the caller's, be unexpired, and (if given) contain the person."""
     if not search_id:
         raise BadInput("search_id is required", field="search_id")

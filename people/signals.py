@@ -16,7 +16,7 @@ from people.indexing import refresh_search_documents
 from people.models import ExperienceCard, ExperienceCardChild
 
 
-def _enqueue(**ids) -> None:  # noqa: ANN003
+def _enqueue(**ids: list[str]) -> None:
     from people.tasks import embed_cards_task
 
     try:

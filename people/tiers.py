@@ -10,12 +10,15 @@ which is what makes child-only matches possible without a full scan.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
 from people.constants import C
 from people.indexing import vector_literal
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def set_scan_mode(*, exact: bool = False) -> None:
             cur.execute(f"SET LOCAL hnsw.ef_search = {int(C().HNSW_EF_SEARCH)}")
 
 
-def fetch_tier(*, parsed: dict[str, Any], qvec, tier: int) -> TierResult:  # noqa: ANN001
+def fetch_tier(*, parsed: dict[str, Any], qvec: np.ndarray, tier: int) -> TierResult:
     k = C()
     policy = policy_for(tier)
     where, params, needs_profile = card_filter_sql(parsed, policy)
@@ -161,7 +164,7 @@ def fetch_tier(*, parsed: dict[str, Any], qvec, tier: int) -> TierResult:  # noq
     return out
 
 
-def retrieve_with_fallback(*, parsed: dict[str, Any], qvec) -> TierResult:  # noqa: ANN001
+def retrieve_with_fallback(*, parsed: dict[str, Any], qvec: np.ndarray) -> TierResult:
     """Relax tier by tier until MIN_RESULTS people or the last tier. A tier that would relax nothing the
     query asked for returns the same rows as the one before, so it is skipped (same answer, fewer queries)."""
     k = C()

@@ -5,7 +5,7 @@ without an Idempotency-Key must still produce one row and one charge.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 
@@ -16,8 +16,13 @@ from people.models import UnlockContact
 from people.profiles import _person, contact_of
 from people.sessions import validate_search_session
 
+if TYPE_CHECKING:
+    from uuid import UUID
 
-def unlock_contact(*, user, person_id, search_id) -> dict[str, Any]:  # noqa: ANN001
+    from accounts.models import User
+
+
+def unlock_contact(*, user: User, person_id: UUID | str, search_id: UUID | str | None) -> dict[str, Any]:
     person = _person(person_id)
     search = validate_search_session(user=user, search_id=search_id, person_id=person.pk)
     prof = getattr(person, "profile", None)

@@ -9,9 +9,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from people.constants import C
+
+if TYPE_CHECKING:
+    from people.models import PersonProfile, Search, SearchResult
+    from people.ranking import RankedPerson
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +63,7 @@ def _period(card: dict[str, Any]) -> str:
     return f" ({a}–{b})"
 
 
-def deterministic_bullets(*, ranked, parsed: dict[str, Any], profile) -> list[str]:  # noqa: ANN001
+def deterministic_bullets(*, ranked: RankedPerson, parsed: dict[str, Any], profile: PersonProfile | None) -> list[str]:
     """Up to WHY_MAX_BULLETS candidate reasons, then sanitised to WHY_MAX_LINES_LLM."""
     must = parsed["must"]
     bullets: list[str] = []
@@ -89,7 +94,7 @@ def deterministic_bullets(*, ranked, parsed: dict[str, Any], profile) -> list[st
     return sanitize(bullets[: C().WHY_MAX_BULLETS])
 
 
-def evidence_payload(*, search, results) -> dict[str, Any]:  # noqa: ANN001
+def evidence_payload(*, search: Search, results: Iterable[SearchResult]) -> dict[str, Any]:
     from people.models import ExperienceCard, ExperienceCardChild
 
     people = []

@@ -5,10 +5,20 @@ it through an unrevoked ProjectShare (seed 000, "Filters & Access").
 """
 from __future__ import annotations
 
-from django.db import connection
+from typing import TYPE_CHECKING, TypeVar
+
+from django.db import connection, models
 
 from config.errors import NotFound
 from projects.models import Membership, Project
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser
+    from django.db.models import QuerySet
+
+    from accounts.models import User
+
+_M = TypeVar("_M", bound=models.Model)
 
 # The ids of the datasets project %(pid)s may read (%(glob)s: whether global datasets count). Public so that
 # the app that owns a dataset's content (search) can re-check its own rows against it in one query.
@@ -36,7 +46,7 @@ def is_dataset_accessible(project: Project, dataset_id: int | str) -> bool:
         return bool(cur.fetchone()[0])
 
 
-def key_project_ids(user) -> frozenset[int] | None:  # noqa: ANN001
+def key_project_ids(user: User | AnonymousUser) -> frozenset[int] | None:
     """The projects the request's API key is limited to; None = no limit (a session, or an unlimited key).
 
     ApiKeyAuthentication sets it on the request's user object, so every helper here that takes a user applies it:
@@ -44,13 +54,14 @@ def key_project_ids(user) -> frozenset[int] | None:  # noqa: ANN001
     return getattr(user, "_key_project_ids", None)
 
 
-def limit_to_key_projects(queryset, user, field: str = "project_id"):  # noqa: ANN001, ANN201
+def limit_to_key_projects(queryset: QuerySet[_M], user: User | AnonymousUser,
+                          field: str = "project_id") -> QuerySet[_M]:
     """Narrow a queryset to the key's projects (`field` is the path to the project id, e.g. "dataset__project_id")."""
     ids = key_project_ids(user)
     return queryset if ids is None else queryset.filter(**{f"{field}__in": ids})
 
 
-def project_for_member(*, user, slug: str) -> Project:  # noqa: ANN001
+def project_for_member(*, user: User | AnonymousUser, slug: str) -> Project:
     """The project if the user is a member (and the API key, if limited, covers it); otherwise 404 so
     existence does not leak."""
     qs = Project.objects.filter(slug=slug, memberships__user_id=getattr(user, "pk", None))
@@ -60,7 +71,7 @@ def project_for_member(*, user, slug: str) -> Project:  # noqa: ANN001
     return project
 
 
-def membership_role(*, user, project: Project) -> str | None:  # noqa: ANN001
+def membership_role(*, user: User | AnonymousUser, project: Project) -> str | None:
     """The user's role in the project; None when not a member or outside the API key's project limit."""
     ids = key_project_ids(user)
     if ids is not None and project.pk not in ids:

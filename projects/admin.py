@@ -1,10 +1,16 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin, messages
 
 from projects.models import Membership, Project, ProjectShare
 from projects.sharing import revoke_share_row
 from search.admin import DeletesOwnedContent  # deleting a project deletes its search content
+
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
+    from django.http import HttpRequest
 
 
 class MembershipInline(admin.TabularInline):
@@ -58,7 +64,7 @@ class ProjectShareAdmin(admin.ModelAdmin):
     actions = ["revoke_shares"]
 
     @admin.action(description="Revoke the selected shares")
-    def revoke_shares(self, request, queryset):  # noqa: ANN001, ANN201
+    def revoke_shares(self, request: HttpRequest, queryset: QuerySet[ProjectShare]) -> None:
         n = 0
         for share in queryset.filter(revoked_at__isnull=True):
             revoke_share_row(share=share)

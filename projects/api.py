@@ -1,6 +1,8 @@
 """Project endpoints. Every one resolves the project with project_for_member, so non-members get 404."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,6 +30,11 @@ from projects.serializers import (
 )
 from search import datasets as search_datasets
 
+if TYPE_CHECKING:
+    from rest_framework.request import Request
+
+    from projects.models import Project
+
 _WRITE_ERRORS = {**ERROR_RESPONSES, 403: ErrorSerializer, 409: ErrorSerializer}
 
 
@@ -36,7 +43,7 @@ class ProjectListView(APIView):
 
     @extend_schema(operation_id="projects_list", responses={200: ProjectSerializer(many=True), **ERROR_RESPONSES},
                    tags=["projects"])
-    def get(self, request):  # noqa: ANN001, ANN201
+    def get(self, request: Request) -> Response:
         rows = [{"slug": p["project"].slug, "name": p["project"].name, "role": p["role"],
                  "created_at": p["project"].created_at} for p in sharing.projects_of(user=request.user)]
         return Response(ProjectSerializer(rows, many=True).data)
@@ -46,7 +53,7 @@ class ProjectListView(APIView):
                    description="Create a project; you become its owner. The slug is derived from the name when "
                                "absent. A taken slug is 409 `project_exists`; 'global' or a slug a URL cannot "
                                "carry is 400.")
-    def post(self, request):  # noqa: ANN001, ANN201
+    def post(self, request: Request) -> Response:
         ser = ProjectCreateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
         project = membership.create_project(user=request.user, name=ser.validated_data["name"],
@@ -59,7 +66,7 @@ class ProjectDetailView(APIView):
 
     @extend_schema(operation_id="projects_retrieve", responses={200: ProjectDetailSerializer, **ERROR_RESPONSES},
                    tags=["projects"])
-    def get(self, request, slug: str):  # noqa: ANN001, ANN201
+    def get(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         members = Membership.objects.filter(project=project).select_related("user").order_by("user__email")
         role = next((m.role for m in members if m.user_id == request.user.pk), None)
@@ -71,7 +78,7 @@ class ProjectDetailView(APIView):
     @extend_schema(operation_id="projects_update", request=ProjectUpdateSerializer,
                    responses={200: ProjectSerializer, **_WRITE_ERRORS}, tags=["projects"],
                    description="Rename the project (owners). The slug never changes.")
-    def patch(self, request, slug: str):  # noqa: ANN001, ANN201
+    def patch(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         ser = ProjectUpdateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
@@ -84,7 +91,7 @@ class ProjectDetailView(APIView):
                    description="Delete the project with its datasets, documents and chunks (owners). Its datasets "
                                "shared into other projects disappear from them. The index deletes are queued in "
                                "the same transaction.")
-    def delete(self, request, slug: str):  # noqa: ANN001, ANN201
+    def delete(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         membership.delete_project(user=request.user, project=project)
         return Response(status=204)
@@ -95,7 +102,7 @@ class DatasetListView(APIView):
 
     @extend_schema(operation_id="datasets_list", responses={200: DatasetSerializer(many=True), **ERROR_RESPONSES},
                    tags=["projects"], description="Every dataset the project can search: own, global and shared.")
-    def get(self, request, slug: str):  # noqa: ANN001, ANN201
+    def get(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         rows = sharing.visible_datasets(project=project)
         mine = {p["project"].pk for p in sharing.projects_of(user=request.user)}
@@ -106,7 +113,7 @@ class DatasetListView(APIView):
 
     @extend_schema(operation_id="datasets_create", request=DatasetCreateSerializer,
                    responses={201: DatasetSerializer, **_WRITE_ERRORS}, tags=["projects"])
-    def post(self, request, slug: str):  # noqa: ANN001, ANN201
+    def post(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         ser = DatasetCreateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
@@ -119,7 +126,7 @@ class DatasetDetailView(APIView):
 
     @extend_schema(operation_id="datasets_retrieve", responses={200: DatasetDetailSerializer, **ERROR_RESPONSES},
                    tags=["projects"], description="One of the project's own datasets, with document and chunk counts.")
-    def get(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
+    def get(self, request: Request, slug: str, dataset_id: int) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         ds = search_datasets.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
         return Response(dict(DatasetDetailSerializer(ds).data, access="own"))
@@ -127,7 +134,7 @@ class DatasetDetailView(APIView):
     @extend_schema(operation_id="datasets_update", request=DatasetUpdateSerializer,
                    responses={200: DatasetDetailSerializer, **_WRITE_ERRORS}, tags=["projects"],
                    description="Rename or describe a dataset (editors, owners); `is_global` is staff only.")
-    def patch(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
+    def patch(self, request: Request, slug: str, dataset_id: int) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         ds = search_datasets.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
         ser = DatasetUpdateSerializer(data=request.data)
@@ -140,7 +147,7 @@ class DatasetDetailView(APIView):
                    responses={204: OpenApiResponse(description="Deleted, with all its content."), **_WRITE_ERRORS},
                    tags=["projects"], description="Delete a dataset with its documents and chunks (editors, owners). "
                                                   "The index deletes are queued in the same transaction.")
-    def delete(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
+    def delete(self, request: Request, slug: str, dataset_id: int) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         ds = search_datasets.own_dataset(user=request.user, project=project, dataset_id=dataset_id)
         datasets_service.delete_dataset(user=request.user, dataset=ds)
@@ -152,14 +159,14 @@ class ShareListView(APIView):
 
     @extend_schema(operation_id="shares_list", responses={200: ShareSerializer(many=True), **ERROR_RESPONSES},
                    tags=["projects"], description="Datasets shared into this project, revoked ones included.")
-    def get(self, request, slug: str):  # noqa: ANN001, ANN201
+    def get(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         return Response(ShareSerializer(sharing.incoming_shares(project=project), many=True).data)
 
     @extend_schema(operation_id="shares_create", request=ShareCreateSerializer,
                    responses={201: ShareSerializer, **_WRITE_ERRORS}, tags=["projects"],
                    description="Share a dataset into this project. The caller must own the dataset's project.")
-    def post(self, request, slug: str):  # noqa: ANN001, ANN201
+    def post(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         ser = ShareCreateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
@@ -173,13 +180,13 @@ class ShareDetailView(APIView):
 
     @extend_schema(operation_id="shares_revoke", responses={200: ShareSerializer, **_WRITE_ERRORS},
                    tags=["projects"], description="Revoke a share (kept for history).")
-    def delete(self, request, slug: str, share_id: int):  # noqa: ANN001, ANN201
+    def delete(self, request: Request, slug: str, share_id: int) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         share = sharing.revoke_share(user=request.user, share_id=share_id, project=project)
         return Response(ShareSerializer(share).data)
 
 
-def _project_row(project, role: str) -> dict:  # noqa: ANN001
+def _project_row(project: Project, role: str) -> dict[str, Any]:
     return {"slug": project.slug, "name": project.name, "role": role, "created_at": project.created_at}
 
 
@@ -188,7 +195,7 @@ class MemberListView(APIView):
 
     @extend_schema(operation_id="members_list", responses={200: MemberSerializer(many=True), **ERROR_RESPONSES},
                    tags=["projects"], description="The project's members with their roles (any member may see).")
-    def get(self, request, slug: str):  # noqa: ANN001, ANN201
+    def get(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         return Response(MemberSerializer(membership.members_of(user=request.user, project=project), many=True).data)
 
@@ -196,7 +203,7 @@ class MemberListView(APIView):
                    responses={201: MemberSerializer, **_WRITE_ERRORS}, tags=["projects"],
                    description="Add an existing account by email (owners). An email that cannot be added is 404 "
                                "`user_not_found`; a member already present is 409 `already_member`.")
-    def post(self, request, slug: str):  # noqa: ANN001, ANN201
+    def post(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         ser = MemberCreateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
@@ -212,7 +219,7 @@ class MemberDetailView(APIView):
                    responses={200: MemberSerializer, **_WRITE_ERRORS}, tags=["projects"],
                    description="Change a member's role (owners). The last owner cannot be demoted: 409 "
                                "`last_owner`.")
-    def patch(self, request, slug: str, member_id: int):  # noqa: ANN001, ANN201
+    def patch(self, request: Request, slug: str, member_id: int) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         ser = MemberUpdateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
@@ -224,7 +231,7 @@ class MemberDetailView(APIView):
                    responses={204: OpenApiResponse(description="Removed."), **_WRITE_ERRORS}, tags=["projects"],
                    description="Remove a member (owners), or leave (your own membership). The last owner can do "
                                "neither: 409 `last_owner`.")
-    def delete(self, request, slug: str, member_id: int):  # noqa: ANN001, ANN201
+    def delete(self, request: Request, slug: str, member_id: int) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         membership.remove_member(user=request.user, project=project, membership_id=member_id)
         return Response(status=204)

@@ -6,16 +6,21 @@ keeps the vector index exact (a plain ORM delete; the search_chunk trigger queue
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import IntegrityError, transaction
 
 from config.errors import BadInput, Conflict, Forbidden, NotFound
 from projects.access import membership_role
 from projects.models import Dataset, Membership
 
+if TYPE_CHECKING:
+    from accounts.models import User
+
 WRITERS = frozenset({Membership.Role.OWNER, Membership.Role.EDITOR})
 
 
-def delete_dataset(*, user, dataset: Dataset) -> None:  # noqa: ANN001
+def delete_dataset(*, user: User, dataset: Dataset) -> None:
     """Editors and owners of the dataset's project delete it with its documents, chunks and jobs.
 
     A non-member is answered 404 (the dataset's existence does not leak), a viewer 403. Projects it was
@@ -29,7 +34,7 @@ def delete_dataset(*, user, dataset: Dataset) -> None:  # noqa: ANN001
         dataset.delete()
 
 
-def update_dataset(*, user, dataset: Dataset, name: str | None = None, description: str | None = None,  # noqa: ANN001
+def update_dataset(*, user: User, dataset: Dataset, name: str | None = None, description: str | None = None,
                    is_global: bool | None = None) -> Dataset:
     """Editors and owners rename or describe a dataset; only staff change `is_global` (every project sees it)."""
     if membership_role(user=user, project=dataset.project) not in WRITERS:

@@ -12,6 +12,7 @@ Non-members are answered 404 (as project_for_member does), members without the r
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -21,6 +22,9 @@ from config.errors import BadInput, Conflict, Forbidden, NotFound
 from config.fields import check_text
 from projects.access import key_project_ids, membership_role
 from projects.models import Membership, Project
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 ROLES = tuple(Membership.Role.values)  # owner, editor, viewer
 OWNER = Membership.Role.OWNER
@@ -63,7 +67,7 @@ def _clean_slug(slug: str | None, *, name: str) -> str:
     return slug
 
 
-def _require_role(*, user, project: Project, roles: set[str], action: str) -> str:  # noqa: ANN001
+def _require_role(*, user: User, project: Project, roles: set[str], action: str) -> str:
     """The caller's role, if it is one of `roles`: 404 for a non-member (existence does not leak), else 403."""
     role = membership_role(user=user, project=project)
     if role is None:
@@ -81,7 +85,7 @@ def _locked_owners(project: Project) -> list[Membership]:
     return list(Membership.objects.select_for_update().filter(project=project, role=OWNER).order_by("pk"))
 
 
-def create_project(*, user, name: str, slug: str | None = None) -> Project:  # noqa: ANN001
+def create_project(*, user: User, name: str, slug: str | None = None) -> Project:
     """Create a project owned by `user`. The slug is derived from the name when absent.
 
     Project and owner membership are written in one transaction, so a project never exists without an owner.
@@ -105,7 +109,7 @@ def create_project(*, user, name: str, slug: str | None = None) -> Project:  # n
     return project
 
 
-def rename_project(*, user, project: Project, name: str) -> Project:  # noqa: ANN001
+def rename_project(*, user: User, project: Project, name: str) -> Project:
     """Owners change the display name; the slug (in every URL and API key limit) never changes."""
     _require_role(user=user, project=project, roles={OWNER}, action="rename it")
     project.name = _clean_name(name)
@@ -113,7 +117,7 @@ def rename_project(*, user, project: Project, name: str) -> Project:  # noqa: AN
     return project
 
 
-def delete_project(*, user, project: Project) -> None:  # noqa: ANN001
+def delete_project(*, user: User, project: Project) -> None:
     """Owners delete a project with everything it owns: datasets, documents, chunks, jobs, logs, shares.
 
     A plain ORM delete is exact for the vector index: the search_chunk trigger queues one outbox delete per
@@ -124,7 +128,7 @@ def delete_project(*, user, project: Project) -> None:  # noqa: ANN001
         project.delete()
 
 
-def members_of(*, user, project: Project) -> list[Membership]:  # noqa: ANN001
+def members_of(*, user: User, project: Project) -> list[Membership]:
     """Any member may see who else is in the project (the project detail shows it too)."""
     _require_role(user=user, project=project, roles=set(ROLES), action="see its members")
     return list(Membership.objects.filter(project=project).select_related("user").order_by("user__email", "pk"))
@@ -136,7 +140,7 @@ def _clean_role(role: str) -> str:
     return role
 
 
-def add_member(*, user, project: Project, email: str, role: str = Membership.Role.VIEWER) -> Membership:  # noqa: ANN001
+def add_member(*, user: User, project: Project, email: str, role: str = Membership.Role.VIEWER) -> Membership:
     """Owners add an existing, active account by email.
 
     An unknown or inactive email is 404 user_not_found with a message that says nothing about why, so the
@@ -173,7 +177,7 @@ def _target(project: Project, membership_id: int) -> Membership:
     return membership
 
 
-def change_role(*, user, project: Project, membership_id: int, role: str) -> Membership:  # noqa: ANN001
+def change_role(*, user: User, project: Project, membership_id: int, role: str) -> Membership:
     """Owners change any member's role (their own too). The last owner cannot be demoted: 409 last_owner.
 
     Under the owner-row lock the caller's ownership and the owner count are read again, so two owners
@@ -194,7 +198,7 @@ def change_role(*, user, project: Project, membership_id: int, role: str) -> Mem
         return membership
 
 
-def remove_member(*, user, project: Project, membership_id: int) -> None:  # noqa: ANN001
+def remove_member(*, user: User, project: Project, membership_id: int) -> None:
     """Owners remove anyone; every member may remove themself (leave). The last owner can do neither: they
     would leave a project no one can manage (409 last_owner); delete the project instead."""
     role = _require_role(user=user, project=project, roles=set(ROLES), action="remove members")

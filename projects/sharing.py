@@ -6,12 +6,17 @@ must hold the same way everywhere.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from config.errors import BadInput, Conflict, Forbidden, NotFound
 from projects.access import accessible_dataset_ids, limit_to_key_projects, membership_role
 from projects.models import Dataset, Membership, Project, ProjectShare
+
+if TYPE_CHECKING:
+    from accounts.models import User
 
 _WRITERS = {Membership.Role.OWNER, Membership.Role.EDITOR}
 
@@ -27,7 +32,7 @@ def visible_datasets(*, project: Project) -> list[dict]:
     return out
 
 
-def create_dataset(*, user, project: Project, name: str, kind: str, description: str = "",  # noqa: ANN001
+def create_dataset(*, user: User, project: Project, name: str, kind: str, description: str = "",
                    is_global: bool = False) -> Dataset:
     """Owners and editors add datasets; only staff may mark one global (it is visible to every project)."""
     if membership_role(user=user, project=project) not in _WRITERS:
@@ -48,7 +53,7 @@ def create_dataset(*, user, project: Project, name: str, kind: str, description:
                        code="dataset_exists") from None
 
 
-def grant_share(*, user, dataset_id: int, to_project: Project) -> ProjectShare:  # noqa: ANN001
+def grant_share(*, user: User, dataset_id: int, to_project: Project) -> ProjectShare:
     """Share a dataset into `to_project`. The caller must own the dataset's project.
 
     A dataset the caller cannot see at all is 404 (no existence leak); one they
@@ -74,7 +79,7 @@ def grant_share(*, user, dataset_id: int, to_project: Project) -> ProjectShare: 
             return ProjectShare.objects.get(dataset=dataset, project=to_project, revoked_at__isnull=True)
 
 
-def revoke_share(*, user, share_id: int, project: Project) -> ProjectShare:  # noqa: ANN001
+def revoke_share(*, user: User, share_id: int, project: Project) -> ProjectShare:
     """Owners on either side may end a share: the giver takes it back, the receiver drops it."""
     share = ProjectShare.objects.filter(pk=share_id, project=project).select_related("dataset__project").first()
     if share is None:
@@ -103,7 +108,7 @@ def outgoing_shares(*, project: Project) -> list[ProjectShare]:
                 .select_related("dataset__project", "project", "granted_by"))
 
 
-def projects_of(*, user) -> list[dict]:  # noqa: ANN001
+def projects_of(*, user: User) -> list[dict[str, Any]]:
     """The user's projects with roles; a project-limited API key sees only its projects."""
     rows = limit_to_key_projects(Membership.objects.filter(user_id=user.pk), user)
     return [{"project": m.project, "role": m.role} for m in rows.select_related("project").order_by("project__slug")]

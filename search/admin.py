@@ -1,10 +1,12 @@
 """Staff console for the retrieval engine: content, jobs with live progress, logs (read-only), graph, configs."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.apps import apps
 from django.contrib import admin, messages
 from django.db import transaction
-from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html
 
@@ -29,6 +31,14 @@ from search.models import (
 )
 from search.tasks import reembed_dataset
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from django import forms
+    from django.db.models import Model, QuerySet
+    from django.http import HttpRequest
+    from django.urls import URLPattern, URLResolver
+
 
 class DeletesOwnedContent:
     """Deleting a project or dataset deletes what it owns (documents, chunks, ingest jobs, graph edges, logs,
@@ -39,7 +49,8 @@ class DeletesOwnedContent:
     content. Permission to delete the owner is what is checked; other models keep Django's rule.
     """
 
-    def get_deleted_objects(self, objs, request):  # noqa: ANN001, ANN201
+    def get_deleted_objects(self, objs: Sequence[Model] | QuerySet[Model],
+                            request: HttpRequest) -> tuple[list[Any], dict[str, int], set[str], list[Any]]:
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
         owned = {str(m._meta.verbose_name) for m in apps.get_app_config("search").get_models()}
         owned |= {str(ProjectShare._meta.verbose_name), str(Membership._meta.verbose_name),
@@ -75,7 +86,7 @@ class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
                            (job.error if job and job.error else "none"))
 
     @admin.action(description="Ingest again (last source; unchanged files are skipped)")
-    def reingest(self, request, queryset):  # noqa: ANN001, ANN201
+    def reingest(self, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
         for ds in queryset:
             try:
                 maintenance.reingest(dataset=ds, user=request.user)
@@ -84,13 +95,13 @@ class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
                 self.message_user(request, str(exc), messages.WARNING)
 
     @admin.action(description="Recompute embeddings for the configured model")
-    def recompute_embeddings(self, request, queryset):  # noqa: ANN001, ANN201
+    def recompute_embeddings(self, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
         for ds in queryset:
             reembed_dataset.delay(ds.pk, True)
         self.message_user(request, f"Re-embedding queued for {queryset.count()} dataset(s).")
 
     @admin.action(description="Reindex Qdrant from Postgres (no re-embedding)")
-    def reindex(self, request, queryset):  # noqa: ANN001, ANN201
+    def reindex(self, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
         self.message_user(request, f"Reindex: {maintenance.reindex()}.")
 
 
@@ -154,7 +165,7 @@ class IngestJobAdmin(ReadOnlyAdmin):
     def short_error(self, obj: IngestJob) -> str:
         return obj.error[:120]
 
-    def changelist_view(self, request, extra_context=None):  # noqa: ANN001, ANN201
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         active = IngestJob.objects.filter(status__in=["pending", "running"]).exists()
         response = super().changelist_view(request, extra_context=extra_context)
         if active:
@@ -170,7 +181,7 @@ class RerankInline(admin.TabularInline):
               "rank_before", "rerank_score", "rank_after", "graph_boost")
     readonly_fields = fields
 
-    def has_add_permission(self, request, obj=None) -> bool:  # noqa: ANN001
+    def has_add_permission(self, request: HttpRequest, obj: QuerySession | None = None) -> bool:
         return False
 
 
@@ -225,7 +236,7 @@ class TraversalConfigAdmin(admin.ModelAdmin):
     search_fields = ("ruleset_id",)
     readonly_fields = ("version", "created_at", "updated_at")
 
-    def save_model(self, request, obj: TraversalConfig, form, change: bool) -> None:  # noqa: ANN001
+    def save_model(self, request: HttpRequest, obj: TraversalConfig, form: forms.ModelForm, change: bool) -> None:
         names = {k: getattr(obj, f) for k, f in traversal.NAME_FIELDS.items()}
         try:
             with transaction.atomic():
@@ -268,11 +279,11 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
     def verdict(self, obj: ReconcileRun) -> bool:
         return obj.exact
 
-    def get_urls(self):  # noqa: ANN201
+    def get_urls(self) -> list[URLPattern | URLResolver]:
         run = self.admin_site.admin_view(self.run_view)
         return [path("run/", run, name="search_reconcilerun_run"), *super().get_urls()]
 
-    def run_view(self, request):  # noqa: ANN001, ANN201
+    def run_view(self, request: HttpRequest) -> HttpResponse:
         """POST only. Synchronous: a check reads every point once (seconds at 100k); the message gives the counts."""
         from config.errors import DependencyDown
         from search.reconcile import reconcile

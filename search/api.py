@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
@@ -14,10 +15,18 @@ from config.schema import ERROR_RESPONSES, ErrorSerializer
 from projects.access import limit_to_key_projects, membership_role, project_for_member
 from search import serializers as s
 
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from rest_framework.request import Request
+
+    from accounts.models import User
+    from search.models import IngestJob
+
 _ERRS = {**ERROR_RESPONSES, 503: ErrorSerializer}
 
 
-def _body(request) -> dict:  # noqa: ANN001
+def _body(request: Request) -> dict[str, Any]:
     if not isinstance(request.data, dict):
         raise BadInput("The body must be a JSON object.", field=None)
     return request.data
@@ -35,7 +44,7 @@ class QueryView(APIView):
                    responses={200: s.QueryResponseSerializer, **_ERRS}, tags=["context"],
                    description="Hybrid dense+sparse search over every dataset the project can see, with a why per "
                                "result, a context pack and per-stage timings.")
-    def post(self, request, slug: str):  # noqa: ANN001, ANN201
+    def post(self, request: Request, slug: str) -> Response:
         from search.pipeline import run_query
 
         enforce(request, group="context_query")
@@ -50,12 +59,12 @@ class QueryView(APIView):
         return Response(s.QueryResponseSerializer(result.as_dict()).data)
 
 
-def _job_data(job) -> dict:  # noqa: ANN001
+def _job_data(job: IngestJob) -> dict[str, Any]:
     """An ingest job as its documented shape (IngestJobSerializer reads the model's fields)."""
     return s.IngestJobSerializer(job).data
 
 
-def allowed_source(*, user, source: str) -> Path:  # noqa: ANN001
+def allowed_source(*, user: User, source: str) -> Path:
     """Server-path ingest through the API: staff only, an absolute path under INGEST_ALLOWED_ROOTS, never VAR_DIR.
 
     Why so narrow: a relative path resolved against the server's working directory, and the old default root
@@ -85,7 +94,7 @@ class IngestView(APIView):
 
     @extend_schema(operation_id="context_ingest", request=s.IngestRequestSerializer,
                    responses={202: s.IngestJobSerializer, 403: ErrorSerializer, **_ERRS}, tags=["context"])
-    def post(self, request, slug: str):  # noqa: ANN001, ANN201
+    def post(self, request: Request, slug: str) -> Response:
         from projects.models import Dataset
         from search.ingest.runner import start_ingest
 
@@ -108,7 +117,7 @@ class IngestJobView(APIView):
 
     @extend_schema(operation_id="context_ingest_job", responses={200: s.IngestJobSerializer, **_ERRS},
                    tags=["context"])
-    def get(self, request, job_id):  # noqa: ANN001, ANN201
+    def get(self, request: Request, job_id: UUID) -> Response:
         from search.models import IngestJob
 
         jobs = IngestJob.objects.filter(pk=job_id, dataset__project__memberships__user=request.user)
@@ -123,7 +132,7 @@ class FeedbackView(APIView):
 
     @extend_schema(operation_id="context_feedback", request=s.FeedbackRequestSerializer,
                    responses={201: s.FeedbackSerializer, **_ERRS}, tags=["context"])
-    def post(self, request, session_id):  # noqa: ANN001, ANN201
+    def post(self, request: Request, session_id: UUID) -> Response:
         from search.feedback import record_feedback
 
         ser = s.FeedbackRequestSerializer(data=_body(request))

@@ -9,7 +9,7 @@ queues the index deletes in the same transaction.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -18,6 +18,10 @@ from config.errors import ApiError, BadInput, Forbidden, NotFound
 from projects import quotas
 from projects.access import membership_role, project_for_member
 from projects.models import Dataset, Membership
+
+if TYPE_CHECKING:
+    from accounts.models import User
+    from search.models import IngestJob
 
 WRITERS = frozenset({Membership.Role.OWNER, Membership.Role.EDITOR})
 PUSH_KINDS = ("code", "web")
@@ -29,7 +33,7 @@ class UploadTooLarge(ApiError):
     code = "upload_too_large"
 
 
-def dataset_of(*, user, slug: str, dataset_id: int, write: bool = False) -> Dataset:  # noqa: ANN001
+def dataset_of(*, user: User, slug: str, dataset_id: int, write: bool = False) -> Dataset:
     """A dataset of the project (404 for non-members and for another project's dataset); 403 when `write`
     and the caller only views."""
     project = project_for_member(user=user, slug=slug)
@@ -41,8 +45,8 @@ def dataset_of(*, user, slug: str, dataset_id: int, write: bool = False) -> Data
     return dataset
 
 
-def _start(*, user, dataset: Dataset, source: str, options: dict[str, Any], filename: str = "",  # noqa: ANN001
-           data: bytes = b"", documents: Sequence[dict[str, Any]] = ()) -> Any:
+def _start(*, user: User, dataset: Dataset, source: str, options: dict[str, Any], filename: str = "",
+           data: bytes = b"", documents: Sequence[dict[str, Any]] = ()) -> IngestJob:
     """Job and staged content in one transaction; the worker is told only after both committed."""
     from search.ingest.runner import start_ingest
     from search.models import StagedContent
@@ -55,7 +59,7 @@ def _start(*, user, dataset: Dataset, source: str, options: dict[str, Any], file
     return job
 
 
-def push_documents(*, user, dataset: Dataset, documents: list[dict[str, Any]], repo: str = "") -> Any:  # noqa: ANN001
+def push_documents(*, user: User, dataset: Dataset, documents: list[dict[str, Any]], repo: str = "") -> IngestJob:
     """Upsert a batch of documents by external_id; unchanged text re-embeds nothing. Returns the IngestJob."""
     from search.models import Document
 
@@ -81,8 +85,8 @@ def push_documents(*, user, dataset: Dataset, documents: list[dict[str, Any]], r
                   options={"origin": "push", "mode": "merge", "repo": repo or dataset.name}, documents=documents)
 
 
-def upload(*, user, dataset: Dataset, filename: str, data: bytes, mode: str | None = None,  # noqa: ANN001
-           options: dict[str, str] | None = None) -> Any:
+def upload(*, user: User, dataset: Dataset, filename: str, data: bytes, mode: str | None = None,
+           options: dict[str, str] | None = None) -> IngestJob:
     """Stage one uploaded file or archive (checked whole first) and start its job. Returns the IngestJob."""
     from search.ingest import archives
     from search.models import Document
@@ -111,7 +115,7 @@ def upload(*, user, dataset: Dataset, filename: str, data: bytes, mode: str | No
                   options={"origin": "upload", "mode": mode, **(options or {})})
 
 
-def delete_documents(*, user, dataset: Dataset, external_ids: list[str] | None = None,  # noqa: ANN001
+def delete_documents(*, user: User, dataset: Dataset, external_ids: list[str] | None = None,
                      paths: list[str] | None = None) -> dict[str, Any]:
     """Delete documents by external id or path; -> {"deleted": n, "missing": [...]}. Index deletes ride along."""
     from search.ingest.runner import delete_documents as delete_rows
@@ -125,7 +129,7 @@ def delete_documents(*, user, dataset: Dataset, external_ids: list[str] | None =
     return {"deleted": deleted, "missing": missing}
 
 
-def delete_document(*, user, dataset: Dataset, external_id: str) -> None:  # noqa: ANN001
+def delete_document(*, user: User, dataset: Dataset, external_id: str) -> None:
     """One document by its external id (or, for files from an upload or a source, by its path)."""
     out = delete_documents(user=user, dataset=dataset, external_ids=[external_id])
     if not out["deleted"]:

@@ -2,6 +2,8 @@
 call one service (search.content), render."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db.models import Count
 from drf_spectacular.utils import extend_schema
 from rest_framework.parsers import MultiPartParser
@@ -14,6 +16,9 @@ from search import content
 from search import serializers as s
 from search.api import _job_data
 
+if TYPE_CHECKING:
+    from rest_framework.request import Request
+
 _WRITE = {**ERROR_RESPONSES, 403: ErrorSerializer, 413: ErrorSerializer}
 _UPLOAD = {**_WRITE, 415: ErrorSerializer, 422: ErrorSerializer}
 
@@ -23,7 +28,7 @@ class DocumentListView(APIView):
 
     @extend_schema(operation_id="documents_list", parameters=[s.DocumentListQuerySerializer],
                    responses={200: s.DocumentPageSerializer, **ERROR_RESPONSES}, tags=["content"])
-    def get(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
+    def get(self, request: Request, slug: str, dataset_id: int) -> Response:
         from search.models import Document
 
         dataset = content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id)
@@ -43,7 +48,7 @@ class DocumentListView(APIView):
                                "ingest job; follow it at /api/ingest-jobs/{id}. All or nothing: a failed job "
                                "leaves the dataset as it was. 413 quota_exceeded if the project's quota would "
                                "be passed (nothing is written).")
-    def put(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
+    def put(self, request: Request, slug: str, dataset_id: int) -> Response:
         enforce(request, group="ingest")
         dataset = content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id, write=True)
         ser = s.PushRequestSerializer(data=request.data)
@@ -56,7 +61,7 @@ class DocumentListView(APIView):
                    responses={200: s.DocumentDeleteResultSerializer, **_WRITE}, tags=["content"],
                    description="Delete documents by external_id and/or path. Their index points go in the same "
                                "transaction.")
-    def delete(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
+    def delete(self, request: Request, slug: str, dataset_id: int) -> Response:
         dataset = content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id, write=True)
         ser = s.DocumentDeleteSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
@@ -69,7 +74,7 @@ class DocumentDetailView(APIView):
 
     @extend_schema(operation_id="documents_delete", responses={204: None, **_WRITE}, tags=["content"],
                    description="Delete one document by external_id (or by path for uploaded files).")
-    def delete(self, request, slug: str, dataset_id: int, external_id: str):  # noqa: ANN001, ANN201
+    def delete(self, request: Request, slug: str, dataset_id: int, external_id: str) -> Response:
         dataset = content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id, write=True)
         content.delete_document(user=request.user, dataset=dataset, external_id=external_id)
         return Response(status=204)
@@ -85,7 +90,7 @@ class UploadView(APIView):
                                "archive is checked before anything is extracted (no absolute paths, no `..`, no "
                                "links, caps on files, bytes and compression ratio: 413/422 with a `code`, nothing "
                                "written). Returns the ingest job.")
-    def post(self, request, slug: str, dataset_id: int):  # noqa: ANN001, ANN201
+    def post(self, request: Request, slug: str, dataset_id: int) -> Response:
         enforce(request, group="ingest")
         dataset = content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id, write=True)
         ser = s.UploadRequestSerializer(data=request.data)

@@ -5,6 +5,8 @@ Why in search: the counts are of search's rows. projects owns the datasets and t
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
@@ -12,8 +14,13 @@ from config.errors import NotFound
 from projects.models import Dataset, Project
 from search.models import Chunk, Document
 
+if TYPE_CHECKING:
+    from django.db.models import Model
 
-def _count_of(model, dataset_field: str = "dataset"):  # noqa: ANN001, ANN202
+    from accounts.models import User
+
+
+def _count_of(model: type[Model], dataset_field: str = "dataset") -> Coalesce:
     rows = (model.objects.filter(**{dataset_field: OuterRef("pk")}).order_by().values(dataset_field)
             .annotate(n=Count("pk")).values("n"))
     return Coalesce(Subquery(rows), 0)
@@ -26,7 +33,7 @@ def datasets_overview(*, project: Project) -> list[Dataset]:
                 .order_by("name"))
 
 
-def own_dataset(*, user, project: Project, dataset_id: int) -> Dataset:  # noqa: ANN001
+def own_dataset(*, user: User, project: Project, dataset_id: int) -> Dataset:
     """One of the project's own datasets, with its counts; 404 for any other id (no existence leak)."""
     dataset = (Dataset.objects.filter(pk=dataset_id, project=project)
                .annotate(document_count=_count_of(Document), chunk_count=_count_of(Chunk)).first())

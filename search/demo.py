@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
+if TYPE_CHECKING:
+    from io import TextIOBase
 
-def load_demo(stdout=None) -> dict:  # noqa: ANN001
+
+def load_demo(stdout: TextIOBase | None = None) -> dict:
     """Ingest the repo's source (incremental: a second call skips unchanged files) and apply it to the index."""
     from projects.models import Dataset, Project
     from search.index import apply_outbox

@@ -8,13 +8,17 @@ dataset is global, so every project can ask about it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from io import TextIOBase
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo_rules"
 RULESET = "emberfall"
 DATASET_NAME = "emberfall-rules"
 
 
-def load_demo_rules(stdout=None) -> dict:  # noqa: ANN001
+def load_demo_rules(stdout: TextIOBase | None = None) -> dict:
     """Ingest every demo book (incremental), rebuild config + graph, apply the index. Idempotent."""
     from projects.models import Dataset, Project
     from search.index import apply_outbox

@@ -13,11 +13,15 @@ import threading
 import time
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from django.conf import settings
 
 from config.errors import DependencyDown
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 _lock = threading.Lock()
 
@@ -55,7 +59,7 @@ def dense_model_id() -> str:
 
 
 @lru_cache(maxsize=4)
-def _load(name: str):  # noqa: ANN202
+def _load(name: str) -> SentenceTransformer:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
 
@@ -119,7 +123,7 @@ def inference_context(mode: str) -> contextlib.AbstractContextManager:
     return contextlib.nullcontext()
 
 
-def get_dense_model():  # noqa: ANN201
+def get_dense_model() -> SentenceTransformer:
     try:
         with _lock:
             return _load(settings.EMBEDDING_MODEL)

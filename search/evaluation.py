@@ -23,9 +23,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
+
+if TYPE_CHECKING:
+    from projects.models import Project
+    from search.models import EvaluationRun
 
 PIPELINES = ("default", "sparse", "dense", "fused", "fused+rerank", "fused+graph", "weighted")
 RANX_METRICS = {"hit@1": "hit_rate@1", "hit@3": "hit_rate@3", "hit@5": "hit_rate@5", "hit@10": "hit_rate@10",
@@ -198,7 +202,7 @@ def token_f1(a: str, b: str) -> float:
 Ranker = Callable[[str, dict[str, Any]], list[tuple[int, float]]]  # (query, ctx) -> [(chunk_id, score)] best first
 
 
-def make_rankers(*, project, dataset_ids: list[int], extra_filter: dict[str, Any] | None = None,  # noqa: ANN001
+def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict[str, Any] | None = None,
                  default: Ranker | None = None) -> dict[str, Ranker]:
     """One callable per ablation, all over the same index and filter; `default` is what the API runs."""
     from search.fusion import Candidate
@@ -326,7 +330,7 @@ def write_report(report: EvalReport, *, report_dir: str | Path) -> dict[str, str
     return {"markdown": str(md), "json": str(js), "png": str(png)}
 
 
-def save_run(report: EvalReport, *, report_dir: str = ""):  # noqa: ANN201
+def save_run(report: EvalReport, *, report_dir: str = "") -> EvaluationRun:
     from search.models import EvaluationRun
 
     return EvaluationRun.objects.create(collection=report.collection[:300], queries=report.queries,

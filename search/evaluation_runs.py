@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -24,8 +24,11 @@ from search.evaluation import (
     token_f1,
 )
 
+if TYPE_CHECKING:
+    from projects.models import Project
 
-def _eval_project(slug: str):  # noqa: ANN202
+
+def _eval_project(slug: str) -> Project:
     from projects.models import Project
 
     project, _ = Project.objects.get_or_create(slug=slug, defaults={"name": slug.title()})

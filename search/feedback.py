@@ -1,10 +1,18 @@
 """User judgments on served results (the input of the daily MRR/nDCG metrics)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from config.errors import BadInput, NotFound
 
+if TYPE_CHECKING:
+    from uuid import UUID
 
-def record_feedback(*, user, session_id, chunk_id: int, relevance: int):  # noqa: ANN001, ANN201
+    from accounts.models import User
+    from search.models import Feedback
+
+
+def record_feedback(*, user: User, session_id: UUID | str, chunk_id: int, relevance: int) -> Feedback:
     """Store (or update) one judgment. Only members of the session's project may judge, only served chunks."""
     from projects.access import limit_to_key_projects
     from search.models import Feedback, QuerySession, RerankResult

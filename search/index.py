@@ -18,11 +18,11 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from django.conf import settings
 from django.db import transaction
@@ -30,7 +30,14 @@ from django.db import transaction
 from config.errors import DependencyDown
 from search.sparse import SparseVec, encode_document, sparse_document_text
 
+if TYPE_CHECKING:
+    import qdrant_edge as qe
+    from qdrant_client import models as qm
+
+    from search.models import Chunk
+
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 DENSE = "dense"
 SPARSE = "sparse"
@@ -105,14 +112,14 @@ class EdgeIndex:
         self._lock = threading.RLock()
         self._shard = self._open()
 
-    def _config(self):  # noqa: ANN202
+    def _config(self) -> qe.EdgeConfig:
         qe = self._qe
         return qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=self.dim, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
 
-    def _open(self):  # noqa: ANN202
+    def _open(self) -> qe.EdgeShard:
         qe = self._qe
         self.path.mkdir(parents=True, exist_ok=True)
         if any(self.path.iterdir()):
@@ -126,7 +133,7 @@ class EdgeIndex:
                 shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Integer))
         return shard
 
-    def _filter(self, flt: IndexFilter):  # noqa: ANN202
+    def _filter(self, flt: IndexFilter) -> qe.Filter:
         qe = self._qe
         must = [qe.FieldCondition(key="dataset_id", match=qe.MatchAny([int(x) for x in flt.dataset_ids]))]
         for key in ("repo", "lang", "kind", "book_id", "ruleset_id"):
@@ -172,7 +179,7 @@ class EdgeIndex:
             if offset is None or not records:
                 return
 
-    def _query(self, query, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:  # noqa: ANN001
+    def _query(self, query: qe.Query, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:
         if not flt.dataset_ids or (flt.paths is not None and not flt.paths):
             return []
         req = self._qe.QueryRequest(limit=limit, query=query, filter=self._filter(flt), with_payload=False,
@@ -251,7 +258,7 @@ class ClientIndex:
             self.store_key = f"qdrant-memory:{id(self)}/{self.collection}"
         self._ensured = False
 
-    def _call(self, fn, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def _call(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         try:
             self._ensure()
             return fn(*args, **kwargs)
@@ -280,7 +287,7 @@ class ClientIndex:
                 self.client.create_payload_index(self.collection, name, field_schema=m.PayloadSchemaType.INTEGER)
         self._ensured = True
 
-    def _filter(self, flt: IndexFilter):  # noqa: ANN202
+    def _filter(self, flt: IndexFilter) -> qm.Filter:
         m = self.m
         must = [m.FieldCondition(key="dataset_id", match=m.MatchAny(any=[int(x) for x in flt.dataset_ids]))]
         for key in ("repo", "lang", "kind", "book_id", "ruleset_id"):
@@ -325,7 +332,8 @@ class ClientIndex:
             if offset is None or not records:
                 return
 
-    def _query(self, query, using: str, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:  # noqa: ANN001
+    def _query(self, query: list[float] | qm.SparseVector, using: str, flt: IndexFilter,
+               limit: int) -> list[tuple[int, float]]:
         if not flt.dataset_ids or (flt.paths is not None and not flt.paths):
             return []
         res = self._call(self.client.query_points, self.collection, query=query, using=using,
@@ -434,7 +442,7 @@ def hold_applier() -> Iterator[None]:
         yield
 
 
-def chunk_payload(chunk) -> dict[str, Any]:  # noqa: ANN001
+def chunk_payload(chunk: Chunk) -> dict[str, Any]:
     def follow(obj: object, lookup: str) -> object:
         for part in lookup.split("__"):
             obj = getattr(obj, part)

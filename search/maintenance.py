@@ -8,19 +8,26 @@ leave applying them to the process that owns the store.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db.models import Count, Max
 
+if TYPE_CHECKING:
+    from accounts.models import User
+    from projects.models import Dataset
+    from search.ingest.base import ChunkDraft
+    from search.models import Chunk, IngestJob
 
-def last_ingest(*, dataset) -> Any:  # noqa: ANN001
+
+def last_ingest(*, dataset: Dataset) -> IngestJob | None:
     from search.models import IngestJob
 
     return IngestJob.objects.filter(dataset=dataset).order_by("-created_at").first()
 
 
-def reingest(*, dataset, user=None) -> Any:  # noqa: ANN001
+def reingest(*, dataset: Dataset, user: User | None = None) -> IngestJob:
     """Re-run the dataset's last source through the incremental runner (unchanged files are skipped)."""
     from search.ingest.runner import start_ingest
 
@@ -48,7 +55,7 @@ def reembed(*, dataset_id: int, force: bool = False) -> dict[str, int]:
     return {"chunks": len(chunks), "embedded": stats["embedded"], "model": model_id}
 
 
-def _chunk_input(chunk, embed_input) -> str:  # noqa: ANN001
+def _chunk_input(chunk: Chunk, embed_input: Callable[[ChunkDraft], str]) -> str:
     """The exact text ingestion embedded, so the recomputed vector matches the chunk's text hash."""
     from search.ingest.base import ChunkDraft
 
@@ -72,7 +79,7 @@ def reindex(*, background: bool = True) -> str:
     return "rebuilding in the web process (it owns the embedded store)"
 
 
-def dataset_report(*, dataset) -> dict[str, Any]:  # noqa: ANN001
+def dataset_report(*, dataset: Dataset) -> dict[str, Any]:
     """Counts, embedding coverage per model, last ingest and its errors: the admin's per-dataset panel."""
     from search.models import Chunk, Document, EmbeddingCache
 

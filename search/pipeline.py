@@ -10,7 +10,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
 
@@ -19,6 +19,10 @@ from search.fusion import FUSIONS, Candidate, fuse, single_leg
 from search.globs import GLOB_CHARS, Glob, compile_glob
 from search.index import IndexFilter, VectorIndex, get_index
 from search.packing import DEFAULT_BUDGET, build_pack
+
+if TYPE_CHECKING:
+    from accounts.models import User
+    from projects.models import Project
 
 MAX_Q = 2000
 MAX_TOP_K = 50
@@ -232,8 +236,8 @@ def result_dict(c: Candidate, *, project_id: int) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the service
-def run_query(*, user, project, q: str, filters: dict[str, Any] | None = None, include_global: bool = True,  # noqa: ANN001
-              top_k: int = 15, candidates: int = 100, fusion: str = "rrf", rerank: bool | None = None,
+def run_query(*, user: User | None, project: Project, q: str, filters: dict[str, Any] | None = None,
+              include_global: bool = True, top_k: int = 15, candidates: int = 100, fusion: str = "rrf", rerank: bool | None = None,
               extra_filter: dict[str, Any] | None = None,
               post_fusion_hook: Callable[[list[Candidate]], list[Candidate]] | None = None, log: bool = True,
               kind: str = "context", budget_tokens: int = DEFAULT_BUDGET, legs: str = "hybrid",
@@ -313,7 +317,7 @@ def run_query(*, user, project, q: str, filters: dict[str, Any] | None = None, i
                        candidates=cands, fusion=fusion)
 
 
-def log_query(*, user, project, q: str, kind: str, reranker: str | None, filters: dict[str, Any],  # noqa: ANN001
+def log_query(*, user: User | None, project: Project, q: str, kind: str, reranker: str | None, filters: dict[str, Any],
               cands: list[Candidate], timings: dict[str, float], result_count: int) -> str:
     """One QuerySession + one RerankResult per candidate, in one transaction and one bulk insert."""
     from search.models import QuerySession, RerankResult

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -21,6 +21,10 @@ from config.ratelimits import enforce
 from config.schema import DEPENDENCY_ERRORS, ERROR_RESPONSES
 from projects.access import project_for_member
 from search.serializers import RulesRequestSerializer, RulesSearchResponseSerializer
+
+if TYPE_CHECKING:
+    from rest_framework.renderers import BaseRenderer
+    from rest_framework.request import Request
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +62,12 @@ class _AnyAccept(DefaultContentNegotiation):
     """`Accept: text/event-stream` must not become a 406: errors still render as JSON. Parsers are chosen
     by Content-Type as everywhere else (a text/plain body is a 415, not parsed as JSON)."""
 
-    def select_renderer(self, request, renderers, format_suffix=None) -> tuple:  # noqa: ANN001
+    def select_renderer(self, request: Request, renderers: list[BaseRenderer],
+                        format_suffix: str | None = None) -> tuple[BaseRenderer, str]:
         return renderers[0], renderers[0].media_type
 
 
-def _params(request) -> dict:  # noqa: ANN001
+def _params(request: Request) -> dict[str, Any]:
     """The body, parsed by its Input serializer into rules_search's keyword arguments."""
     ser = RulesRequestSerializer(data=request.data)
     ser.is_valid(raise_exception=True)
@@ -78,7 +83,7 @@ class RulesSearchView(APIView):
                    description="Rulebook search: hybrid retrieval (fusion rrf|weighted), book/ruleset filters, graph "
                                "boost (seed_top_n, depth, decay, graph_top_k, graph_strength; graph=false disables "
                                "it).")
-    def post(self, request, slug: str):  # noqa: ANN001, ANN201
+    def post(self, request: Request, slug: str) -> Response:
         from search.rules_search import rules_search
 
         enforce(request, group="context_query")
@@ -96,7 +101,7 @@ class AnswerView(APIView):
                        SSE_EVENT, description="One schema per event: search, context, generation, token..., "
                                               "complete | error"), **ERROR_RESPONSES, **DEPENDENCY_ERRORS},
                    description="Streamed, cited answer. Same body as rules search.")
-    def post(self, request, slug: str):  # noqa: ANN001, ANN201
+    def post(self, request: Request, slug: str) -> StreamingHttpResponse:
         from search.answer import stream_answer
         from search.rules_search import rules_search
 

@@ -9,7 +9,7 @@ for rulebooks is this function with its defaults.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from config.errors import BadInput
 from config.fields import check_text
@@ -24,6 +24,11 @@ from search.graph import (
     apply_graph_boost,
 )
 from search.pipeline import MAX_Q
+
+if TYPE_CHECKING:
+    from accounts.models import User
+    from projects.models import Project
+    from search.models import TraversalConfig
 
 DEFAULTS: dict[str, Any] = {"fusion": "rrf", "graph": True, "seed_top_n": DEFAULT_SEED_TOP_N, "depth": DEFAULT_DEPTH,
                             "decay": DEFAULT_DECAY, "graph_top_k": DEFAULT_TOP_K, "graph_strength": DEFAULT_STRENGTH,
@@ -89,7 +94,8 @@ def books_named_in(*, q: str, dataset_ids: list[int]) -> list[str]:
     return sorted(b for b in books if len(b) >= 3 and f" {re.sub(r'[^a-z0-9]+', ' ', b.lower()).strip()} " in norm)
 
 
-def rules_search(*, user, project, q: str, books: list[str] | None = None, rulesets: list[str] | None = None,  # noqa: ANN001
+def rules_search(*, user: User | None, project: Project, q: str, books: list[str] | None = None,
+                 rulesets: list[str] | None = None,
                  fusion: str = DEFAULTS["fusion"], graph: bool = DEFAULTS["graph"],
                  seed_top_n: int = DEFAULTS["seed_top_n"], depth: int = DEFAULTS["depth"],
                  decay: float = DEFAULTS["decay"], graph_top_k: int = DEFAULTS["graph_top_k"],
@@ -144,7 +150,7 @@ def rules_search(*, user, project, q: str, books: list[str] | None = None, rules
             "timings_ms": res.timings, "candidate_ids": [c.chunk_id for c in res.candidates]}
 
 
-def _config_for(dataset_ids: list[int], *, ruleset_id: str | None = None):  # noqa: ANN202
+def _config_for(dataset_ids: list[int], *, ruleset_id: str | None = None) -> TraversalConfig | None:
     """The traversal config of the named ruleset, else of the first ruleset among the accessible rules chunks.
 
     Only a ruleset the caller can read counts: the config's entity names would otherwise confirm what an

@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import logging
 from datetime import date, timedelta
+from typing import TYPE_CHECKING
 
 from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from celery import Task
 
 log = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, autoretry_for=(Exception,), retry_backoff=2, retry_kwargs={"max_retries": 3},
              acks_late=True)
-def run_ingest_job(self, job_id: str) -> dict:  # noqa: ANN001
+def run_ingest_job(self: Task, job_id: str) -> dict:
     """Run or resume an IngestJob; a retry re-runs it and skips what earlier attempts committed.
 
     A job killed with its worker is re-queued by `recover_ingest_jobs` (search.ingest.recovery).
@@ -47,7 +51,7 @@ def recover_ingest_jobs() -> list[str]:
 
 
 @worker_ready.connect
-def _recover_on_worker_start(sender=None, **kwargs) -> None:  # noqa: ANN001, ANN003
+def _recover_on_worker_start(sender: object = None, **kwargs: object) -> None:
     """A (re)started worker picks up what a killed one dropped, without waiting for the broker's visibility timeout."""
     try:
         recover_ingest_jobs.delay()
@@ -77,7 +81,7 @@ def aggregate_query_metrics(day: str | None = None) -> int:
 
 @shared_task(bind=True, autoretry_for=(Exception,), retry_backoff=2, retry_kwargs={"max_retries": 3},
              acks_late=True)
-def reembed_dataset(self, dataset_id: int, force: bool = False) -> dict:  # noqa: ANN001
+def reembed_dataset(self: Task, dataset_id: int, force: bool = False) -> dict:
     """Recompute a dataset's vectors for the configured model; the outbox carries them to the index."""
     from search.maintenance import reembed
 

@@ -10,6 +10,10 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
 
 # First key of the two-int advisory lock space: this application's ingest jobs.
 LOCK_CLASS = 0x1A6E57
@@ -25,7 +29,7 @@ def _lock_key(job_id: uuid.UUID | str) -> int:
     return v - (1 << 32) if v >= (1 << 31) else v
 
 
-def _dedicated_connection():  # noqa: ANN202
+def _dedicated_connection() -> BaseDatabaseWrapper:
     """A connection of its own: the runner's transactions and connection resets never touch the lock."""
     from django.db import connections
 
@@ -34,14 +38,14 @@ def _dedicated_connection():  # noqa: ANN202
     return conn
 
 
-def _try_lock(conn, job_id) -> bool:  # noqa: ANN001
+def _try_lock(conn: BaseDatabaseWrapper, job_id: uuid.UUID | str) -> bool:
     with conn.cursor() as cur:
         cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_CLASS, _lock_key(job_id)])
         return bool(cur.fetchone()[0])
 
 
 @contextlib.contextmanager
-def hold_job_lock(job_id, *, wait_s: float = 0.0) -> Iterator[bool]:  # noqa: ANN001
+def hold_job_lock(job_id: uuid.UUID | str, *, wait_s: float = 0.0) -> Iterator[bool]:
     """Hold the job's advisory lock for the block; yields False (and holds nothing) if another runner has it.
 
     `wait_s` rides out a recoverer's brief hold (one UPDATE) instead of mistaking it for a live runner.
@@ -58,7 +62,7 @@ def hold_job_lock(job_id, *, wait_s: float = 0.0) -> Iterator[bool]:  # noqa: AN
         conn.close()  # closing the session releases the lock
 
 
-def runner_alive(job_id) -> bool:  # noqa: ANN001
+def runner_alive(job_id: uuid.UUID | str) -> bool:
     """True while some process holds the job's lock (i.e. is running it). Only looks: takes no lock."""
     from django.db import connection
 

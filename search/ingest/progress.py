@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+if TYPE_CHECKING:
+    from projects.models import Dataset
 
-def file_progress(*, dataset, desc: str) -> tuple[Callable[[dict[str, Any]], None], tqdm]:  # noqa: ANN001
+
+def file_progress(*, dataset: Dataset, desc: str) -> tuple[Callable[[dict[str, Any]], None], tqdm]:
     """The runner learns the file count after walking the source, so the total is read from the job lazily."""
     from search.models import IngestJob
 

@@ -13,13 +13,18 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from search.ingest.base import DocumentDraft, embed_input
+
+if TYPE_CHECKING:
+    from accounts.models import User
+    from projects.models import Dataset
+    from search.models import IngestJob
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +43,7 @@ def cache_vectors(*, drafts: list[DocumentDraft]) -> dict[str, int]:
     return fill_embedding_cache([embed_input(c) for d in drafts for c in d.chunks])
 
 
-def write_documents(*, dataset, drafts: list[DocumentDraft], job=None) -> dict[str, int]:  # noqa: ANN001
+def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: IngestJob | None = None) -> dict[str, int]:
     """Replace these documents' chunks (by path) in one transaction; embed only cache misses.
 
     The rules chunker and the BEIR loader call this too: any ChunkDraft list works.
@@ -81,7 +86,7 @@ def write_documents(*, dataset, drafts: list[DocumentDraft], job=None) -> dict[s
     return stats
 
 
-def delete_documents(*, dataset, paths: Iterable[str]) -> int:  # noqa: ANN001
+def delete_documents(*, dataset: Dataset, paths: Iterable[str]) -> int:
     """Remove documents (and their chunks) in one transaction.
 
     The index deletes are queued by the search_chunk trigger (migration 0002) in
@@ -107,7 +112,7 @@ class Skip:
     keep: bool = False
 
 
-def sync_documents(*, dataset, drafts: Iterable[DocumentDraft | Skip], job=None,  # noqa: ANN001
+def sync_documents(*, dataset: Dataset, drafts: Iterable[DocumentDraft | Skip], job: IngestJob | None = None,
                    delete_missing: bool = True, progress: Progress | None = None) -> dict[str, int]:
     """The one incremental sync of a whole source: unchanged documents are skipped by content hash, changed
     ones rewritten in batches of FILE_BATCH (each batch one transaction), and with `delete_missing` the
@@ -173,7 +178,7 @@ def _source_files(kind: str, root: Path) -> list[tuple[str, Path, str]]:
     return list(web_walk(root))
 
 
-def run_job(*, job, progress: Progress | None = None) -> Any:  # noqa: ANN001
+def run_job(*, job: IngestJob, progress: Progress | None = None) -> IngestJob:
     """Run (or resume) one IngestJob to completion. Safe to re-run after a crash.
 
     The job's advisory lock is held throughout: it is how a dead runner is told
@@ -192,7 +197,7 @@ def run_job(*, job, progress: Progress | None = None) -> Any:  # noqa: ANN001
         return _run_locked(job=job, progress=progress)
 
 
-def _run_locked(*, job, progress: Progress | None) -> Any:  # noqa: ANN001
+def _run_locked(*, job: IngestJob, progress: Progress | None) -> IngestJob:
     from search.models import IngestJob
 
     job.status = IngestJob.Status.RUNNING
@@ -234,14 +239,14 @@ def job_error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _run_files(*, job, progress: Progress | None) -> None:  # noqa: ANN001
+def _run_files(*, job: IngestJob, progress: Progress | None) -> None:
     root = Path(job.source).expanduser().resolve()
     if not root.exists():
         raise FileNotFoundError(f"source {root} does not exist")
     sync_documents(dataset=job.dataset, drafts=_file_drafts(job=job, root=root), job=job, progress=progress)
 
 
-def _file_drafts(*, job, root: Path) -> Iterator[DocumentDraft | Skip]:  # noqa: ANN001
+def _file_drafts(*, job: IngestJob, root: Path) -> Iterator[DocumentDraft | Skip]:
     """The files of a code or web source as drafts. A file whose bytes hash to its stored content hash is
     skipped before it is parsed (parsing is the expensive part of a re-run)."""
     from search.ingest.code import read_code_document
@@ -279,13 +284,14 @@ def _file_drafts(*, job, root: Path) -> Iterator[DocumentDraft | Skip]:  # noqa:
         yield draft
 
 
-def _run_rules(*, job, progress: Progress | None) -> None:  # noqa: ANN001
+def _run_rules(*, job: IngestJob, progress: Progress | None) -> None:
     """Rulebooks are chunked and enriched by search.ingest.rules, persisted through sync_documents."""
     ingest_rulebook(dataset=job.dataset, path=job.source, job=job, progress=progress, **dict(job.options))
 
 
-def ingest_rulebook(*, dataset, path: str | Path, ruleset_id: str = "", book_id: str = "", job=None,  # noqa: ANN001
-                    graph: bool = True, progress=None, **options: Any) -> dict[str, Any]:  # noqa: ANN001
+def ingest_rulebook(*, dataset: Dataset, path: str | Path, ruleset_id: str = "", book_id: str = "",
+                    job: IngestJob | None = None, graph: bool = True, progress: Progress | None = None,
+                    **options: Any) -> dict[str, Any]:
     """Chunk, enrich and persist a rulebook, then refresh the ruleset's traversal config and the book's graph.
 
     Document paths are prefixed with the book id, so two books in one dataset never collide and a
@@ -316,8 +322,9 @@ def ingest_rulebook(*, dataset, path: str | Path, ruleset_id: str = "", book_id:
     return stats
 
 
-def start_ingest(*, dataset, source: str, kind: str, user=None, options: dict[str, Any] | None = None,  # noqa: ANN001
-                 sync: bool = False, progress: Progress | None = None, apply_index: bool = True) -> Any:
+def start_ingest(*, dataset: Dataset, source: str, kind: str, user: User | None = None,
+                 options: dict[str, Any] | None = None, sync: bool = False, progress: Progress | None = None,
+                 apply_index: bool = True) -> IngestJob:
     """The one entry point behind the command, the API and the admin action: create the job, run or enqueue.
 
     `sync=True` runs the job here and, unless `apply_index=False`, then applies its outbox to the index, so a

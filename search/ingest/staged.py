@@ -17,13 +17,17 @@ import logging
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.db.models import Count, F
 
 from search.ingest.base import DocumentDraft
 from search.ingest.runner import FILE_BATCH, Progress, cache_vectors, delete_documents, write_documents
+
+if TYPE_CHECKING:
+    from projects.models import Dataset, Project
+    from search.models import IngestJob, StagedContent
 
 log = logging.getLogger(__name__)
 WEB_SUFFIXES = (".html", ".htm", ".xhtml")
@@ -61,7 +65,7 @@ def _push_items(*, kind: str, documents: list[dict[str, Any]], tmp: Path) -> Ite
         yield doc, target
 
 
-def run_staged(*, job, progress: Progress | None = None) -> dict[str, int]:  # noqa: ANN001
+def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str, int]:
     """Run one push/upload job to completion or to a failure that wrote nothing."""
     from projects.models import Project
     from search.models import Document, IngestJob, StagedContent
@@ -162,7 +166,7 @@ def _apply_push_fields(draft: DocumentDraft, doc: dict[str, Any], *, size: int) 
         draft.lang = doc["lang"]
 
 
-def _existing(dataset) -> dict[str, dict[str, Any]]:  # noqa: ANN001
+def _existing(dataset: Dataset) -> dict[str, dict[str, Any]]:
     """The dataset's documents by path: hash, external id, size and chunk count."""
     from search.models import Document
 
@@ -170,7 +174,7 @@ def _existing(dataset) -> dict[str, dict[str, Any]]:  # noqa: ANN001
             .values("path", "content_hash", "external_id", "size_bytes").annotate(n=Count("chunks"))}
 
 
-def _check_quota(*, project, drafts: list[DocumentDraft], existing: dict[str, dict[str, Any]],  # noqa: ANN001
+def _check_quota(*, project: Project, drafts: list[DocumentDraft], existing: dict[str, dict[str, Any]],
                  gone: list[str]) -> None:
     """Net change of this job against the project's quotas (the caller holds the project row's lock)."""
     from projects import quotas
@@ -181,7 +185,8 @@ def _check_quota(*, project, drafts: list[DocumentDraft], existing: dict[str, di
     quotas.check(project=project, add_documents=add_docs, add_chunks=add_chunks, add_bytes=add_bytes)
 
 
-def _run_rules_upload(*, job, root: Path, staged, progress: Progress | None) -> dict[str, Any]:  # noqa: ANN001
+def _run_rules_upload(*, job: IngestJob, root: Path, staged: StagedContent,
+                      progress: Progress | None) -> dict[str, Any]:
     """A rulebook (markdown tree or JSON) goes through the rulebook chunker and graph, in one transaction.
 
     Its chunk count is known only once enriched, so the quota is checked after writing, inside the

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 from search.ingest import summaries
 from search.ingest.base import ChunkDraft, exact_span, line_windows
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
 
 # lang (as code.detect_lang names it) -> (module, function returning the language pointer)
 GRAMMARS: dict[str, tuple[str, str]] = {
@@ -50,7 +55,7 @@ class _Unit:
 
 
 @cache
-def parser_for(lang: str):  # noqa: ANN201
+def parser_for(lang: str) -> Parser | None:
     """A parser for lang, or None when no grammar wheel is installed for it."""
     spec = GRAMMARS.get(lang)
     if not spec:
@@ -64,11 +69,11 @@ def parser_for(lang: str):  # noqa: ANN201
         return None
 
 
-def _text(node) -> str:  # noqa: ANN001
+def _text(node: Node | None) -> str:
     return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
 
-def _name(node) -> str:  # noqa: ANN001
+def _name(node: Node) -> str:
     """The declared name: the grammar's `name` field where it has one, else the first identifier near the top."""
     for field in ("name", "declaration", "declarator", "type"):
         child = node.child_by_field_name(field)
@@ -92,7 +97,7 @@ def _name(node) -> str:  # noqa: ANN001
     return ""
 
 
-def _walk(node):  # noqa: ANN001, ANN202
+def _walk(node: Node) -> Iterator[Node]:
     stack = [node]
     while stack:
         cur = stack.pop()
@@ -100,7 +105,7 @@ def _walk(node):  # noqa: ANN001, ANN202
         stack.extend(reversed(cur.named_children))
 
 
-def _is_definition(node) -> bool:  # noqa: ANN001
+def _is_definition(node: Node) -> bool:
     if _DEFINITION.search(node.type):
         return True
     if node.type in ("export_statement", "decorated_definition", "attribute_item", "template_declaration"):
@@ -120,12 +125,12 @@ def _comment_text(raw: str) -> str:
     return "\n".join(line.strip() for line in _COMMENT_MARK.sub("", raw).splitlines() if line.strip())
 
 
-def _last_line(node) -> int:  # noqa: ANN001
+def _last_line(node: Node) -> int:
     end = node.end_point.row + 1
     return end - 1 if node.end_point.column == 0 and end > node.start_point.row + 1 else end
 
 
-def _body(node):  # noqa: ANN001, ANN202
+def _body(node: Node) -> Node | None:
     """The member list of a class-like node (searched through export wrappers), or None."""
     body = node.child_by_field_name("body")
     if body is not None and body.type in _BODY_TYPES:
@@ -138,7 +143,7 @@ def _body(node):  # noqa: ANN001, ANN202
     return None
 
 
-def _units(container, *, prefix: str, cap: int) -> list[_Unit]:  # noqa: ANN001
+def _units(container: Node, *, prefix: str, cap: int) -> list[_Unit]:
     """Top-level units of a container; a class-like unit over `cap` lines is split into header + members."""
     out: list[_Unit] = []
     pending_doc: list = []

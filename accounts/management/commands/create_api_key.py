@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.apikeys import MAX_EXPIRY_DAYS, create_api_key
 from accounts.models import SCOPES, User
@@ -10,7 +10,7 @@ from config.errors import ApiError
 class Command(BaseCommand):
     help = "Issue an API key for a user and print its secret (shown this once only)."
 
-    def add_arguments(self, parser) -> None:  # noqa: ANN001
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("email")
         parser.add_argument("--name", default="cli")
         parser.add_argument("--scopes", default=",".join(SCOPES),

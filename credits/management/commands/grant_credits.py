@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import User
 from config.errors import ApiError
@@ -10,7 +10,7 @@ from credits.ledger import grant
 class Command(BaseCommand):
     help = "Grant credits to a user (one ledger row). Usage: grant_credits EMAIL AMOUNT [--reason TEXT]"
 
-    def add_arguments(self, parser) -> None:  # noqa: ANN001
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("email")
         parser.add_argument("amount", type=int)
         parser.add_argument("--reason", default="manual grant")

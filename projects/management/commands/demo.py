@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from accounts.models import User
@@ -40,7 +40,7 @@ def ensure_demo_platform() -> tuple[User, Project, Project]:
 class Command(BaseCommand):
     help = "Create the demo staff user, the demo and global projects, then load the demo content that exists."
 
-    def add_arguments(self, parser) -> None:  # noqa: ANN001
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--skip-content", action="store_true", help="only the user and projects")
 
     def handle(self, *args: object, skip_content: bool = False, **opts: object) -> None:

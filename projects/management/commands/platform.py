@@ -14,11 +14,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config import embedded
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 
 def _state_path() -> Path:
@@ -39,7 +43,7 @@ def _save_state(state: dict) -> None:
 class Command(BaseCommand):
     help = "Start, stop, inspect or serve the platform on its embedded defaults."
 
-    def add_arguments(self, parser) -> None:  # noqa: ANN001
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["up", "down", "status", "serve"])
         parser.add_argument("--addr", default=os.environ.get("SERVE_ADDR", "127.0.0.1:8000"))
 
@@ -103,7 +107,7 @@ class Command(BaseCommand):
                                              "Ctrl-C stops"))
         procs = [web, worker]
 
-        def stop(signum, frame):  # noqa: ANN001, ANN202
+        def stop(signum: int, frame: FrameType | None) -> NoReturn:
             raise KeyboardInterrupt
 
         # Ctrl-C, and also SIGTERM from a process manager (or a SIGINT that a non-interactive shell started us

@@ -10,8 +10,9 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from search.evaluation import PIPELINES
 
@@ -19,7 +20,7 @@ from search.evaluation import PIPELINES
 class Command(BaseCommand):
     help = "Evaluate the retrieval pipelines (all ablations in one run) on a BEIR collection or rulebook queries."
 
-    def add_arguments(self, parser):  # noqa: ANN001, ANN201
+    def add_arguments(self, parser: CommandParser) -> None:
         src = parser.add_mutually_exclusive_group()
         src.add_argument("--beir", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels_test.tsv or qrels/test.tsv")
         src.add_argument("--rules", help="rulebook queries JSON (default: the demo rulebook's queries)")
@@ -31,7 +32,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-save", action="store_true", help="do not store an EvaluationRun row")
         parser.add_argument("--no-progress", action="store_true")
 
-    def handle(self, *args, **opts):  # noqa: ANN002, ANN003, ANN201
+    def handle(self, *args: object, **opts: Any) -> None:
         from search.evaluation import save_run, write_report
         from search.evaluation_runs import evaluate_beir, evaluate_rules
 

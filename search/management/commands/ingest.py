@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 
 class Command(BaseCommand):
     help = "Ingest a code directory, saved web pages or a rulebook into a project's dataset (incremental)."
 
-    def add_arguments(self, parser):  # noqa: ANN001, ANN201
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path")
         parser.add_argument("--project", default="", help="project slug (created if missing; rules default: demo)")
         parser.add_argument("--dataset", default="",
@@ -25,7 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-apply", action="store_true",
                             help="do not apply the outbox to the index here (when a server owns the embedded store)")
 
-    def handle(self, *args, **opts):  # noqa: ANN002, ANN003, ANN201
+    def handle(self, *args: object, **opts: Any) -> None:
         from pathlib import Path
 
         from accounts.models import User

@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.errors import DependencyDown
+
+if TYPE_CHECKING:
+    from search.reconcile import ReconcileReport
 
 
 class Command(BaseCommand):
@@ -13,12 +17,12 @@ class Command(BaseCommand):
             "differs from Postgres (stale); --fix repairs them from Postgres and cached vectors, then re-checks. "
             "Exits 1 while the index is not exact.")
 
-    def add_arguments(self, parser):  # noqa: ANN001, ANN201
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--fix", action="store_true", help="delete orphans, add missing points, rewrite payloads")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
         parser.add_argument("--path", default="", help="check a separate embedded store at this path")
 
-    def handle(self, *args, **opts):  # noqa: ANN002, ANN003, ANN201
+    def handle(self, *args: object, **opts: Any) -> None:
         from search.index import get_index, open_index
         from search.reconcile import reconcile
 
@@ -41,7 +45,7 @@ class Command(BaseCommand):
         if not report.exact:
             raise CommandError("the index is not exact: run `manage.py reconcile_index --fix`", returncode=1)
 
-    def _print(self, report) -> None:  # noqa: ANN001
+    def _print(self, report: ReconcileReport) -> None:
         f = report.found
         self.stdout.write(f"{report.store}: {f.points} points, {f.chunks} chunks (outbox: {report.applied} rows "
                           f"applied first, {report.pending} pending)")

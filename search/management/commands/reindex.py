@@ -1,7 +1,9 @@
 """`manage.py reindex`: drop and rebuild the Qdrant collection from Postgres (no re-embedding), then optimize."""
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.errors import DependencyDown
 
@@ -9,10 +11,10 @@ from config.errors import DependencyDown
 class Command(BaseCommand):
     help = "Rebuild the chunk index from Postgres without re-embedding; reports optimize (HNSW build) time."
 
-    def add_arguments(self, parser):  # noqa: ANN001, ANN201
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--path", default="", help="rebuild a separate embedded store at this path")
 
-    def handle(self, *args, **opts):  # noqa: ANN002, ANN003, ANN201
+    def handle(self, *args: object, **opts: Any) -> None:
         from search.index import get_index, open_index, rebuild
 
         try:
