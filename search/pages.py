@@ -6,6 +6,7 @@ behaviour cannot drift between the two.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -95,7 +96,7 @@ def _rules_params(request: HttpRequest) -> dict[str, Any]:
             "graph": p.get("graph", "on" if "q" not in p else "") == "on"}
 
 
-def _rules_search_fn(request: HttpRequest, form: dict[str, Any]):  # noqa: ANN202
+def _rules_search_fn(request: HttpRequest, form: dict[str, Any]) -> tuple[str, Callable[[], Any]]:
     """Validate, authorise and search now, before any stream opens, so every failure is a normal error."""
     from projects.access import project_for_member
     from search.rules_search import rules_search, validate_rules_params
