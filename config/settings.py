@@ -248,6 +248,11 @@ RATE_LIMITS = {
 }
 
 IDEMPOTENCY_TTL = timedelta(hours=env_int("IDEMPOTENCY_TTL_HOURS", 24))
+# How long an in-progress reservation belongs to the request that made it. A process killed before completing
+# leaves its key in_progress; once the lease has ended, a retry of the same request takes the key over and runs the
+# work (credits/idempotency.py). A holder still inside its work transaction keeps the key past the lease (its row
+# lock shows it is alive), and one that lost the key cannot complete: no double charge either way. Seconds.
+IDEMPOTENCY_LEASE_S = env_float("IDEMPOTENCY_LEASE_S", 60.0)
 
 # --- Input limits (config/fields.py, config/parsers.py, config/middleware.py) ---------------------------
 # A JSON body nested deeper than this is a 400 before anything recursive parses it.

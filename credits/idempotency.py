@@ -1,10 +1,21 @@
-"""Idempotency keys that reserve before work (seed 001 §4.1, fixed).
+"""Idempotency keys that reserve before work, under a lease (seed 001 §4.1, fixed).
 
 (key, user, endpoint) is inserted as in_progress, committed, before the work
 starts. A concurrent duplicate sees the row: 409. A completed key replays the
 stored status and bytes exactly. The same key with another body: 422. The work
 and the completion commit together, so a charge never exists without its
 stored response; a failed request deletes its reservation so it can be retried.
+
+A reservation belongs to one attempt for a lease (IDEMPOTENCY_LEASE_S), so a key cannot stick: a process killed
+between its reservation and its completion would otherwise leave the key in_progress for the whole TTL, and every
+retry would get 409 for a day. Once the lease has ended, a retry of the same request takes the key over (attempt + 1,
+a new lease) and runs the work. Ownership is fenced in the database, never trusted to a clock:
+- the work's transaction first locks its row as this attempt (pk and attempt, select_for_update). A holder that
+  lost the key finds no row and does not run the work; one that owns it keeps the lock until it commits;
+- a takeover locks the row with SKIP LOCKED, so a holder alive inside its work transaction is never taken over
+  however long it runs (409); a killed process's transaction is rolled back by Postgres, which frees the row;
+- the completion is a conditional UPDATE on pk and attempt in the work's transaction: if it matches nothing, the
+  whole transaction, charge included, rolls back and the loser answers with the winner's stored response, or 409.
 """
 from __future__ import annotations
 
@@ -12,10 +23,12 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
@@ -43,16 +56,57 @@ def _replay(row: IdempotencyKey) -> HttpResponse:
     return resp
 
 
+def _in_progress() -> Conflict:
+    return Conflict("A request with this Idempotency-Key is still in progress.", field=HEADER,
+                    code="idempotency_in_progress")
+
+
+def _lease_end(now: datetime) -> datetime:
+    return now + timedelta(seconds=settings.IDEMPOTENCY_LEASE_S)
+
+
+def _lease_over(row: IdempotencyKey, now: datetime) -> bool:
+    """A NULL lease (a reservation made by code that predates leases) is never over: its holder may still complete
+    without the ownership check, so only the TTL may end it."""
+    return row.lease_expires_at is not None and row.lease_expires_at <= now
+
+
+def _take_over(*, pk: int) -> IdempotencyKey | HttpResponse | None:
+    """Take an in-progress reservation whose lease has ended; None when it is gone (reserve afresh).
+
+    Decided under the row's lock, taken with SKIP LOCKED: a row locked by a live holder's work transaction (or by
+    another retry taking it over right now) is in progress, whatever its lease says, and waiting for it would only
+    run into the statement timeout."""
+    with transaction.atomic():
+        row = IdempotencyKey.objects.select_for_update(skip_locked=True).filter(pk=pk).first()
+        if row is None:
+            if IdempotencyKey.objects.filter(pk=pk).exists():
+                raise _in_progress()
+            return None
+        if row.status == IdempotencyKey.Status.COMPLETED:
+            return _replay(row)  # completed between our read and our lock
+        now = timezone.now()
+        if not _lease_over(row, now):
+            raise _in_progress()  # another retry took it over just before us
+        row.attempt += 1
+        row.lease_expires_at = _lease_end(now)
+        row.expires_at = now + settings.IDEMPOTENCY_TTL  # the work runs now: its stored response lives a full TTL
+        row.save(update_fields=["attempt", "lease_expires_at", "expires_at"])
+        return row
+
+
 def reserve(*, user, key: str, endpoint: str, request_hash: str) -> IdempotencyKey | HttpResponse:  # noqa: ANN001
-    """Insert the reservation (committed at once) or answer for the existing one."""
+    """Insert the reservation (committed at once), take over one whose lease has ended, or answer for the
+    existing one. The returned row is owned by its `attempt`; pass it to `run_reserved`."""
     if not key or len(key) > MAX_KEY_LEN:
         raise BadInput(f"{HEADER} must be 1..{MAX_KEY_LEN} characters", field=HEADER)
-    now = timezone.now()
     for _ in range(3):
+        now = timezone.now()
         try:
             with transaction.atomic():
                 return IdempotencyKey.objects.create(key=key, user=user, endpoint=endpoint, request_hash=request_hash,
-                                                     expires_at=now + settings.IDEMPOTENCY_TTL)
+                                                     expires_at=now + settings.IDEMPOTENCY_TTL,
+                                                     lease_expires_at=_lease_end(now))
         except IntegrityError:
             row = IdempotencyKey.objects.filter(key=key, user=user, endpoint=endpoint).first()
             if row is None:
@@ -62,11 +116,14 @@ def reserve(*, user, key: str, endpoint: str, request_hash: str) -> IdempotencyK
                 continue
             if row.request_hash != request_hash:
                 raise Unprocessable("This Idempotency-Key was used with a different request.",
-                                    field=HEADER, code="idempotency_key_reused")
-            if row.status == IdempotencyKey.Status.IN_PROGRESS:
-                raise Conflict("A request with this Idempotency-Key is still in progress.",
-                               field=HEADER, code="idempotency_in_progress")
-            return _replay(row)
+                                    field=HEADER, code="idempotency_key_reused") from None
+            if row.status == IdempotencyKey.Status.COMPLETED:
+                return _replay(row)
+            if not _lease_over(row, now):
+                raise _in_progress() from None
+            taken = _take_over(pk=row.pk)
+            if taken is not None:
+                return taken
     raise Conflict("Could not reserve the Idempotency-Key; retry.", field=HEADER, code="idempotency_in_progress")
 
 
@@ -81,6 +138,48 @@ def _as_bytes(response: Any) -> HttpResponse:
     return response
 
 
+class _LostReservation(Exception):
+    """Raised inside the work's transaction to roll all of it back: this attempt no longer owns the reservation."""
+
+
+def _owned(reservation: IdempotencyKey) -> QuerySet[IdempotencyKey]:
+    return IdempotencyKey.objects.filter(pk=reservation.pk, attempt=reservation.attempt,
+                                         status=IdempotencyKey.Status.IN_PROGRESS)
+
+
+def _answer_lost(reservation: IdempotencyKey) -> HttpResponse:
+    """The key was taken over: answer what the winner stored, if it has completed (the client gets what its own
+    retry got), else 409 like any duplicate in flight."""
+    row = IdempotencyKey.objects.filter(pk=reservation.pk, status=IdempotencyKey.Status.COMPLETED).first()
+    if row is not None and row.request_hash == reservation.request_hash:
+        return _replay(row)
+    raise _in_progress()
+
+
+def run_reserved(*, reservation: IdempotencyKey, work: Callable[[], Any]) -> HttpResponse:
+    """Run `work` for a reservation that `reserve` returned, and complete it in the same transaction, but only while
+    this attempt still owns it: a holder that lost its lease runs nothing and charges nothing."""
+    try:
+        with transaction.atomic():
+            if _owned(reservation).select_for_update().values_list("pk", flat=True).first() is None:
+                raise _LostReservation
+            response = _as_bytes(work())
+            if 200 <= response.status_code < 300:
+                completed = _owned(reservation).update(
+                    status=IdempotencyKey.Status.COMPLETED, response_status=response.status_code,
+                    response_body=response.content, response_content_type=response["Content-Type"])
+                if completed != 1:
+                    raise _LostReservation  # unreachable while the lock above holds; the fence does not rely on it
+                return response
+    except _LostReservation:
+        return _answer_lost(reservation)
+    except BaseException:
+        _owned(reservation).delete()
+        raise
+    _owned(reservation).delete()
+    return response
+
+
 def run_idempotent(*, user, key: str | None, endpoint: str, request_hash: str,  # noqa: ANN001
                    work: Callable[[], Any]) -> HttpResponse:
     """Run `work` once per key; `work` returns a DRF Response or HttpResponse."""
@@ -90,19 +189,7 @@ def run_idempotent(*, user, key: str | None, endpoint: str, request_hash: str,  
     reserved = reserve(user=user, key=key, endpoint=endpoint, request_hash=request_hash)
     if isinstance(reserved, HttpResponse):
         return reserved
-    try:
-        with transaction.atomic():
-            response = _as_bytes(work())
-            if 200 <= response.status_code < 300:
-                IdempotencyKey.objects.filter(pk=reserved.pk).update(
-                    status=IdempotencyKey.Status.COMPLETED, response_status=response.status_code,
-                    response_body=response.content, response_content_type=response["Content-Type"])
-                return response
-        IdempotencyKey.objects.filter(pk=reserved.pk).delete()
-        return response
-    except BaseException:
-        IdempotencyKey.objects.filter(pk=reserved.pk).delete()
-        raise
+    return run_reserved(reservation=reserved, work=work)
 
 
 def idempotent(endpoint: str | Callable[..., str]) -> Callable:
@@ -110,7 +197,7 @@ def idempotent(endpoint: str | Callable[..., str]) -> Callable:
 
     def deco(method: Callable) -> Callable:
         @functools.wraps(method)
-        def wrapper(self, request, *args, **kwargs):  # noqa: ANN001, ANN202
+        def wrapper(self, request, *args: Any, **kwargs: Any):  # noqa: ANN001, ANN202
             name = endpoint(request, **kwargs) if callable(endpoint) else endpoint
             key = request.headers.get(HEADER)
             fp = request_fingerprint(method=request.method, path=name, body=request.body)

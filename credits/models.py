@@ -40,7 +40,13 @@ class LedgerEntry(models.Model):
 
 
 class IdempotencyKey(models.Model):
-    """Reserved before work starts (fixes seed 001 §4.1's replay-only race)."""
+    """Reserved before work starts (fixes seed 001 §4.1's replay-only race).
+
+    An in-progress reservation is owned by one attempt for a lease: once `lease_expires_at` has passed (and no live
+    transaction holds the row), a retry of the same request takes it over by bumping `attempt`. Work completes only
+    while its attempt still owns the row, so a holder that lost its lease cannot charge a second time. A NULL lease
+    is a reservation made before leases existed (or by code that does not know them): it is never taken over.
+    """
 
     class Status(models.TextChoices):
         IN_PROGRESS = "in_progress"
@@ -56,6 +62,10 @@ class IdempotencyKey(models.Model):
     response_content_type = models.CharField(max_length=100, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(db_index=True)
+    # The owner of an in-progress reservation: 1 for the first reserver, +1 per takeover. db_default so that an
+    # INSERT from code that predates the column (a rolling deploy) still gets a valid owner.
+    attempt = models.PositiveIntegerField(default=1, db_default=1)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["key", "user", "endpoint"], name="uniq_idempotency_key")]
