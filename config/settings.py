@@ -7,12 +7,14 @@ workers, gunicorn, test subprocesses) reach the very same services.
 """
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from config import embedded
 
@@ -47,6 +49,20 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw in (None, ""):
         return default
     return [x.strip() for x in raw.split(",") if x.strip()]
+
+
+def env_json_object(name: str) -> dict:
+    """A JSON object from the environment ({} when unset); anything else stops start-up naming the variable."""
+    raw = os.environ.get(name)
+    if raw in (None, ""):
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a JSON object: {exc}") from None
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f"{name} must be a JSON object, not {type(value).__name__}")
+    return value
 
 
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -187,10 +203,12 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 16)  # 15-18 % faster tha
 EMBEDDING_PRECISION = env_str("EMBEDDING_PRECISION", "auto").strip().lower()
 
 # --- LLM (OpenAI-compatible; optional) ------------------------------------
+# search/llm.py is the one reader. Both OPENAI_BASE_URL and LLM_MODEL set: query parsing, why-matched and answers
+# ask the LLM; either empty: every caller takes its deterministic path (parser, rule-based why, extractive answer).
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
-OPENAI_API_KEY = env_str("OPENAI_API_KEY", "not-needed")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY", "not-needed")  # local servers often need none
 LLM_MODEL = env_str("LLM_MODEL")
-LLM_TIMEOUT_S = env_float("LLM_TIMEOUT_S", 20.0)
+LLM_TIMEOUT_S = env_float("LLM_TIMEOUT_S", 20.0)  # per request; past it the caller falls back (no retries)
 
 # --- Auth, API ------------------------------------------------------------
 AUTH_USER_MODEL = "accounts.User"
@@ -236,6 +254,9 @@ SPECTACULAR_SETTINGS = {
 # Rate limits (django-ratelimit, on the Redis cache). Format "N/period".
 RATELIMIT_USE_CACHE = "default"
 RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", True)
+# The request.META key (or a dotted path to a function of the request) that holds the client address. Unset: the
+# socket's REMOTE_ADDR. Behind a reverse proxy, e.g. HTTP_X_REAL_IP, set by that proxy and not by the client.
+RATELIMIT_IP_META_KEY = env_str("RATELIMIT_IP_META_KEY") or None
 RATE_LIMITS = {
     "search": env_str("RATE_LIMIT_SEARCH", "10/m"),
     "context_query": env_str("RATE_LIMIT_CONTEXT_QUERY", "120/m"),
@@ -248,6 +269,10 @@ RATE_LIMITS = {
 }
 
 IDEMPOTENCY_TTL = timedelta(hours=env_int("IDEMPOTENCY_TTL_HOURS", 24))
+
+# People search tunables (people/constants.py: weights, tiers, costs), overriding the defaults there by name, e.g.
+# PEOPLE_SEARCH='{"MIN_RESULTS": 20, "SEARCH_COST": 2}'. An unknown name stops start-up (ImproperlyConfigured).
+PEOPLE_SEARCH: dict = env_json_object("PEOPLE_SEARCH")
 
 # --- Input limits (config/fields.py, config/parsers.py, config/middleware.py) ---------------------------
 # A JSON body nested deeper than this is a 400 before anything recursive parses it.
