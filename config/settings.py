@@ -269,6 +269,13 @@ RATE_LIMITS = {
 }
 
 IDEMPOTENCY_TTL = timedelta(hours=env_int("IDEMPOTENCY_TTL_HOURS", 24))
+# Beat deletes expired keys this often (credits/tasks.py); an expired key already no longer replays, so this only
+# bounds the table's size.
+IDEMPOTENCY_PURGE_INTERVAL_S = env_int("IDEMPOTENCY_PURGE_INTERVAL_S", 3600)
+CELERY_BEAT_SCHEDULE["purge-expired-idempotency-keys"] = {
+    "task": "credits.purge_expired_idempotency_keys",
+    "schedule": timedelta(seconds=IDEMPOTENCY_PURGE_INTERVAL_S),
+}
 
 # People search tunables (people/constants.py: weights, tiers, costs), overriding the defaults there by name, e.g.
 # PEOPLE_SEARCH='{"MIN_RESULTS": 20, "SEARCH_COST": 2}'. An unknown name stops start-up (ImproperlyConfigured).
