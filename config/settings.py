@@ -2,8 +2,12 @@
 
 Why: the same code runs on a laptop with nothing installed (embedded Postgres,
 Redis and Qdrant from wheels under var/) and in production (URLs in the env).
-Resolved URLs are exported back into os.environ so child processes (Celery
-workers, gunicorn, test subprocesses) reach the very same services.
+Importing this module starts nothing and creates nothing: it only resolves
+where the embedded servers run (or will run). They are started explicitly by
+config.embedded.start_services (`manage.py platform up`, which `make run`
+calls; the test session; the benchmarks), which exports their URLs into
+os.environ so child processes (Celery workers, gunicorn, test subprocesses)
+reach the very same services.
 """
 from __future__ import annotations
 
@@ -65,8 +69,8 @@ def env_json_object(name: str) -> dict:
     return value
 
 
-VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+# Runtime state (embedded Postgres, Redis, Qdrant, beat schedule). Created by what writes there, not by this import.
+VAR_DIR = embedded.default_var_dir()
 
 SECRET_KEY = env_str("SECRET_KEY", "dev-insecure-change-me-" + "x" * 32)
 DEBUG = env_bool("DEBUG", False)
@@ -122,12 +126,13 @@ TEMPLATES = [
 ]
 
 # --- Postgres (+pgvector) -------------------------------------------------
-# EMBEDDED records which services came from wheels; exported so children agree.
+# EMBEDDED records which services come from wheels; exported so children agree. With no DATABASE_URL the embedded
+# server's URL is read (postmaster.pid) if it runs, else predicted; it is never started here (config/embedded.py).
 EMBEDDED = set(env_list("PLATFORM_EMBEDDED", []))
 DATABASE_URL = env_str("DATABASE_URL")
 if not DATABASE_URL:
-    DATABASE_URL = embedded.postgres_url(var_dir=VAR_DIR)
-    os.environ["DATABASE_URL"] = DATABASE_URL
+    DATABASE_URL = (embedded.postgres_url(var_dir=VAR_DIR, start=False)
+                    or embedded.expected_postgres_url(var_dir=VAR_DIR))
     EMBEDDED.add("postgres")
 _db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))
 _host = _db.get("OPTIONS", {}).pop("host", None)
@@ -140,8 +145,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Redis (broker, cache, rate limits) -----------------------------------
 REDIS_URL = env_str("REDIS_URL")
 if not REDIS_URL:
-    REDIS_URL = embedded.redis_url(var_dir=VAR_DIR)
-    os.environ["REDIS_URL"] = REDIS_URL
+    REDIS_URL = embedded.expected_redis_url(var_dir=VAR_DIR)  # a fixed socket path; started only explicitly
     EMBEDDED.add("redis")
 if not env_str("QDRANT_URL"):
     EMBEDDED.add("qdrant")
