@@ -168,6 +168,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "platform")
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Each worker writes a heartbeat to Redis every WORKER_HEARTBEAT_S (config/heartbeat.py); /healthz reports the worker
+# up while the newest is at most WORKER_HEARTBEAT_STALE_S old (default 3x the interval: two missed beats tolerated).
+WORKER_HEARTBEAT_S = env_float("WORKER_HEARTBEAT_S", 10.0)
+WORKER_HEARTBEAT_STALE_S = env_float("WORKER_HEARTBEAT_STALE_S", 3 * WORKER_HEARTBEAT_S)
 CELERY_BEAT_SCHEDULE: dict = {
     "aggregate-query-metrics": {
         "task": "search.tasks.aggregate_query_metrics",

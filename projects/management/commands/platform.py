@@ -3,7 +3,7 @@
 up     start embedded Postgres and Redis unless a URL points elsewhere; reuse what runs (importing settings
        never starts them: this, the test session and the benchmarks do)
 down   stop only what `up` started (recorded in var/platform.json)
-status each dependency and the Celery worker
+status each dependency and the Celery worker (the deep checks: opens the index, pings the workers)
 serve  up, then the web server on 127.0.0.1:8000 and one Celery worker (with beat); Ctrl-C stops them
 """
 from __future__ import annotations
@@ -85,7 +85,7 @@ class Command(BaseCommand):
     def do_status(self, **_: object) -> None:
         from config.health import health_report
 
-        report = health_report()
+        report = health_report(deep=True)  # a person waits a second for a worker ping and a point count
         for name, check in report["checks"].items():
             mark = "up  " if check["ok"] else "DOWN"
             self.stdout.write(f"{name:10s} {mark} {check['ms']:7.1f} ms  {check['detail']}")
