@@ -105,3 +105,36 @@ def test_a_killed_worker_is_down_once_its_heartbeat_is_stale(fast_heartbeat, cel
     assert "newest is" in worker["detail"], worker
     beats = heartbeat.read()
     assert beats.live == [] and beats.newest_stale_age_s > 1.0
+
+
+def test_with_a_qdrant_server_healthz_asks_its_readyz(settings, make_user):
+    """QDRANT_URL: one short GET of the server's /readyz (here a stand-in HTTP server on loopback), then a closed
+    port is down, naming the server."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    seen = []
+
+    class Ready(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("api-key")))
+            self.send_response(200 if self.path == "/readyz" else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Ready)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings.QDRANT_URL = f"http://127.0.0.1:{server.server_port}"
+        settings.QDRANT_API_KEY = "k-123"
+        qdrant = _staff_get(make_user)[1]["checks"]["qdrant"]
+        assert qdrant["ok"] and "ready" in qdrant["detail"], qdrant
+        assert seen == [("/readyz", "k-123")]
+    finally:
+        server.shutdown()
+        server.server_close()
+    settings.QDRANT_URL = "http://127.0.0.1:9"
+    qdrant = _staff_get(make_user)[1]["checks"]["qdrant"]
+    assert not qdrant["ok"] and "QDRANT_URL" in qdrant["detail"]
