@@ -21,7 +21,7 @@ def signup_page(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect(settings.LOGIN_REDIRECT_URL)
     form = {"email": request.POST.get("email", ""), "name": request.POST.get("name", "")}
-    ctx = {"form": form, "error": None, "enabled": bool(getattr(settings, "ALLOW_SIGNUP", True))}
+    ctx = {"form": form, "error": None, "enabled": bool(settings.ALLOW_SIGNUP)}
     status = 200 if ctx["enabled"] else 403
     if request.method == "POST":
         try:

@@ -34,14 +34,14 @@ def enforce_signup_rate(request) -> None:  # noqa: ANN001
     requests share one bucket instead: still limited, and the stricter choice."""
     from config.ratelimits import enforce
 
-    if not getattr(settings, "RATELIMIT_IP_META_KEY", None) and not request.META.get("REMOTE_ADDR"):
+    if not settings.RATELIMIT_IP_META_KEY and not request.META.get("REMOTE_ADDR"):
         request.META["REMOTE_ADDR"] = "0.0.0.0"
     enforce(request, group="signup")
 
 
 def require_signup_allowed() -> None:
     """403 signup_disabled when the server has sign-up off; callers check it before counting the rate limit."""
-    if not getattr(settings, "ALLOW_SIGNUP", True):
+    if not settings.ALLOW_SIGNUP:
         raise Forbidden("Sign-up is disabled on this server; ask an administrator for an account.",
                         code="signup_disabled")
 
@@ -80,7 +80,7 @@ def sign_up(*, email: str, password: str, name: str = ""):  # noqa: ANN201 - ret
     except ValidationError as exc:
         raise BadInput(" ".join(exc.messages), field="password") from None
 
-    credits = int(getattr(settings, "SIGNUP_FREE_CREDITS", 0) or 0)
+    credits = int(settings.SIGNUP_FREE_CREDITS or 0)
     try:
         with transaction.atomic():
             user = User.objects.create_user(email=email, password=password, name=name)

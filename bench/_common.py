@@ -37,6 +37,9 @@ def setup_django(*, var_dir: str | None = None) -> Path:
     os.environ["VAR_DIR"] = str(var_dir)
     os.environ.setdefault("CELERY_QUEUE", "bench-" + var_dir.name)
     atexit.register(_teardown, var_dir, keep)
+    from config import embedded
+
+    embedded.start_services(var_dir=var_dir)  # importing settings starts nothing; a bench starts its own
     import django
 
     django.setup()

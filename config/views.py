@@ -9,8 +9,9 @@ from projects.sharing import projects_of
 def healthz(request):  # noqa: ANN001, ANN201
     """200 when every dependency answers, else 503 naming the ones that did not.
 
-    Anonymous callers (a load balancer) learn up or down per dependency; versions, collection names, point
-    counts and error texts are for staff only."""
+    Cheap checks only (config.health: no worker ping, the index is never opened here), because a load balancer
+    polls this. Anonymous callers learn up or down per dependency; versions, collection names and error texts are
+    for staff only."""
     report = health_report()
     if not report["ok"]:
         report["down"] = [name for name, check in report["checks"].items() if not check["ok"]]

@@ -210,4 +210,6 @@ def idempotent(endpoint: str | Callable[..., str]) -> Callable:
 
 
 def purge_expired() -> int:
+    """Delete keys past expires_at and return how many. An expired key already frees its (key, user, endpoint) in
+    `reserve`, so this only keeps the table small; beat runs it (credits.tasks.purge_expired_idempotency_keys)."""
     return IdempotencyKey.objects.filter(expires_at__lte=timezone.now()).delete()[0]

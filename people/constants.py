@@ -2,13 +2,17 @@
 
 Why settings-backed: ranking experiments and tests change a weight with
 `settings.PEOPLE_SEARCH = {...}` instead of editing code. Read through `C()` at
-call time so overrides (pytest's `settings` fixture) apply immediately.
+call time so overrides (pytest's `settings` fixture) apply immediately. A key that
+names no field is an error (ImproperlyConfigured), at start-up and at every read.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 
 @dataclass(frozen=True)
@@ -55,10 +59,31 @@ class PeopleSearchConstants:
     HNSW_EF_SEARCH: int = 100
 
 
+def validate_overrides(*, overrides: Mapping[str, Any]) -> None:
+    """Refuse a misspelled or mistyped override: silently ignoring `MIN_RESULT` would run with the default while
+    the operator believes the change is live. Raises ImproperlyConfigured naming the bad key and the valid ones."""
+    if not isinstance(overrides, Mapping):
+        raise ImproperlyConfigured(f"PEOPLE_SEARCH must be a mapping of names to values, not {type(overrides).__name__}")
+    types = {f.name: f.type for f in fields(PeopleSearchConstants)}
+    unknown = sorted(str(k) for k in overrides if k not in types)
+    if unknown:
+        raise ImproperlyConfigured(f"PEOPLE_SEARCH has unknown key(s) {', '.join(unknown)}; valid keys: "
+                                   f"{', '.join(sorted(types))}")
+    for key, value in overrides.items():
+        # annotations are strings (from __future__ import annotations): "int" or "float"; bool is not a number here
+        ok = (isinstance(value, int) if types[key] == "int" else isinstance(value, (int, float)))
+        if not ok or isinstance(value, bool):
+            raise ImproperlyConfigured(f"PEOPLE_SEARCH[{key!r}] must be {types[key]}, not {value!r}")
+
+
 def C() -> PeopleSearchConstants:  # noqa: N802
-    overrides = getattr(settings, "PEOPLE_SEARCH", None) or {}
-    names = {f.name for f in fields(PeopleSearchConstants)}
-    return replace(PeopleSearchConstants(), **{k: v for k, v in overrides.items() if k in names})
+    """The defaults with settings.PEOPLE_SEARCH applied, read at call time so a test's override applies at once.
+
+    Validated on every call (a set difference): the app's ready() catches a bad key at start-up, this catches one
+    that a later override (a test, a shell) brings in."""
+    overrides = settings.PEOPLE_SEARCH or {}
+    validate_overrides(overrides=overrides)
+    return replace(PeopleSearchConstants(), **overrides)
 
 
 INTENTS = ("backend", "frontend", "fullstack", "mobile", "data", "ml", "devops", "security", "qa", "product",

@@ -430,6 +430,36 @@ def set_index(index: VectorIndex | None) -> None:
         _singleton = index
 
 
+def index_status() -> str:
+    """Whether this process can query its index, without opening or warming it: /healthz calls this for a load
+    balancer that polls, and opening the embedded store loads the embedding model and the segments (seconds).
+
+    Embedded store: ready once the process holds the handle (the web process's applier thread opens it at start;
+    otherwise the first query does). A process that holds none says so (DependencyDown) rather than opening one,
+    which a second process could not do anyway: the store admits one handle. With QDRANT_URL: the server's
+    /readyz, one short GET. Reads `_singleton` without its lock, so a probe never waits behind an opening."""
+    if settings.QDRANT_URL:
+        return _probe_server(url=settings.QDRANT_URL, api_key=settings.QDRANT_API_KEY)
+    index = _singleton
+    if index is None:
+        raise DependencyDown("qdrant", "the embedded index is not open in this process yet (the web process opens "
+                                       "it at start, or the first query does)")
+    name = getattr(index, "collection", None) or Path(getattr(index, "path", "index")).name
+    return f"{index.store_key.split(':', 1)[0]} {name}: open"
+
+
+def _probe_server(*, url: str, api_key: str | None, timeout_s: float = 1.0) -> str:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url.rstrip("/") + "/readyz", headers={"api-key": api_key} if api_key else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:  # the configured server, not user input
+            return f"qdrant server ready ({resp.status})"
+    except (urllib.error.URLError, OSError) as exc:
+        raise DependencyDown("qdrant", f"the Qdrant server at QDRANT_URL is not ready: {exc}") from exc
+
+
 # --------------------------------------------------------------------------- the one applier
 _apply_lock = threading.Lock()
 

@@ -21,7 +21,7 @@ class LLMError(RuntimeError):
 
 
 def is_configured() -> bool:
-    return bool(getattr(settings, "OPENAI_BASE_URL", "") and getattr(settings, "LLM_MODEL", ""))
+    return bool(settings.OPENAI_BASE_URL and settings.LLM_MODEL)
 
 
 @lru_cache(maxsize=8)
@@ -35,8 +35,8 @@ def _client(base_url: str, api_key: str, timeout: float):  # noqa: ANN202
 def get_client(timeout: float | None = None):  # noqa: ANN201
     if not is_configured():
         raise LLMError("LLM is not configured (set OPENAI_BASE_URL and LLM_MODEL)")
-    t = float(timeout if timeout is not None else getattr(settings, "LLM_TIMEOUT_S", 20.0))
-    return _client(settings.OPENAI_BASE_URL, getattr(settings, "OPENAI_API_KEY", "") or "not-needed", t)
+    t = float(timeout if timeout is not None else settings.LLM_TIMEOUT_S)
+    return _client(settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY or "not-needed", t)
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)

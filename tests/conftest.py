@@ -108,6 +108,13 @@ def celery_worker_proc(transactional_db, settings):
     else:
         proc.kill()
         raise RuntimeError("celery worker did not answer ping within 60 s")
+    from config.heartbeat import read
+
+    while not read().live:  # its heartbeat thread starts on worker_ready: /healthz sees the worker from here on
+        if time.time() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise RuntimeError("celery worker wrote no heartbeat")
+        time.sleep(0.05)
     from search.applier import BackgroundApplier
 
     applier = BackgroundApplier().start()  # index=None: whichever store is the process singleton at each pass

@@ -1,6 +1,6 @@
 """Loaded with -p before pytest-django reads settings: give every test session
 its own embedded Postgres, Redis and Qdrant under a fresh temp dir, so runs are
-isolated from dev data and from each other, then stop them at the end."""
+isolated from dev data and from each other, start them, then stop them at the end."""
 from __future__ import annotations
 
 import os
@@ -17,6 +17,17 @@ os.environ.setdefault("RATELIMIT_ENABLE", "1")
 # worker writes, the "web process" indexes) start it themselves: the celery_worker_proc fixture does.
 os.environ.setdefault("INDEX_APPLIER_THREAD", "0")
 os.environ.setdefault("CELERY_QUEUE", "test-" + Path(os.environ.get("VAR_DIR", "x")).name)
+
+
+def _start_services() -> None:
+    """Importing settings starts nothing (config/embedded.py): start the embedded Postgres and Redis this session
+    runs on here, before pytest-django imports settings; their URLs are exported for the test subprocesses."""
+    from config import embedded
+
+    embedded.start_services(var_dir=embedded.default_var_dir())
+
+
+_start_services()
 
 
 def pytest_unconfigure(config) -> None:

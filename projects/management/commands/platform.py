@@ -1,8 +1,9 @@
 """`manage.py platform up|down|status|serve`: the embedded services, idempotently.
 
-up     start embedded Postgres and Redis unless a URL points elsewhere; reuse what runs
+up     start embedded Postgres and Redis unless a URL points elsewhere; reuse what runs (importing settings
+       never starts them: this, the test session and the benchmarks do)
 down   stop only what `up` started (recorded in var/platform.json)
-status each dependency and the Celery worker
+status each dependency and the Celery worker (the deep checks: opens the index, pings the workers)
 serve  up, then the web server on 127.0.0.1:8000 and one Celery worker (with beat); Ctrl-C stops them
 """
 from __future__ import annotations
@@ -50,13 +51,16 @@ class Command(BaseCommand):
     def handle(self, *args: object, action: str, addr: str, **opts: object) -> None:
         getattr(self, f"do_{action}")(addr=addr)
 
-    # settings already started the embedded services when no URL was given;
-    # `up` records which ones are ours so `down` stops only those.
+    # Importing settings starts nothing: `up` is the explicit start of the embedded services (when no URL points
+    # elsewhere), exporting their URLs for the web process and the worker that `serve` starts next. It records
+    # which ones are ours so `down` stops only those.
     def do_up(self, **_: object) -> None:
         state = _load_state()
-        for name, state_fn, url in (("postgres", embedded.postgres_state, settings.DATABASE_URL),
-                                    ("redis", embedded.redis_state, settings.REDIS_URL)):
-            if name in settings.EMBEDDED:
+        ours = [name for name in ("postgres", "redis") if name in settings.EMBEDDED]
+        urls = embedded.start_services(var_dir=settings.VAR_DIR, names=ours)
+        for name, state_fn, url in (("postgres", embedded.postgres_state, urls.get("postgres", settings.DATABASE_URL)),
+                                    ("redis", embedded.redis_state, urls.get("redis", settings.REDIS_URL))):
+            if name in ours:
                 st = state_fn(var_dir=settings.VAR_DIR)
                 state.setdefault(name, {"pid": st.pid, "dir": st.detail})
                 self.stdout.write(f"{name:9s} up, embedded (pid {st.pid}, {st.detail})")
@@ -85,7 +89,7 @@ class Command(BaseCommand):
     def do_status(self, **_: object) -> None:
         from config.health import health_report
 
-        report = health_report()
+        report = health_report(deep=True)  # a person waits a second for a worker ping and a point count
         for name, check in report["checks"].items():
             mark = "up  " if check["ok"] else "DOWN"
             self.stdout.write(f"{name:10s} {mark} {check['ms']:7.1f} ms  {check['detail']}")
