@@ -11,6 +11,8 @@ Rate limiting needs the request, so the callers do it, both through `enforce_sig
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
@@ -19,6 +21,11 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 
 from config.errors import BadInput, Conflict, Forbidden
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+
+    from accounts.models import User
 from config.fields import check_text
 
 EMAIL_MAX = 254
@@ -26,7 +33,7 @@ NAME_MAX = 200
 PASSWORD_MAX = 1024  # hashing cost grows with length; nobody types more
 
 
-def enforce_signup_rate(request) -> None:  # noqa: ANN001
+def enforce_signup_rate(request: HttpRequest) -> None:
     """Count a sign-up attempt against the caller's address in the "signup" group (429 when over).
 
     A WSGI server need not set REMOTE_ADDR (and behind a proxy on a unix socket it is empty); django-ratelimit
@@ -46,7 +53,7 @@ def require_signup_allowed() -> None:
                         code="signup_disabled")
 
 
-def sign_up(*, email: str, password: str, name: str = ""):  # noqa: ANN201 - returns the User model
+def sign_up(*, email: str, password: str, name: str = "") -> User:
     """Create an active, non-staff account and return it. Nothing is written when any rule refuses."""
     require_signup_allowed()
     for field, value in (("email", email), ("password", password), ("name", name)):

@@ -1,12 +1,12 @@
 from django.contrib.auth.decorators import login_required
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from config.health import health_report
 from projects.sharing import projects_of
 
 
-def healthz(request):  # noqa: ANN001, ANN201
+def healthz(request: HttpRequest) -> JsonResponse:
     """200 when every dependency answers, else 503 naming the ones that did not.
 
     Cheap checks only (config.health: no worker ping, the index is never opened here), because a load balancer
@@ -21,5 +21,5 @@ def healthz(request):  # noqa: ANN001, ANN201
 
 
 @login_required
-def home(request):  # noqa: ANN001, ANN201
+def home(request: HttpRequest) -> HttpResponse:
     return render(request, "home.html", {"projects": projects_of(user=request.user)})

@@ -24,7 +24,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -36,6 +36,11 @@ from rest_framework.response import Response
 
 from config.errors import BadInput, Conflict, Unprocessable
 from credits.models import IdempotencyKey
+
+if TYPE_CHECKING:
+    from rest_framework.request import Request
+
+    from accounts.models import User
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LEN = 255
@@ -95,7 +100,7 @@ def _take_over(*, pk: int) -> IdempotencyKey | HttpResponse | None:
         return row
 
 
-def reserve(*, user, key: str, endpoint: str, request_hash: str) -> IdempotencyKey | HttpResponse:  # noqa: ANN001
+def reserve(*, user: User, key: str, endpoint: str, request_hash: str) -> IdempotencyKey | HttpResponse:
     """Insert the reservation (committed at once), take over one whose lease has ended, or answer for the
     existing one. The returned row is owned by its `attempt`; pass it to `run_reserved`."""
     if not key or len(key) > MAX_KEY_LEN:
@@ -180,7 +185,7 @@ def run_reserved(*, reservation: IdempotencyKey, work: Callable[[], Any]) -> Htt
     return response
 
 
-def run_idempotent(*, user, key: str | None, endpoint: str, request_hash: str,  # noqa: ANN001
+def run_idempotent(*, user: User, key: str | None, endpoint: str, request_hash: str,
                    work: Callable[[], Any]) -> HttpResponse:
     """Run `work` once per key; `work` returns a DRF Response or HttpResponse."""
     if key is None:
@@ -197,7 +202,7 @@ def idempotent(endpoint: str | Callable[..., str]) -> Callable:
 
     def deco(method: Callable) -> Callable:
         @functools.wraps(method)
-        def wrapper(self, request, *args: Any, **kwargs: Any):  # noqa: ANN001, ANN202
+        def wrapper(self: Any, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
             name = endpoint(request, **kwargs) if callable(endpoint) else endpoint
             key = request.headers.get(HEADER)
             fp = request_fingerprint(method=request.method, path=name, body=request.body)

@@ -11,9 +11,12 @@ import json
 import re
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from openai import OpenAI
 
 
 class LLMError(RuntimeError):
@@ -25,14 +28,14 @@ def is_configured() -> bool:
 
 
 @lru_cache(maxsize=8)
-def _client(base_url: str, api_key: str, timeout: float):  # noqa: ANN202
+def _client(base_url: str, api_key: str, timeout: float) -> OpenAI:
     from openai import OpenAI
 
     # max_retries=0: callers have a deterministic fallback, so a retry only adds latency.
     return OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0)
 
 
-def get_client(timeout: float | None = None):  # noqa: ANN201
+def get_client(timeout: float | None = None) -> OpenAI:
     if not is_configured():
         raise LLMError("LLM is not configured (set OPENAI_BASE_URL and LLM_MODEL)")
     t = float(timeout if timeout is not None else settings.LLM_TIMEOUT_S)
