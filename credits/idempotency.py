@@ -47,9 +47,10 @@ MAX_KEY_LEN = 255
 
 
 def request_fingerprint(*, method: str, path: str, body: bytes) -> str:
+    """The same JSON in another key order or spacing is the same request; anything else is compared byte for byte."""
     try:
         canonical = json.dumps(json.loads(body or b"null"), sort_keys=True, separators=(",", ":")).encode()
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # not JSON, or nested past what json can read
         canonical = body
     return hashlib.sha256(method.encode() + b" " + path.encode() + b"\n" + canonical).hexdigest()
 
@@ -206,6 +207,7 @@ def idempotent(endpoint: str | Callable[..., str]) -> Callable:
             name = endpoint(request, **kwargs) if callable(endpoint) else endpoint
             key = request.headers.get(HEADER)
             fp = request_fingerprint(method=request.method, path=name, body=request.body)
+            request.data  # noqa: B018 - parse now: a malformed body is refused before any key is reserved
             return run_idempotent(user=request.user, key=key, endpoint=name, request_hash=fp,
                                   work=lambda: method(self, request, *args, **kwargs))
 
