@@ -28,13 +28,19 @@ from search.index import OUTBOX_CHANNEL as CHANNEL
 log = logging.getLogger(__name__)
 
 _SLICE_S = 0.25  # how often a waiting thread looks at its stop/wake flags
+# Small batches, each waiting up to YIELD_S for the queries in flight (search.index.READ_GATE): the embedded
+# engine holds the GIL while it upserts, so a 512-point batch would stall every query of this process behind it.
+BATCH = 128
+YIELD_S = 0.2
 
 
 class BackgroundApplier:
     """One daemon thread that drains the outbox into `index` (default: the process singleton) whenever rows commit."""
 
-    def __init__(self, *, index: Any = None, poll_s: float | None = None) -> None:
+    def __init__(self, *, index: Any = None, poll_s: float | None = None, batch: int = BATCH,
+                 yield_s: float = YIELD_S) -> None:
         self.index = index
+        self.batch, self.yield_s = batch, yield_s
         self.poll_s = float(settings.INDEX_APPLIER_POLL_S if poll_s is None else poll_s)
         self.stats = {"passes": 0, "applied": 0, "notified": 0, "errors": 0}
         self._stop = threading.Event()
@@ -84,7 +90,7 @@ class BackgroundApplier:
         from search.index import apply_outbox
 
         try:
-            n = apply_outbox(index=self.index)
+            n = apply_outbox(index=self.index, batch=self.batch, yield_to_reads_s=self.yield_s)
             self.stats["passes"] += 1
             self.stats["applied"] += n
         except Exception:  # the store or Postgres is down: log, keep the thread, try again on the next wake

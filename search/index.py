@@ -464,6 +464,40 @@ def _probe_server(*, url: str, api_key: str | None, timeout_s: float = 1.0) -> s
 _apply_lock = threading.Lock()
 
 
+class ReadGate:
+    """The index reads in flight in this process, so that a background apply can step aside for them.
+
+    Why: the embedded engine's binding holds the GIL while it upserts, and building points is Python work, so an
+    applier thread draining a large ingest makes every query in the same process wait behind it. Between batches
+    the background applier waits (bounded) until no read is in flight: queries go first, the applier still moves
+    at least one batch per wait, and nothing is ever skipped. A read only counts itself; it never waits here.
+    """
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._cv = threading.Condition()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._cv:
+            self._n += 1
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._n -= 1
+                if not self._n:
+                    self._cv.notify_all()
+
+    def wait_idle(self, *, timeout: float) -> bool:
+        """True once no read is in flight; False when `timeout` passed first (the caller goes on anyway)."""
+        with self._cv:
+            return self._cv.wait_for(lambda: self._n == 0, timeout)
+
+
+READ_GATE = ReadGate()
+
+
 @contextmanager
 def hold_applier() -> Iterator[None]:
     """Keep this process's applier out while the reconciler repairs the index, so neither writes an older state
@@ -513,7 +547,7 @@ def build_points(chunk_ids: list[int], *, model_id: str) -> tuple[list[IndexPoin
 
 
 def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = None,
-                 wait_s: float = 60.0) -> int:
+                 wait_s: float = 60.0, batch: int = APPLY_BATCH, yield_to_reads_s: float = 0.0) -> int:
     """Apply pending IndexOutbox rows past this store's watermark. Idempotent; returns rows read.
 
     Each pending chunk id is re-read from Postgres and written in its current
@@ -525,6 +559,10 @@ def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = Non
     watermark before it, but the pass still reads on to the end, so every row
     committed before the pass began is applied; `scanned_id`/`scanned_at`
     record that, which is what `wait_until_indexed` checks.
+
+    `yield_to_reads_s` > 0 (the background applier): before each batch's Python work and before its write, wait
+    up to that long for this process's queries in flight to finish (READ_GATE), so a query never queues behind
+    a whole batch of index writes.
     """
     from search.models import IndexOutbox, IndexWatermark
 
@@ -539,7 +577,7 @@ def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = Non
         total = 0
         while max_rows is None or total < max_rows:
             rows = list(IndexOutbox.objects.filter(pk__gt=cursor, model_id=index.model_id)
-                        .order_by("pk").values_list("pk", "chunk_id", "created_at")[:APPLY_BATCH])
+                        .order_by("pk").values_list("pk", "chunk_id", "created_at")[:batch])
             if not rows:
                 if not held:  # other models' rows past the watermark are nothing for this store
                     other_max = (IndexOutbox.objects.filter(pk__gt=safe).exclude(model_id=index.model_id)
@@ -547,7 +585,11 @@ def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = Non
                     safe = max(safe, other_max or 0)
                 break
             ids = sorted({r[1] for r in rows})
+            if yield_to_reads_s:
+                READ_GATE.wait_idle(timeout=yield_to_reads_s)
             points, gone = build_points(ids, model_id=index.model_id)
+            if yield_to_reads_s:
+                READ_GATE.wait_idle(timeout=yield_to_reads_s)
             index.upsert(points)
             index.delete(gone)
             total += len(rows)

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from config.errors import BadInput
 from search.fusion import FUSIONS, Candidate, fuse, single_leg
 from search.globs import GLOB_CHARS, Glob, compile_glob
-from search.index import IndexFilter, VectorIndex, get_index
+from search.index import READ_GATE, IndexFilter, VectorIndex, get_index
 from search.packing import DEFAULT_BUDGET, build_pack
 
 if TYPE_CHECKING:
@@ -134,11 +134,18 @@ def retrieve(*, q: str, flt: IndexFilter, candidates: int = 100, fusion: str = "
              index: VectorIndex | None = None, fusion_weights: dict[str, float] | None = None,
              timings: dict[str, float] | None = None) -> list[Candidate]:
     """Dense top-N + sparse top-N under one filter, fused. No access re-check, no logging (ablations)."""
+    index = index or get_index()
+    timings = timings if timings is not None else {}
+    with READ_GATE.reading():  # a background apply in this process steps aside while this runs
+        return _retrieve(q=q, flt=flt, candidates=candidates, fusion=fusion, legs=legs, index=index,
+                         fusion_weights=fusion_weights, timings=timings)
+
+
+def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: str, index: VectorIndex,
+              fusion_weights: dict[str, float] | None, timings: dict[str, float]) -> list[Candidate]:
     from search.encoders import embed_query
     from search.sparse import encode_query
 
-    index = index or get_index()
-    timings = timings if timings is not None else {}
     dense: list[tuple[int, float]] = []
     sparse: list[tuple[int, float]] = []
     if legs in ("hybrid", "dense"):

@@ -139,3 +139,47 @@ def test_background_applier_indexes_what_a_worker_writes_without_any_query(
     finally:
         applier.stop()
     assert not applier.alive
+
+
+def test_a_background_apply_writes_no_batch_while_a_query_is_in_flight(transactional_db, make_user, make_project,
+                                                                        code_repo, edge_index):
+    """The applier steps aside for this process's queries (READ_GATE): the engine's upsert holds the GIL."""
+    from search.index import READ_GATE, apply_outbox
+    from search.models import Chunk
+
+    project = make_project("shop", make_user())
+    _ingest_unapplied(project, code_repo)
+    expected = Chunk.objects.count()
+    assert expected > 1 and edge_index.count() == 0
+
+    done = threading.Event()
+
+    def apply() -> None:
+        try:
+            apply_outbox(index=edge_index, batch=1, yield_to_reads_s=60.0)
+        finally:
+            connection.close()
+            done.set()
+
+    with READ_GATE.reading():  # a query in flight
+        worker = threading.Thread(target=apply)
+        worker.start()
+        assert not done.wait(1.0)
+        assert edge_index.count() == 0  # it waited for the query instead of writing behind its back
+    assert done.wait(60)  # the query finished: the applier goes on at once, well before its 60 s bound
+    worker.join()
+    assert edge_index.count() == expected
+
+
+def test_a_query_that_never_ends_cannot_starve_the_applier(make_user, make_project, code_repo, edge_index):
+    """The wait is bounded per batch: with a read held throughout, every row is still applied."""
+    from search.index import READ_GATE, apply_outbox
+    from search.models import Chunk
+
+    project = make_project("shop", make_user())
+    _ingest_unapplied(project, code_repo)
+    assert Chunk.objects.count() > 2 and edge_index.count() == 0
+    with READ_GATE.reading():
+        applied = apply_outbox(index=edge_index, batch=2, yield_to_reads_s=0.01)
+    assert applied >= Chunk.objects.count()
+    assert edge_index.count() == Chunk.objects.count()
