@@ -8,7 +8,8 @@ service raised goes through the API's exception handler, and its body ({code, de
 `status` it would have had) comes back as an MCP tool error (isError, the body as structured content).
 
 Who calls: the key is authenticated once per connection (stdio: `manage.py mcp --key`, re-checked on every
-call so a revoked or expired key stops working at once). The caller rides on a context variable that the transport sets before the SDK runs; tools do their
+call so a revoked or expired key stops working at once) or once per HTTP request (search.mcp_http at /mcp,
+stateless). The caller rides on a context variable that the transport sets before the SDK runs; tools do their
 Django work in `sync_to_async(thread_sensitive=True)`, so the ORM never runs on the event loop.
 """
 import contextlib
@@ -21,9 +22,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
+import anyio
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -346,6 +349,40 @@ async def serve_stdio(caller: Caller, stdin: Any = None, stdout: Any = None) -> 
     with acting_as(caller):
         async with stdio_server(stdin, stdout) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def serve_http(scope: dict[str, Any], body: bytes, caller: Caller) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """One HTTP request through the SDK's streamable-HTTP transport, stateless and answering JSON, as `caller`.
+
+    Why a fresh session manager per request: stateless mode keeps nothing between requests, and a manager's
+    run() is single-use; the WSGI view (search.mcp_http) calls this through async_to_sync."""
+    manager = StreamableHTTPSessionManager(app=mcp._lowlevel_server, stateless=True, json_response=True)
+    status, headers, chunks = 500, [], []
+    done = anyio.Event()
+    sent_body = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent_body
+        if not sent_body:
+            sent_body = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status, headers
+        if message["type"] == "http.response.start":
+            status, headers = message["status"], list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                done.set()
+
+    with acting_as(caller):
+        async with manager.run():
+            await manager.handle_request(scope, receive, send)
+    done.set()
+    return status, headers, b"".join(chunks)
 
 
 @contextlib.asynccontextmanager

@@ -1,8 +1,8 @@
-"""The MCP server (issue 19), driven by the SDK's own client: in-process and over stdio (`manage.py mcp` as a
-child process). Real Postgres, Redis and Qdrant throughout.
+"""The MCP server (issue 19), driven by the SDK's own client: in-process, over stdio (`manage.py mcp` as a child
+process) and over streamable HTTP against Django's live server. Real Postgres, Redis and Qdrant throughout.
 
-Why two ways: in-process runs inside the test's transaction (cheap, one tool at a time); stdio is what editors
-launch.
+Why three ways: in-process runs inside the test's transaction (cheap, one tool at a time); stdio is what editors
+launch; HTTP is /mcp through the real Django stack (middleware, the WSGI view, the SDK's transport).
 """
 from __future__ import annotations
 
@@ -342,3 +342,108 @@ def test_stdio_refuses_to_start_with_a_revoked_or_expired_key(stdio_world):
         out = _manage_mcp(stdio_world["env"], "--key", secret)
         assert out.returncode == 1 and f"The API key was refused ({code})" in out.stderr, out.stderr
         assert out.stdout == ""
+
+
+# ------------------------------------------------------------------------------------------------ HTTP
+@pytest.fixture
+def live_shop(live_server, edge_index, code_repo, make_user, make_project):
+    alice, bob = make_user("alice@example.com"), make_user("bob@example.com")
+    project = make_project("shop", alice)
+    make_project("elsewhere", bob)
+    ingest(project, "src", code_repo, repo="shop")
+    return {"alice": alice, "bob": bob, "project": project, "url": f"{live_server.url}/mcp"}
+
+
+def _http_client(url: str, secret: str) -> Any:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=httpx2.Timeout(240))
+    return Client(streamable_http_client(url, http_client=http))
+
+
+def test_http_server_lists_tools_searches_reads_and_logs_as_mcp(live_shop):
+    import anyio
+
+    from search.models import QuerySession, RerankResult
+
+    secret = _key(live_shop["alice"])
+
+    async def run():
+        async with _http_client(live_shop["url"], secret) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            found = _ok(await client.call_tool("search_context", {"project": "shop", "q": Q, "top_k": 5}))
+            hit = _found_deduct(found)
+            span = _ok(await client.call_tool("read_span", {"project": "shop", "path": hit["path"],
+                                                            "start_line": hit["start_line"],
+                                                            "end_line": hit["end_line"]}))
+            datasets = _ok(await client.call_tool("list_datasets", {"project": "shop"}))
+            fb = _ok(await client.call_tool("feedback", {"search_session_id": found["search_session_id"],
+                                                         "chunk_id": hit["chunk_id"], "relevant": True}))
+            return tools, found, hit, span, datasets, fb
+
+    tools, found, hit, span, datasets, fb = anyio.run(run)
+    assert TOOLS <= tools
+    assert span["text"] == "\n".join(LEDGER_LINES[hit["start_line"] - 1:hit["end_line"]])
+    assert [d["name"] for d in datasets["datasets"]] == ["src"] and fb["relevance"] == 1
+    session = QuerySession.objects.get(pk=found["search_session_id"])
+    assert session.source == "mcp" and session.user == live_shop["alice"]
+    assert list(RerankResult.objects.filter(session=session, final_rank__isnull=False).order_by("final_rank")
+                .values_list("chunk_id", flat=True)) == [r["chunk_id"] for r in found["results"]]
+    assert session.feedback.get().chunk_id == hit["chunk_id"]
+
+
+def test_http_no_access_and_no_project_get_the_same_error(live_shop):
+    import anyio
+
+    secret = _key(live_shop["bob"])
+
+    async def run():
+        async with _http_client(live_shop["url"], secret) as client:
+            hidden = await client.call_tool("search_context", {"project": "shop", "q": Q})
+            missing = await client.call_tool("search_context", {"project": "no-such-project", "q": Q})
+            return (_err(hidden), hidden.content[0].text), (_err(missing), missing.content[0].text)
+
+    hidden, missing = anyio.run(run)
+    assert hidden == missing and hidden[0]["code"] == "not_found"
+
+
+def test_http_key_without_the_query_scope_is_refused_for_search(live_shop):
+    import anyio
+
+    secret = _key(live_shop["alice"], scopes=["people"])
+
+    async def run():
+        async with _http_client(live_shop["url"], secret) as client:
+            return _err(await client.call_tool("search_context", {"project": "shop", "q": Q}))
+
+    body = anyio.run(run)
+    assert body["code"] == "insufficient_scope" and body["required_scope"] == "query"
+
+
+def test_http_refuses_revoked_expired_and_missing_keys_with_401(live_shop):
+    import anyio
+    import httpx2
+    from django.utils import timezone
+
+    from accounts.apikeys import issue_api_key, revoke_api_key
+
+    revoked = issue_api_key(user=live_shop["alice"])
+    revoke_api_key(api_key=revoked.api_key)
+    expired = issue_api_key(user=live_shop["alice"], expires_at=timezone.now() - timedelta(minutes=1))
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    for headers, code in (({"Authorization": f"Bearer {revoked.secret}"}, "authentication_failed"),
+                          ({"Authorization": f"Bearer {expired.secret}"}, "key_expired"),
+                          ({}, "not_authenticated")):
+        resp = httpx2.post(live_shop["url"], json=body, headers={**accept, **headers}, timeout=60)
+        assert resp.status_code == 401 and resp.json()["code"] == code, resp.text
+        assert resp.headers["WWW-Authenticate"].startswith("Bearer")
+
+    async def connect():
+        async with _http_client(live_shop["url"], revoked.secret) as client:
+            await client.list_tools()
+
+    with pytest.raises(Exception):  # noqa: B017 - the SDK reports the 401 as its own error type
+        anyio.run(connect)
