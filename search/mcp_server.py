@@ -27,7 +27,9 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, Resource, TextContent, ToolAnnotations
+from mcp_types import INVALID_PARAMS
 from pydantic import Field
 
 from accounts.authentication import authenticate_secret
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 SERVER_NAME = "platform-context"
+MAX_LISTED_RESOURCES = 200
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
@@ -144,7 +147,41 @@ def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the server
-mcp = MCPServer(
+class PlatformMCPServer(MCPServer):
+    """MCPServer whose resource list is the caller's: the indexed files of their projects (bounded)."""
+
+    async def list_resources(self) -> list[Resource]:
+        static = await super().list_resources()
+
+        def work() -> list[Resource]:
+            from projects.sharing import projects_of
+            from search.spans import indexed_files
+
+            caller = _authorised("query", "default")
+            out: list[Resource] = []
+            for row in projects_of(user=caller.user):
+                project = row["project"]
+                for f in indexed_files(project=project, limit=MAX_LISTED_RESOURCES - len(out)):
+                    out.append(Resource(uri=resource_uri(project.slug, f.dataset_ref, f.path), name=f.path,
+                                        title=f"{project.slug}/{f.dataset_ref}/{f.path}", mime_type="text/plain",
+                                        description=f"Indexed file in dataset {f.dataset.name} of project "
+                                                    f"{project.slug}"))
+                if len(out) >= MAX_LISTED_RESOURCES:
+                    break
+            return out
+
+        try:
+            return static + await sync_to_async(work, thread_sensitive=True)()
+        except Exception as exc:  # re-raised as the protocol error, with the API's code and detail
+            body = error_of(exc)
+            raise MCPError(code=INVALID_PARAMS, message=body["detail"], data=body) from exc
+
+
+def resource_uri(project: str, dataset: str, path: str) -> str:
+    return f"platform://{project}/{dataset}/{path}"
+
+
+mcp = PlatformMCPServer(
     SERVER_NAME,
     title="Context retrieval platform",
     instructions=("Search this platform's indexed code, web pages and rulebooks. Start with list_projects, then "
@@ -338,6 +375,24 @@ async def feedback(
         return _ok(f"Recorded relevance {fb.relevance} for chunk {fb.chunk_id}.", data)
 
     return await _call("feedback", work)
+
+
+@mcp.resource("platform://{project}/{dataset}/{+path}", name="indexed-file", mime_type="text/plain",
+              description="An indexed file: platform://{project}/{dataset name or id}/{path}")
+async def indexed_file(project: str, dataset: str, path: str) -> str:
+    def work() -> str:
+        from projects.access import project_for_member
+        from search.spans import read_file
+
+        caller = _authorised("query", "default")
+        proj = project_for_member(user=caller.user, slug=project)
+        return read_file(project=proj, dataset_ref=dataset, path=path)["text"]
+
+    try:
+        return await sync_to_async(work, thread_sensitive=True)()
+    except Exception as exc:  # re-raised as the protocol error, with the API's code and detail
+        body = error_of(exc)
+        raise MCPError(code=INVALID_PARAMS, message=body["detail"], data=body) from exc
 
 
 # --------------------------------------------------------------------------- transports

@@ -261,6 +261,29 @@ def test_answer_rules_returns_a_cited_answer_logged_as_mcp(demo_project, make_us
     assert (session.source, session.kind) == ("mcp", "rules")
 
 
+def test_resources_list_and_read_indexed_files_within_access(shop):
+    async def script(client):
+        listed = (await client.list_resources()).resources
+        read = await client.read_resource("platform://shop/src/billing/ledger.py")
+        return listed, read
+
+    listed, read = _in_process(_key(shop["alice"]), script)
+    uris = {str(r.uri) for r in listed}
+    assert "platform://shop/src/billing/ledger.py" in uris and "platform://shop/src/web/routes.js" in uris
+    assert read.contents[0].text == LEDGER_PY.rstrip("\n")
+
+    async def stranger(client):
+        listed = (await client.list_resources()).resources
+        try:
+            await client.read_resource("platform://shop/src/billing/ledger.py")
+        except Exception as exc:  # noqa: BLE001 - the SDK raises MCPError
+            return listed, exc
+        return listed, None
+
+    listed, exc = _in_process(_key(shop["bob"]), stranger)
+    assert listed == [] and exc is not None and "Project not found." in str(exc)
+
+
 # ------------------------------------------------------------------------------------------------ stdio
 @pytest.fixture
 def stdio_world(transactional_db, tmp_path, code_repo, make_user, make_project):
@@ -363,7 +386,7 @@ def _http_client(url: str, secret: str) -> Any:
     return Client(streamable_http_client(url, http_client=http))
 
 
-def test_http_server_lists_tools_searches_reads_and_logs_as_mcp(live_shop):
+def test_http_server_lists_tools_searches_reads_resources_and_logs_as_mcp(live_shop):
     import anyio
 
     from search.models import QuerySession, RerankResult
@@ -381,9 +404,11 @@ def test_http_server_lists_tools_searches_reads_and_logs_as_mcp(live_shop):
             datasets = _ok(await client.call_tool("list_datasets", {"project": "shop"}))
             fb = _ok(await client.call_tool("feedback", {"search_session_id": found["search_session_id"],
                                                          "chunk_id": hit["chunk_id"], "relevant": True}))
-            return tools, found, hit, span, datasets, fb
+            resource = await client.read_resource("platform://shop/src/billing/ledger.py")
+            return tools, found, hit, span, datasets, fb, resource
 
-    tools, found, hit, span, datasets, fb = anyio.run(run)
+    tools, found, hit, span, datasets, fb, resource = anyio.run(run)
+    assert resource.contents[0].text == LEDGER_PY.rstrip("\n")
     assert TOOLS <= tools
     assert span["text"] == "\n".join(LEDGER_LINES[hit["start_line"] - 1:hit["end_line"]])
     assert [d["name"] for d in datasets["datasets"]] == ["src"] and fb["relevance"] == 1
