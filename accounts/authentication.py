@@ -19,6 +19,22 @@ class ApiKeyExpired(exceptions.AuthenticationFailed):
     default_code = "key_expired"
 
 
+def authenticate_secret(secret: str) -> tuple[User, ApiKey]:
+    """The key's user (carrying the key's project limit) and the key; AuthenticationFailed (401) when the secret
+    is wrong or revoked, ApiKeyExpired (401 key_expired) when it has expired. The API and the MCP server
+    (search.mcp_server: stdio and /mcp) authenticate through this one function."""
+    try:
+        key = verify_api_key(secret=secret)
+    except KeyExpired:
+        raise ApiKeyExpired() from None
+    if key is None:
+        raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
+    # The project limit rides on this request's user object, so projects.access (project_for_member,
+    # projects_of, ...) applies it without a request: None = every project the user is a member of.
+    key.user._key_project_ids = None if key.project_ids is None else frozenset(key.project_ids)
+    return key.user, key
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
@@ -29,16 +45,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         parts = header.split()
         if len(parts) != 2 or parts[0].lower() != self.keyword.lower():
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <api key>'.")
-        try:
-            key = verify_api_key(secret=parts[1])
-        except KeyExpired:
-            raise ApiKeyExpired() from None
-        if key is None:
-            raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
-        # The project limit rides on this request's user object, so projects.access (project_for_member,
-        # projects_of, ...) applies it without a request: None = every project the user is a member of.
-        key.user._key_project_ids = None if key.project_ids is None else frozenset(key.project_ids)
-        return key.user, key
+        return authenticate_secret(parts[1])
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from rest_framework.request import Request
     from rest_framework.views import APIView
 
+    from accounts.models import ApiKey
+
 # Imported by DRF's settings while rest_framework.views loads (config.errors imports that), so the app modules
 # it needs (models, errors) are imported inside has_permission.
 _UNDECLARED = object()
@@ -61,7 +63,6 @@ class KeyScopePermission(BasePermission):
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         from accounts.models import ApiKey
-        from config.errors import InsufficientScope
 
         key = request.auth
         if not isinstance(key, ApiKey):
@@ -69,10 +70,17 @@ class KeyScopePermission(BasePermission):
         needed = scope_for(view, request.method)
         if needed is None:
             return True
-        wanted = (needed,) if isinstance(needed, str) else tuple(needed)
-        missing = [s for s in wanted if not key.has_scope(s)]
-        if missing:
-            raise InsufficientScope(
-                f"This API key lacks the {missing[0]!r} scope that this operation needs; "
-                f"it has: {', '.join(key.scopes) or 'none'}.", extra={"required_scope": missing[0]})
+        require_scopes(key, (needed,) if isinstance(needed, str) else tuple(needed))
         return True
+
+
+def require_scopes(key: ApiKey, wanted: tuple[str, ...]) -> None:
+    """Raise 403 insufficient_scope (with `required_scope`) unless the key has every scope in `wanted`; the DRF
+    permission above and the MCP server's tools (search.mcp_server) refuse with the same error."""
+    from config.errors import InsufficientScope
+
+    missing = [s for s in wanted if not key.has_scope(s)]
+    if missing:
+        raise InsufficientScope(
+            f"This API key lacks the {missing[0]!r} scope that this operation needs; "
+            f"it has: {', '.join(key.scopes) or 'none'}.", extra={"required_scope": missing[0]})

@@ -7,6 +7,7 @@ from config.views import healthz, home
 from people import pages as people_pages
 from search import pages as search_pages
 from search.dashboard_views import dashboard
+from search.mcp_http import mcp_endpoint
 
 handler400 = "config.errors.json_400"
 handler404 = "config.errors.json_404"
@@ -16,6 +17,7 @@ urlpatterns = [
     path("admin/dashboard/", admin.site.admin_view(dashboard), name="admin-dashboard"),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("mcp", mcp_endpoint, name="mcp"),  # the MCP server over streamable HTTP (search/mcp_http.py)
     path("accounts/", include("django.contrib.auth.urls")),
     path("", home, name="home"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

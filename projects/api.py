@@ -104,11 +104,8 @@ class DatasetListView(APIView):
                    tags=["projects"], description="Every dataset the project can search: own, global and shared.")
     def get(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
-        rows = sharing.visible_datasets(project=project)
-        mine = {p["project"].pk for p in sharing.projects_of(user=request.user)}
-        data = [dict(DatasetSerializer(r["dataset"]).data, access=r["access"],
-                     **({"project": None} if r["dataset"].project_id not in mine and r["access"] == "global" else {}))
-                for r in rows]
+        data = [dict(DatasetSerializer(r["dataset"]).data, access=r["access"], project=r["owner"])
+                for r in sharing.datasets_seen_by(user=request.user, project=project)]
         return Response(data)
 
     @extend_schema(operation_id="datasets_create", request=DatasetCreateSerializer,

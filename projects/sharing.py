@@ -32,6 +32,18 @@ def visible_datasets(*, project: Project) -> list[dict]:
     return out
 
 
+def datasets_seen_by(*, user: User, project: Project) -> list[dict]:
+    """visible_datasets for one caller, each row with `owner`: the owning project's slug, or None for a global
+    dataset of a project the caller is not in (its name does not leak). The API's dataset list and the MCP
+    server's list_datasets both read this."""
+    rows = visible_datasets(project=project)
+    mine = {p["project"].pk for p in projects_of(user=user)}
+    for r in rows:
+        ds = r["dataset"]
+        r["owner"] = None if ds.project_id not in mine and r["access"] == "global" else ds.project.slug
+    return rows
+
+
 def create_dataset(*, user: User, project: Project, name: str, kind: str, description: str = "",
                    is_global: bool = False) -> Dataset:
     """Owners and editors add datasets; only staff may mark one global (it is visible to every project)."""

@@ -176,7 +176,14 @@ class QuerySession(models.Model):
     search_session_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="query_sessions")
+    class Source(models.TextChoices):
+        API = "api", "API"
+        PAGE = "page", "search page"
+        MCP = "mcp", "MCP server"
+
     kind = models.CharField(max_length=16, default="context")  # context | rules
+    # where the query came from: the DRF API, the server-rendered pages, or the MCP server (search.mcp_server)
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.API, db_index=True)
     query = models.TextField()
     filters = models.JSONField(default=dict, blank=True)
     reranker = models.CharField(max_length=200, blank=True, default="")

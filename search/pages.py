@@ -46,7 +46,7 @@ def context_search(request: HttpRequest) -> HttpResponse:
         try:
             project = project_for_member(user=request.user, slug=form["project"])
             result = run_query(user=request.user, project=project, q=form["q"], filters=filters or None,
-                               include_global=form["include_global"])
+                               include_global=form["include_global"], source="page")
             for r in result.results:
                 r["lines"] = _numbered(r["text"], r["start_line"])
             ctx["result"] = result
@@ -104,7 +104,7 @@ def _rules_search_fn(request: HttpRequest, form: dict[str, Any]) -> tuple[str, C
     project = project_for_member(user=request.user, slug=form["project"])
     params = validate_rules_params({"q": form["q"], "book": form["book"] or None, "graph": form["graph"]})
     q = params.pop("q")
-    found = rules_search(user=request.user, project=project, q=q, **params)
+    found = rules_search(user=request.user, project=project, q=q, source="page", **params)
     return q, (lambda: found)
 
 

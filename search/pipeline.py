@@ -248,7 +248,7 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
               extra_filter: dict[str, Any] | None = None,
               post_fusion_hook: Callable[[list[Candidate]], list[Candidate]] | None = None, log: bool = True,
               kind: str = "context", budget_tokens: int = DEFAULT_BUDGET, legs: str = "hybrid",
-              index: VectorIndex | None = None) -> QueryResult:
+              index: VectorIndex | None = None, source: str = "api") -> QueryResult:
     """The one query service. Caller must already be authorised for `project` (membership).
 
     A read: it never applies the index outbox (that is the applier's job, search/applier.py), so it never
@@ -313,7 +313,7 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
     session_id = None
     if log:
         t = time.perf_counter()
-        session_id = log_query(user=user, project=project, q=q, kind=kind, reranker=reranker_name,
+        session_id = log_query(user=user, project=project, q=q, kind=kind, source=source, reranker=reranker_name,
                                filters={"filters": filters or {}, "include_global": include_global, "top_k": top_k,
                                         "candidates": candidates, "fusion": fusion, "rerank": do_rerank,
                                         "extra_filter": extra_filter or {}},
@@ -325,13 +325,13 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
 
 
 def log_query(*, user: User | None, project: Project, q: str, kind: str, reranker: str | None, filters: dict[str, Any],
-              cands: list[Candidate], timings: dict[str, float], result_count: int) -> str:
+              cands: list[Candidate], timings: dict[str, float], result_count: int, source: str = "api") -> str:
     """One QuerySession + one RerankResult per candidate, in one transaction and one bulk insert."""
     from search.models import QuerySession, RerankResult
 
     with transaction.atomic():
         session = QuerySession.objects.create(user=user if getattr(user, "pk", None) else None, project=project,
-                                              kind=kind, query=q, filters=filters, reranker=reranker or "",
+                                              kind=kind, source=source, query=q, filters=filters, reranker=reranker or "",
                                               timings=dict(timings), result_count=result_count)
         RerankResult.objects.bulk_create([
             RerankResult(session=session, chunk_id=c.chunk_id, dataset_id=c.chunk.dataset_id, project_id=project.pk,

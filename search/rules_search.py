@@ -101,7 +101,7 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
                  decay: float = DEFAULTS["decay"], graph_top_k: int = DEFAULTS["graph_top_k"],
                  graph_strength: float = DEFAULTS["graph_strength"], top_k: int = DEFAULTS["top_k"],
                  candidates: int = DEFAULTS["candidates"], rerank: bool = DEFAULTS["rerank"],
-                 log: bool = True) -> dict[str, Any]:
+                 log: bool = True, source: str = "api") -> dict[str, Any]:
     """Search the project's rulebooks. Returns {results, analysis, filters, graph, timings_ms, search_session_id}."""
     from projects.access import accessible_dataset_ids
     from search.pipeline import run_query
@@ -129,7 +129,8 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
                                                  "kind": ["rules"]})
 
     res = run_query(user=user, project=project, q=q, top_k=top_k, candidates=candidates, fusion=fusion,
-                    rerank=rerank, extra_filter=extra, post_fusion_hook=hook, log=log, kind="rules")
+                    rerank=rerank, extra_filter=extra, post_fusion_hook=hook, log=log, kind="rules",
+                    source=source)
     by_id = {c.chunk_id: c for c in res.candidates}
     results = []
     for r in res.results:

@@ -121,7 +121,7 @@ def test_anonymous_gets_401_json_on_api_and_login_redirect_on_pages(db):
             resp = getattr(client, method)(path)
             checked += 1
             where = f"{method.upper()} {path} -> {resp.status_code}"
-            if path.startswith("/api/"):
+            if path.startswith("/api/") or path == "/mcp":  # /mcp: the MCP server, Bearer keys like the API
                 if resp.status_code not in (401, 403):
                     problems.append(where)
                 elif "application/json" not in resp["Content-Type"] or "code" not in resp.json():

@@ -1,0 +1,74 @@
+"""POST /mcp: the MCP server over streamable HTTP, inside the Django app (WSGI: runserver, gunicorn).
+
+Why a plain Django view: the app is served by WSGI, and the SDK's transport is ASGI. Each request is
+authenticated here with the API's own Bearer keys (accounts.authentication: a wrong or revoked key is 401
+authentication_failed, an expired one 401 key_expired, none 401 not_authenticated: the API's JSON errors), then
+handed to the SDK's streamable-HTTP transport in stateless, JSON-response mode (search.mcp_server.serve_http)
+through async_to_sync: one request in, one JSON-RPC answer out, nothing kept between requests, so any number
+of web processes can serve it. The tools' Django work runs back on this request's thread (thread-sensitive
+sync_to_async), inside the request's middleware (statement timeout, input guard). No CSRF: a Bearer key, not a
+cookie, authenticates. GET (a server-to-client stream) and DELETE (end a session) answer 405: stateless.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import async_to_sync
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework import exceptions
+
+from accounts.authentication import ApiKeyAuthentication
+from config.errors import error_body
+
+if TYPE_CHECKING:
+    from search.mcp_server import Caller
+
+_SKIP_HEADERS = {"content-length", "transfer-encoding", "connection"}
+
+
+def _unauthorized(code: str, detail: str) -> JsonResponse:
+    resp = JsonResponse(error_body(code, detail), status=401)
+    resp["WWW-Authenticate"] = 'Bearer realm="api"'
+    return resp
+
+
+def _caller(request: HttpRequest) -> Caller | JsonResponse:
+    from search.mcp_server import Caller
+
+    try:
+        found = ApiKeyAuthentication().authenticate(request)  # reads the Authorization header only
+    except exceptions.AuthenticationFailed as exc:
+        return _unauthorized(str(exc.default_code), str(exc.detail))
+    if found is None:
+        exc = exceptions.NotAuthenticated()
+        return _unauthorized(str(exc.default_code), "Use 'Authorization: Bearer <api key>'.")
+    user, key = found
+    request.user = user
+    return Caller(user=user, key=key, request=request, transport="http")
+
+
+def _scope(request: HttpRequest) -> dict[str, Any]:
+    headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in request.headers.items()]
+    host, _, port = request.get_host().partition(":")
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": request.method,
+            "scheme": request.scheme, "path": request.path, "raw_path": request.path.encode(),
+            "root_path": "", "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"),
+            "headers": headers, "client": (request.META.get("REMOTE_ADDR", ""), 0),
+            "server": (host, int(port) if port.isdigit() else (443 if request.is_secure() else 80))}
+
+
+@csrf_exempt
+def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+    from search.mcp_server import serve_http
+
+    caller = _caller(request)
+    if isinstance(caller, JsonResponse):
+        return caller
+    status, headers, body = async_to_sync(serve_http)(_scope(request), request.body, caller)
+    resp = HttpResponse(body, status=status)
+    for name, value in headers:
+        key = name.decode("latin-1")
+        if key.lower() not in _SKIP_HEADERS:
+            resp[key] = value.decode("latin-1")
+    return resp
