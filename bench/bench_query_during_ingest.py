@@ -4,7 +4,9 @@ Why: issue 18 §3. `run_query` used to apply the index outbox on every query
 (and could wait up to 60 s for the applier lock), so queries during an ingest
 paid for the ingest's index writes. Now the process that owns the embedded
 store applies in a background thread woken by Postgres NOTIFY
-(search/applier.py) and a query only reads. Both modes run in the same run on
+(search/applier.py) and a query only reads; between batches it waits (bounded)
+for the queries in flight. Three modes (query-time apply; the applier without
+yielding, in 512-point batches; the applier as shipped) run in the same run on
 the same corpus, through the real runner: the ingest runs in its own process
 (`manage.py ingest --sync --no-apply`, as a Celery worker would: it writes
 Postgres only), while this process owns the index and queries it.
@@ -28,6 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, p50, pct, setup_django, table, write_result
+
+INTERVAL_S = 0.1  # 10 queries/s during the ingest: about a third of what this process serves when idle
 
 
 def cpu_flags() -> str:
@@ -56,7 +60,7 @@ def drain(index) -> None:
 
 
 def measure(*, mode: str, project, source: Path, index, queries: list[str]) -> dict:
-    """Queries back to back while one ingest runs; mode "before" applies the outbox inside each query's time."""
+    """Queries at a fixed rate while one ingest runs; mode "before" applies the outbox inside each query's time."""
     from search.applier import BackgroundApplier
     from search.index import APPLY_BATCH, apply_outbox, wait_until_indexed
     from search.models import Chunk
@@ -70,16 +74,26 @@ def measure(*, mode: str, project, source: Path, index, queries: list[str]) -> d
     lat, applied_in_query = [], 0
     t0 = time.perf_counter()
     proc = ingest_process(project=project.slug, dataset=f"during-{mode}", source=source)
-    i = 0
-    while proc.poll() is None:
+    i, ingest_end = 0, None
+    while True:
+        # Open loop: queries are due every INTERVAL_S whatever happened before, and each one's latency runs from
+        # when it was due, so a stall counts once for every query that arrived during it (as it would for the
+        # clients of a server), not once for the one query that happened to be running. Every query due before
+        # the ingest ended is served and counted, also when the ingest ended while this loop was stalled.
+        if ingest_end is None and proc.poll() is not None:
+            ingest_end = time.perf_counter()
+        due = t0 + i * INTERVAL_S
+        if ingest_end is not None and due >= ingest_end:
+            break
         q = queries[i % len(queries)]
         i += 1
-        t = time.perf_counter()
+        if (wait := due - time.perf_counter()) > 0:
+            time.sleep(wait)
         if mode == "before":  # what run_query did before: apply_outbox(index) first, under the applier lock
             applied_in_query += apply_outbox(index=index)
         run_query(user=None, project=project, q=q, include_global=False, rerank=False, log=False, kind="bench")
-        lat.append((time.perf_counter() - t) * 1000)
-    ingest_s = time.perf_counter() - t0
+        lat.append((time.perf_counter() - due) * 1000)
+    ingest_s = ingest_end - t0
     if proc.returncode:
         raise SystemExit(f"ingest failed: {proc.stderr.read().decode()[-2000:]}")
     t = time.perf_counter()
@@ -148,8 +162,10 @@ def main() -> None:
         f"## Query latency during a {runs[0]['chunks']:,}-chunk ingest (run_query, hybrid, no reranker)", "",
         table(["mode", "queries", "p50 ms", "p95 ms", "max ms", "ingest (other process)",
                "outbox rows applied inside queries", "index caught up s after ingest"], rows), "",
+        f"Queries are due every {INTERVAL_S * 1000:.0f} ms (open loop): a query's latency runs from when it was "
+        f"due, so one that waits behind a stall counts the wait. "
         f"The ingest runs through the real runner in its own process (`manage.py ingest --sync --no-apply`, "
-        f"as a Celery worker would); this process owns the embedded Qdrant store and queries it back to back. "
+        f"as a Celery worker would); this process owns the embedded Qdrant store and queries it. "
         f"The embedding cache was filled first by an untimed ingest of the same corpus ({warm_s:.0f} s), so "
         f"each measured ingest re-embeds nothing: it is chunking, Postgres writes and index application. "
         f"Embedding precision {resolve_precision(settings.EMBEDDING_PRECISION)}.", "",
