@@ -440,6 +440,16 @@ async def serve_http(scope: dict[str, Any], body: bytes, caller: Caller) -> tupl
     return status, headers, b"".join(chunks)
 
 
+def http_client(url: str, secret: str, *, timeout_s: float = 240.0) -> Any:
+    """An SDK client for a running server's /mcp (streamable HTTP), sending `secret` as its Bearer key."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=httpx2.Timeout(timeout_s))
+    return Client(streamable_http_client(url, http_client=http))
+
+
 @contextlib.asynccontextmanager
 async def in_process_client(caller: Caller) -> AsyncIterator[Any]:
     """An SDK client connected to this server in-process, as `caller` (the selftest uses it)."""

@@ -378,12 +378,26 @@ def live_shop(live_server, edge_index, code_repo, make_user, make_project):
 
 
 def _http_client(url: str, secret: str) -> Any:
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
+    from search.mcp_server import http_client
 
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=httpx2.Timeout(240))
-    return Client(streamable_http_client(url, http_client=http))
+    return http_client(url, secret)
+
+
+def test_selftest_checks_a_running_server_over_http(live_shop):
+    """`manage.py mcp --selftest --url` works while another process holds the embedded store (make run)."""
+    import io
+
+    from django.core.management import call_command
+
+    from search.models import QuerySession
+
+    out = io.StringIO()
+    call_command("mcp", selftest=True, url=live_shop["url"], key=_key(live_shop["alice"]), project="shop",
+                 query=Q, stdout=out)
+    text = out.getvalue()
+    assert f"over streamable HTTP: {live_shop['url']}" in text and "selftest passed" in text
+    assert "billing/ledger.py" in text
+    assert QuerySession.objects.filter(source="mcp", user=live_shop["alice"]).count() == 1
 
 
 def test_http_server_lists_tools_searches_reads_resources_and_logs_as_mcp(live_shop):

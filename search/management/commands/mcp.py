@@ -1,7 +1,9 @@
 """`manage.py mcp --key <API key>`: the MCP server over stdio, for editors and agents that launch a local process.
 
 `--selftest` lists the tools and runs one search through the same server (an in-process MCP client), prints a
-one-screen summary and exits 0 when both worked, 1 otherwise. A key that is wrong, revoked or expired is refused
+one-screen summary and exits 0 when both worked, 1 otherwise. With `--url http://host:8000/mcp` it checks a
+running server over streamable HTTP instead: the way to check while `make run` serves, since the embedded
+Qdrant store admits one open handle and the server holds it. A key that is wrong, revoked or expired is refused
 before anything is served (exit 1, with the reason). PLATFORM_API_KEY works in place of --key, so the secret need
 not sit in an editor's config file.
 """
@@ -25,6 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--selftest", action="store_true", help="list the tools, run one search, exit 0/1")
         parser.add_argument("--project", default="", help="selftest: the project to search (default: the first)")
         parser.add_argument("--query", default="main entry point", help="selftest: the query to run")
+        parser.add_argument("--url", default="", help="selftest: a running server's /mcp to check over HTTP")
 
     def handle(self, *args: object, **opts: Any) -> None:
         from search.mcp_server import caller_for_secret, serve_stdio
@@ -38,18 +41,20 @@ class Command(BaseCommand):
         except AuthenticationFailed as exc:
             raise CommandError(f"The API key was refused ({exc.default_code}): {exc.detail}") from None
         if opts["selftest"]:
-            ok = anyio.run(self._selftest, caller, opts["project"], opts["query"])
+            ok = anyio.run(self._selftest, caller, opts["project"], opts["query"], opts["url"], secret)
             if not ok:
                 sys.exit(1)
             return
         anyio.run(serve_stdio, caller)
 
-    async def _selftest(self, caller: Any, project: str, query: str) -> bool:
-        from search.mcp_server import in_process_client
+    async def _selftest(self, caller: Any, project: str, query: str, url: str, secret: str) -> bool:
+        from search.mcp_server import http_client, in_process_client
 
         out = self.stdout
         t0 = time.perf_counter()
-        async with in_process_client(caller) as client:
+        async with (http_client(url, secret) if url else in_process_client(caller)) as client:
+            if url:
+                out.write(f"over streamable HTTP: {url}")
             tools = (await client.list_tools()).tools
             out.write(f"MCP server OK as {caller.user.email} (key {caller.key.prefix}, scopes "
                       f"{', '.join(caller.key.scopes)})")
