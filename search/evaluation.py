@@ -80,36 +80,62 @@ class BeirCollection:
     qrels: dict[str, dict[str, int]]
 
 
+def _read_jsonl(path: Path, *, need: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Records of a JSON-lines file; a bad line is a ValueError naming the file and line, never a KeyError."""
+    out = []
+    with path.open() as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(rec, dict) or any(k not in rec for k in need):
+                raise ValueError(f"{path}:{n}: expected a JSON object with {', '.join(need)}")
+            out.append(rec)
+    return out
+
+
 def load_beir(path: str | Path, *, max_queries: int | None = None) -> BeirCollection:
-    """Read a BEIR folder; only queries with test judgements are kept."""
+    """Read a BEIR folder; only queries with test judgements are kept.
+
+    Bad input is a FileNotFoundError or a ValueError that names the file and line: a qrels row that is not
+    `query-id<TAB>corpus-id<TAB>integer score` (a header is allowed on line 1 only), a qrels row naming a
+    query that queries.jsonl lacks, a JSON line that does not parse or lacks `_id`/`text`.
+    """
     root = Path(path)
-    if not (root / "corpus.jsonl").exists() or not (root / "queries.jsonl").exists():
-        raise FileNotFoundError(f"{root} has no corpus.jsonl / queries.jsonl")
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        if not (root / name).exists():
+            raise FileNotFoundError(f"{root} has no {name} (a BEIR folder needs corpus.jsonl and queries.jsonl)")
     qrels_path = next((p for p in (root / "qrels_test.tsv", root / "qrels" / "test.tsv") if p.exists()), None)
     if qrels_path is None:
         raise FileNotFoundError(f"{root} has neither qrels_test.tsv nor qrels/test.tsv")
+    all_queries = {str(rec["_id"]): str(rec["text"])
+                   for rec in _read_jsonl(root / "queries.jsonl", need=("_id", "text"))}
     qrels: dict[str, dict[str, int]] = {}
     with qrels_path.open(newline="") as fh:
-        for row in csv.reader(fh, delimiter="\t"):
-            if len(row) < 3 or not row[2].strip().lstrip("-").isdigit():
-                continue  # header
-            qrels.setdefault(row[0], {})[row[1]] = int(row[2])
-    queries = {}
-    with (root / "queries.jsonl").open() as fh:
-        for line in fh:
-            if line.strip():
-                rec = json.loads(line)
-                if str(rec["_id"]) in qrels:
-                    queries[str(rec["_id"])] = rec["text"]
+        for n, row in enumerate(csv.reader(fh, delimiter="\t"), start=1):
+            if not row or not any(c.strip() for c in row):
+                continue
+            score = row[2].strip() if len(row) >= 3 else ""
+            if not score.lstrip("-").isdigit():
+                if n == 1 and len(row) >= 3:
+                    continue  # header
+                raw = "\t".join(row)
+                raise ValueError(f"{qrels_path}:{n}: expected 'query-id<TAB>corpus-id<TAB>integer score', "
+                                 f"got {raw!r}")
+            qid = row[0].strip()
+            if qid not in all_queries:
+                raise ValueError(f"{qrels_path}:{n}: query {qid!r} is not in {root / 'queries.jsonl'}")
+            qrels.setdefault(qid, {})[row[1].strip()] = int(score)
+    queries = {q: t for q, t in all_queries.items() if q in qrels}
     if max_queries:
         queries = dict(list(queries.items())[:max_queries])
     qrels = {q: d for q, d in qrels.items() if q in queries}
     corpus = {}
-    with (root / "corpus.jsonl").open() as fh:
-        for line in fh:
-            if line.strip():
-                rec = json.loads(line)
-                corpus[str(rec["_id"])] = {"title": rec.get("title") or "", "text": rec.get("text") or ""}
+    for rec in _read_jsonl(root / "corpus.jsonl", need=("_id",)):
+        corpus[str(rec["_id"])] = {"title": rec.get("title") or "", "text": rec.get("text") or ""}
     return BeirCollection(name=root.name, path=root, corpus=corpus, queries=queries, qrels=qrels)
 
 
