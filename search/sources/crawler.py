@@ -29,9 +29,11 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.utils import timezone
 
+from config.errors import BadInput
 from search.ingest.base import DocumentDraft
 from search.ingest.runner import Skip, delete_documents, sync_documents
 from search.ingest.web import web_document_from_bytes
+from search.sources import netguard
 from search.sources.fetcher import Fetched, Fetcher
 from search.sources.links import page_links, sitemap_entries
 from search.sources.urls import Scope, normalize_url, origin
@@ -132,9 +134,24 @@ class _Crawl:
 
     def start(self) -> None:
         """Seeds, then every sitemap's pages, then every page the dataset already holds (re-visited even when
-        nothing links to it any more; the pages of a changed scope are removed)."""
+        nothing links to it any more; the pages of a changed scope are removed).
+
+        Every seed's host is checked again (DNS may have changed since the source was set): an unsafe seed is
+        not crawled, and when no seed is left the sync fails with that error (it lands on the Source's
+        last_error) rather than finishing "successfully" with nothing fetched."""
+        refused: list[BadInput] = []
+        self.safe_seeds: list[str] = []
         for s in self.scope.seeds:
+            try:
+                netguard.check_url(s)
+            except BadInput as exc:
+                refused.append(exc)
+                self.note("errors", f"{s}: {exc.code}: {exc.detail}")
+                continue
+            self.safe_seeds.append(s)
             self.enqueue(s, depth=0, seed=True)
+        if refused and len(refused) == len(self.scope.seeds):
+            raise refused[0]
         self._read_sitemaps()
         for path, (_h, meta) in sorted(self.stored.items(), key=lambda kv: (kv[1][1].get("depth", 0), kv[0])):
             url = meta.get("fetched_url") or path
@@ -146,7 +163,7 @@ class _Crawl:
     def _read_sitemaps(self) -> None:
         """/sitemap.xml of each seed's origin and the Sitemap: lines of its robots.txt (on a seed's origin only);
         an index is followed one level down. Missing sitemaps are normal and not reported."""
-        origins = list(dict.fromkeys(origin(s) for s in self.scope.seeds))
+        origins = list(dict.fromkeys(origin(s) for s in self.safe_seeds))
         todo: deque[str] = deque()
         for o in origins:
             todo.append(o + "/sitemap.xml")

@@ -189,12 +189,12 @@ class Fetcher:
             seen.add(current)
             if hop and not follow(current):
                 return Fetched(url=url, final_url=current, outcome="out_of_scope")
-            if check_robots and hop and not self.allowed(current):
-                return Fetched(url=url, final_url=current, outcome="robots")
-            try:
+            try:  # before robots.txt: an unsafe host gets no request at all, not even for its robots.txt
                 address = netguard.pinned_address(current)
             except BadInput as exc:  # unsafe_address, unresolvable_host
                 return Fetched(url=url, final_url=current, outcome="error", error=f"{exc.code}: {exc.detail}")
+            if check_robots and hop and not self.allowed(current):
+                return Fetched(url=url, final_url=current, outcome="robots")
             got, location = self._request(current, address=address, accept=accept, max_bytes=max_bytes,
                                           etag=etag, last_modified=last_modified)
             got.url = url
