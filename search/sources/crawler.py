@@ -48,6 +48,10 @@ LIST_CAP = 200  # per list in job.result
 MAX_STORED_LINKS = 500  # outgoing links kept per page for re-crawls
 MAX_SITEMAPS = 20  # sitemap files read per crawl (an index may list thousands)
 MAX_WORKERS = 16
+# Fetches queued ahead per worker thread: the threads keep fetching (politely) while this thread extracts and
+# embeds, so a first crawl's time is max(network, embedding) rather than their sum. Bounds memory: at most
+# workers * READAHEAD bodies of SOURCES_MAX_PAGE_BYTES wait here.
+READAHEAD = 4
 MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown", "text/plain"})
 
 
@@ -196,7 +200,7 @@ class _Crawl:
         try:
             self.start()
             while self.frontier or pending:
-                while self.frontier and len(pending) < workers:
+                while self.frontier and len(pending) < workers * READAHEAD:
                     if self.requested >= self.max_pages:
                         self.stopped = f"max_pages ({self.max_pages}) reached"
                         break
