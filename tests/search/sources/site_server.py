@@ -162,3 +162,100 @@ def html_page(title: str, text: str, *, links: list[str] = (), head: str = "") -
             f"<p>{text} This paragraph explains {title.lower()} in enough words for the extractor to keep it.</p>"
             f"<h2>Details about {title}</h2><p>More about {title.lower()}: {text}</p></article>"
             f"<ul>{items}</ul></body></html>")
+
+
+class SiteProcess:
+    """A LocalSite in a process of its own, driven over a pipe, with the same methods.
+
+    Why: a server thread inside the crawler's process waits for the GIL while the crawler extracts and embeds, so
+    its arrival times (what a politeness check measures) would carry the crawler's own scheduling delays. In its
+    own process the server stamps a request when it arrives. CLOCK_MONOTONIC is system-wide, so only gaps between
+    its own stamps are compared anyway."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch and DB threads
+        self._conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve_child, args=(child, host), daemon=True)
+        self.proc.start()
+        self.host = host
+        self.port = self._conn.recv()
+
+    def _call(self, name: str, *args, **kwargs):
+        self._conn.send((name, args, kwargs))
+        ok, value = self._conn.recv()
+        if not ok:
+            raise RuntimeError(value)
+        return value
+
+    @property
+    def base(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def page(self, path: str, body: str | bytes, **kw) -> Route:
+        return self._call("page", path, body, **kw)
+
+    def redirect(self, path: str, to: str, status: int = 301) -> None:
+        self._call("redirect", path, to, status)
+
+    def remove(self, path: str) -> None:
+        self._call("remove", path)
+
+    def clear_log(self) -> None:
+        self._call("clear_log")
+
+    @property
+    def log(self) -> list[Hit]:
+        return self._call("log")
+
+    @property
+    def sent(self) -> dict[str, int]:
+        return self._call("sent")
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._call("max_in_flight")
+
+    def requested(self, prefix: str = "") -> list[str]:
+        return [h.path for h in self.log if h.path.startswith(prefix)]
+
+    def close(self) -> None:
+        try:
+            self._conn.send(("close", (), {}))
+        except OSError:
+            pass
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+def _serve_child(conn, host: str) -> None:
+    site = LocalSite(host=host)
+    conn.send(site.port)
+    while True:
+        name, args, kwargs = conn.recv()
+        if name == "close":
+            site.close()
+            return
+        try:
+            if name == "remove":
+                value = site.routes.pop(args[0], None) and None
+            elif name == "clear_log":
+                with site._lock:
+                    site.log.clear()
+                    site.max_in_flight = 0
+                value = None
+            elif name == "log":
+                with site._lock:
+                    value = list(site.log)
+            elif name in ("sent", "max_in_flight"):
+                value = getattr(site, name)
+            else:
+                value = getattr(site, name)(*args, **kwargs)
+            conn.send((True, value))
+        except Exception as exc:  # noqa: BLE001 (reported to the test, which raises it)
+            conn.send((False, f"{type(exc).__name__}: {exc}"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.search.sources.site_server import LocalSite, html_page
+from tests.search.sources.site_server import SiteProcess, html_page
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +24,7 @@ def crawl_settings(settings):
 
 @pytest.fixture
 def site():
-    s = LocalSite()
+    s = SiteProcess()  # its own process: arrival times free of the crawler's GIL
     yield s
     s.close()
 
@@ -62,7 +62,7 @@ INDEX_LINKS = ["a.html", "b.html?utm_source=news&utm_campaign=x#intro", "/b.html
                "/index.html", "mailto:team@example.com"]
 
 
-def build_site(site: LocalSite) -> None:
+def build_site(site: SiteProcess) -> None:
     site.page("/robots.txt", f"User-agent: *\nDisallow: /private/\nCrawl-delay: {CRAWL_DELAY}\n"
                              f"Sitemap: {site.url('/sitemap.xml')}\n", content_type="text/plain")
     site.page("/sitemap.xml", '<?xml version="1.0" encoding="UTF-8"?>'
@@ -100,7 +100,7 @@ def build_site(site: LocalSite) -> None:
     site.page("/from-sitemap.html", html_page("Orphan", "Only the sitemap knows this page."))
 
 
-def expected_first(site: LocalSite) -> set[str]:
+def expected_first(site: SiteProcess) -> set[str]:
     return {site.url(p) for p in ("/", "/a.html", "/b.html", "/c.html", "/moved.html", "/gone404.html",
                                   "/gone410.html", "/notes.md", "/deep/1.html", "/deep/2.html", "/deep/3.html",
                                   "/from-sitemap.html")}
@@ -140,25 +140,27 @@ def test_first_crawl_indexes_exactly_the_pages_in_scope_and_a_recrawl_follows_th
         site.url("/old")
 
     # on the wire: one request per URL, the bot's name on each, nothing disallowed or beyond the caps
-    paths = site.requested()
+    log = site.log
+    paths = [h.path for h in log]
     assert paths.count("/b.html") == 1 and "/c.html" not in paths and "/hop/7" not in paths
     assert not site.requested("/private/") and "/deep/4.html" not in paths
-    assert {h.headers.get("user-agent") for h in site.log} == {crawl_settings.SOURCES_USER_AGENT}
+    assert {h.headers.get("user-agent") for h in log} == {crawl_settings.SOURCES_USER_AGENT}
     assert site.sent["/huge.html"] < HUGE // 2  # it stopped reading; the page was never loaded whole
-    starts = sorted(h.t for h in site.log)
+    starts = sorted(h.t for h in log)
     gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
     assert min(gaps) >= CRAWL_DELAY - 0.01, sorted(gaps)[:3]  # 10 ms: arrival jitter on loopback
 
     # the site changes: / drops its link to a.html and links new.html, b.html is edited, two pages disappear
+    etag_a = Document.objects.get(dataset=web_dataset, path=site.url("/a.html")).meta["etag"]
     chunks_a = set(Chunk.objects.filter(document__path=site.url("/a.html")).values_list("pk", flat=True))
     site.page("/", html_page("Home", "Welcome back to the handbook.", links=[
         "/b.html", "/new.html", "/gone404.html", "/gone410.html", "print/c.html"]))
     site.page("/b.html", html_page("Beta", "Beta pages now talk about wasps."), etag=False,
               last_modified="Tue, 03 Nov 2026 10:00:00 GMT")
     site.page("/new.html", html_page("New", "A brand new page about kites."))
-    del site.routes["/gone404.html"]
+    site.remove("/gone404.html")
     site.page("/gone410.html", b"", status=410)
-    site.log.clear()
+    site.clear_log()
 
     job2 = sync(web_dataset)
     assert job2.status == "done", job2.error
@@ -168,13 +170,14 @@ def test_first_crawl_indexes_exactly_the_pages_in_scope_and_a_recrawl_follows_th
     assert set(r2["indexed"]) == {site.url("/"), site.url("/b.html"), site.url("/new.html")}
     assert set(r2["removed"]) == {site.url("/gone404.html"), site.url("/gone410.html")}
     # everything else answered 304 to its validators, and nothing unchanged was rewritten
-    not_modified = {h.path for h in site.log if h.status == 304}
+    log = site.log
+    not_modified = {h.path for h in log if h.status == 304}
     assert {"/a.html", "/print/c.html", "/moved.html", "/notes.md", "/from-sitemap.html", "/deep/1.html"} <= \
         not_modified
-    assert r2["not_modified"] == len([h for h in site.log if h.status == 304])
-    a_hit = next(h for h in site.log if h.path == "/a.html")  # re-visited although nothing links to it now
-    assert a_hit.headers["if-none-match"] == site.routes["/a.html"].etag
-    b_hit = next(h for h in site.log if h.path == "/b.html")
+    assert r2["not_modified"] == len([h for h in log if h.status == 304])
+    a_hit = next(h for h in log if h.path == "/a.html")  # re-visited although nothing links to it now
+    assert etag_a and a_hit.headers["if-none-match"] == etag_a
+    b_hit = next(h for h in log if h.path == "/b.html")
     assert b_hit.headers["if-modified-since"] == "Mon, 02 Nov 2026 10:00:00 GMT" and b_hit.status == 200
     assert set(Chunk.objects.filter(document__path=site.url("/a.html")).values_list("pk", flat=True)) == chunks_a
     texts = " ".join(Chunk.objects.filter(document__path=site.url("/b.html")).values_list("text", flat=True))
@@ -231,7 +234,7 @@ def test_an_unreachable_robots_txt_fetches_nothing_and_keeps_what_was_stored(cra
     assert sync(web_dataset).status == "done"
     assert stored(web_dataset) == {site.url("/"), site.url("/a.html")}
     site.page("/robots.txt", b"oops", status=503)
-    site.log.clear()
+    site.clear_log()
     job = sync(web_dataset)
     assert job.status == "done"
     assert site.requested() == ["/robots.txt"]
