@@ -78,9 +78,11 @@ class _Crawl:
                                delay_s=settings.SOURCES_CRAWL_DELAY_S, per_host=settings.SOURCES_PER_HOST_CONCURRENCY,
                                max_page_bytes=settings.SOURCES_MAX_PAGE_BYTES, in_scope=self.scope.contains)
         self.max_total = settings.SOURCES_MAX_TOTAL_BYTES
-        # what the dataset holds: path -> (content hash, meta); any URL we may fetch -> the path it is stored as
+        # the pages an earlier crawl stored (meta.fetched_url marks them; documents pushed or uploaded into the
+        # same dataset are not the crawl's to re-visit or remove): path -> (content hash, meta); and any URL we may
+        # fetch -> the path it is stored as
         self.stored: dict[str, tuple[str, dict[str, Any]]] = {
-            p: (h, m or {}) for p, h, m in Document.objects.filter(dataset=self.dataset)
+            p: (h, m) for p, h, m in Document.objects.filter(dataset=self.dataset, meta__has_key="fetched_url")
             .values_list("path", "content_hash", "meta")}
         self.by_url: dict[str, str] = {}
         for path, (_h, meta) in self.stored.items():
@@ -253,6 +255,7 @@ class _Crawl:
         if got.outcome == "not_modified":
             self.counts["not_modified"] += 1
             if stored_path:
+                self.queued.add(stored_path)
                 for link in self.stored[stored_path][1].get("links", []):
                     self.enqueue(link, depth=item.depth + 1)
             return self._keep(stored_path, item.url)
@@ -288,7 +291,7 @@ class _Crawl:
         final = got.final_url or item.url
         self.queued.add(final)
         html = got.content_type not in MARKDOWN_TYPES
-        text = got.body.decode(got.charset or "utf-8", errors="replace") if html else ""
+        text = _decode(got.body, got.charset) if html else ""
         found = page_links(text, url=final) if html else None
         identity = final
         if found and found.canonical and self.scope.contains(found.canonical):
@@ -336,6 +339,13 @@ class _Crawl:
         draft.size_bytes = len(got.body)
         self.note("indexed", identity)
         return draft
+
+
+def _decode(body: bytes, charset: str) -> str:
+    try:
+        return body.decode(charset or "utf-8", errors="replace")
+    except LookupError:  # a charset name Python does not know
+        return body.decode("utf-8", errors="replace")
 
 
 def crawl_site(*, job: IngestJob, source: Source, progress: Progress | None = None) -> dict[str, Any]:

@@ -57,15 +57,18 @@ class _Host:
     """One origin's politeness: a semaphore for concurrency and a clock that spaces requests by the delay (the
     larger of the setting and robots.txt's Crawl-delay).
 
-    The clock is the moment a request's headers start going out (httpx's trace hook calls `mark`), not the moment
-    a thread asked for a slot: opening a connection takes time, and counting it would let the next request follow
-    the previous one closer than the delay."""
+    The clock is the moment a request's headers were handed to the socket (httpx's trace hook calls `mark`), not
+    the moment a thread was given its turn: opening a connection, or waiting for the GIL while the crawl embeds,
+    takes time, and counting from the turn would let the next request follow closer than the delay. So one
+    request at a time is "sending" (between its turn and its headers), and the next turn waits for that and then
+    for the delay."""
 
     def __init__(self, *, delay_s: float, concurrency: int) -> None:
         self.delay_s = delay_s
         self.slots = threading.BoundedSemaphore(max(1, concurrency))
-        self.clock = threading.Lock()
+        self.clock = threading.Condition()
         self.last_start: float | None = None
+        self.sending = False
         self.robots: Protego | None = None
         self.robots_lock = threading.Lock()
         self.robots_note = ""
@@ -74,22 +77,30 @@ class _Host:
     def slot(self) -> Iterator[None]:
         self.slots.acquire()
         try:
-            while True:
-                with self.clock:
+            with self.clock:
+                while True:
                     now = time.monotonic()
                     due = now if self.last_start is None else self.last_start + self.delay_s
-                    if now >= due:
-                        self.last_start = now  # provisional; `mark` moves it to the real send time
+                    if not self.sending and now >= due:
+                        self.sending, self.last_start = True, now
                         break
-                time.sleep(due - now)
-            yield
+                    self.clock.wait(None if self.sending else due - now)
+            try:
+                yield
+            finally:
+                self._sent()  # no headers went out (refused, failed to connect): the turn still counts
         finally:
             self.slots.release()
 
+    def _sent(self) -> None:
+        with self.clock:
+            if self.sending:
+                self.sending, self.last_start = False, time.monotonic()
+                self.clock.notify_all()
+
     def mark(self, event: str, _info: dict) -> None:
-        if event.endswith("send_request_headers.started"):
-            with self.clock:
-                self.last_start = max(self.last_start or 0.0, time.monotonic())
+        if event.endswith("send_request_headers.complete"):
+            self._sent()
 
 
 class Fetcher:
