@@ -76,8 +76,8 @@ class _Crawl:
         self.max_depth = int(cfg.get("max_depth") if cfg.get("max_depth") is not None else 5)
         self.fetcher = Fetcher(user_agent=settings.SOURCES_USER_AGENT, timeout_s=settings.SOURCES_REQUEST_TIMEOUT_S,
                                delay_s=settings.SOURCES_CRAWL_DELAY_S, per_host=settings.SOURCES_PER_HOST_CONCURRENCY,
-                               max_page_bytes=settings.SOURCES_MAX_PAGE_BYTES, in_scope=self.scope.contains)
-        self.max_total = settings.SOURCES_MAX_TOTAL_BYTES
+                               max_page_bytes=settings.SOURCES_MAX_PAGE_BYTES, in_scope=self.scope.contains,
+                               max_total_bytes=settings.SOURCES_MAX_TOTAL_BYTES)
         # the pages an earlier crawl stored (meta.fetched_url marks them; documents pushed or uploaded into the
         # same dataset are not the crawl's to re-visit or remove): path -> (content hash, meta); and any URL we may
         # fetch -> the path it is stored as
@@ -206,8 +206,8 @@ class _Crawl:
                     if self.requested >= self.max_pages:
                         self.stopped = f"max_pages ({self.max_pages}) reached"
                         break
-                    if self.fetcher.bytes_read >= self.max_total:
-                        self.stopped = f"SOURCES_MAX_TOTAL_BYTES ({self.max_total}) reached"
+                    if self.fetcher.exhausted:
+                        self.stopped = f"SOURCES_MAX_TOTAL_BYTES ({self.fetcher.max_total_bytes}) reached"
                         break
                     item = self.frontier.popleft()
                     if not self.fetcher.allowed(item.url):
@@ -280,6 +280,10 @@ class _Crawl:
             if stored_path:
                 self.remove.add(stored_path)
             return Skip(item.url)
+        if got.outcome == "budget":  # queued before the bytes ran out; not requested: what is stored stays
+            self.requested -= 1
+            self.stopped = f"SOURCES_MAX_TOTAL_BYTES ({self.fetcher.max_total_bytes}) reached"
+            return self._keep(stored_path, item.url)
         if got.outcome == "too_large":
             self.note("too_large", item.url)
             return self._keep(stored_path, item.url)

@@ -39,7 +39,8 @@ class Fetched:
     """What one GET (with its redirects) came to.
 
     outcome: ok | not_modified | gone (404/410) | robots (disallowed, at the URL or a redirect hop) |
-    out_of_scope (a redirect left the crawl's scope) | too_large | content_type | error."""
+    out_of_scope (a redirect left the crawl's scope) | too_large | content_type | budget (the crawl's total bytes
+    were spent; not requested) | error."""
 
     url: str
     outcome: str
@@ -107,12 +108,13 @@ class Fetcher:
     """One crawl's HTTP side. `in_scope` decides whether a redirect may be followed."""
 
     def __init__(self, *, user_agent: str, timeout_s: float, delay_s: float, per_host: int, max_page_bytes: int,
-                 in_scope: Callable[[str], bool]) -> None:
+                 in_scope: Callable[[str], bool], max_total_bytes: int = 0) -> None:
         self.user_agent = user_agent
         self.timeout_s = timeout_s
         self.delay_s = delay_s
         self.per_host = per_host
         self.max_page_bytes = max_page_bytes
+        self.max_total_bytes = max_total_bytes  # 0: no limit
         self.in_scope = in_scope
         self._hosts: dict[str, _Host] = {}
         self._clients: dict[str, httpx.Client] = {}
@@ -123,6 +125,11 @@ class Fetcher:
     @property
     def bytes_read(self) -> int:
         return self._bytes
+
+    @property
+    def exhausted(self) -> bool:
+        """The crawl has read its SOURCES_MAX_TOTAL_BYTES: nothing more is requested."""
+        return bool(self.max_total_bytes) and self._bytes >= self.max_total_bytes
 
     def _count(self, n: int) -> None:
         with self._lock:
@@ -194,6 +201,8 @@ class Fetcher:
     def _get(self, url: str, *, accept: frozenset[str] | None, max_bytes: int, follow: Callable[[str], bool],
              etag: str = "", last_modified: str = "", check_robots: bool = True) -> Fetched:
         current, seen = url, set()
+        if self.exhausted:  # checked here, in the thread, since fetches are queued ahead of the bytes they read
+            return Fetched(url=url, final_url=url, outcome="budget")
         for hop in range(MAX_REDIRECTS + 1):
             if current in seen:
                 return Fetched(url=url, final_url=current, outcome="error", error="redirect loop")

@@ -2,6 +2,8 @@
 re-crawl, and how it behaved on the wire (robots.txt, user agent, crawl delay, concurrency, conditional GETs)."""
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from tests.search.sources.site_server import SiteProcess, html_page
@@ -148,7 +150,9 @@ def test_first_crawl_indexes_exactly_the_pages_in_scope_and_a_recrawl_follows_th
     assert site.sent["/huge.html"] < HUGE // 2  # it stopped reading; the page was never loaded whole
     starts = sorted(h.t for h in log)
     gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
-    assert min(gaps) >= CRAWL_DELAY - 0.01, sorted(gaps)[:3]  # 10 ms: arrival jitter on loopback
+    # the crawler spaces the moments its headers reach the socket; the server stamps them when its own process
+    # gets to run, which on a loaded machine may be a few ms late for one request and not the next
+    assert statistics.median(gaps) >= CRAWL_DELAY and min(gaps) >= CRAWL_DELAY - 0.02, sorted(gaps)[:3]
 
     # the site changes: / drops its link to a.html and links new.html, b.html is edited, two pages disappear
     etag_a = Document.objects.get(dataset=web_dataset, path=site.url("/a.html")).meta["etag"]
@@ -245,3 +249,23 @@ def test_an_unreachable_robots_txt_fetches_nothing_and_keeps_what_was_stored(cra
     assert site.requested() == ["/robots.txt"]
     assert stored(web_dataset) == {site.url("/"), site.url("/a.html")}
     assert any("robots.txt unavailable" in e for e in job.result["skipped"]["errors"])
+
+
+def test_the_crawl_stops_requesting_once_its_total_bytes_are_spent(crawl_settings, site, web_dataset):
+    crawl_settings.SOURCES_CRAWL_DELAY_S = 0.0
+    crawl_settings.SOURCES_PER_HOST_CONCURRENCY = 1
+    links = [f"/p{i}.html" for i in range(6)]
+    home = html_page("Home", "The home page.", links=links)
+    pages = [html_page(f"Page {i}", f"Page {i} text. " * 100) for i in range(6)]
+    site.page("/", home)
+    for path, body in zip(links, pages, strict=True):
+        site.page(path, body)
+    crawl_settings.SOURCES_MAX_TOTAL_BYTES = len(home) + len(pages[0]) + len(pages[1]) + 10
+    make_source(web_dataset, [site.url("/")])
+    job = sync(web_dataset)
+    assert job.status == "done", job.error
+    # /, p0 and p1 fit; p2 is read (the budget was not yet spent when it started) and then nothing more is asked
+    assert [p for p in site.requested() if p.endswith(".html") or p == "/"] == ["/", "/p0.html", "/p1.html",
+                                                                                  "/p2.html"]
+    assert stored(web_dataset) == {site.url(p) for p in ("/", "/p0.html", "/p1.html", "/p2.html")}
+    assert job.result["stopped"].startswith("SOURCES_MAX_TOTAL_BYTES") and job.result["requested"] == 4
