@@ -101,6 +101,7 @@ class _Crawl:
         self.lists: dict[str, list[str]] = {k: [] for k in ("indexed", "robots", "too_large", "content_type",
                                                              "no_text", "errors")}
         self.stopped = ""
+        self.safe_seeds: list[str] = []  # the seeds whose hosts passed netguard at this crawl's start
 
     # --- tallies ----------------------------------------------------------------------------------------------
     def note(self, key: str, value: str) -> None:
@@ -146,7 +147,6 @@ class _Crawl:
         not crawled, and when no seed is left the sync fails with that error (it lands on the Source's
         last_error) rather than finishing "successfully" with nothing fetched."""
         refused: list[BadInput] = []
-        self.safe_seeds: list[str] = []
         for s in self.scope.seeds:
             try:
                 netguard.check_url(s)

@@ -12,6 +12,7 @@ Fetching runs in worker threads; nothing here touches the database.
 """
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -108,13 +109,14 @@ class Fetcher:
     """One crawl's HTTP side. `in_scope` decides whether a redirect may be followed."""
 
     def __init__(self, *, user_agent: str, timeout_s: float, delay_s: float, per_host: int, max_page_bytes: int,
-                 in_scope: Callable[[str], bool], max_total_bytes: int = 0) -> None:
+                 in_scope: Callable[[str], bool], max_total_bytes: int = 0, verify: ssl.SSLContext | bool = True) -> None:
         self.user_agent = user_agent
         self.timeout_s = timeout_s
         self.delay_s = delay_s
         self.per_host = per_host
         self.max_page_bytes = max_page_bytes
         self.max_total_bytes = max_total_bytes  # 0: no limit
+        self.verify = verify  # certificates are checked against the URL's host name (sent as SNI), never the IP
         self.in_scope = in_scope
         self._hosts: dict[str, _Host] = {}
         self._clients: dict[str, httpx.Client] = {}
@@ -149,7 +151,7 @@ class Fetcher:
         with self._lock:
             if key not in self._clients:
                 self._clients[key] = httpx.Client(
-                    follow_redirects=False, trust_env=False, timeout=httpx.Timeout(self.timeout_s),
+                    follow_redirects=False, trust_env=False, timeout=httpx.Timeout(self.timeout_s), verify=self.verify,
                     limits=httpx.Limits(max_connections=self.per_host, max_keepalive_connections=self.per_host))
             return self._clients[key]
 

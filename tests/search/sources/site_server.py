@@ -7,6 +7,7 @@ between requests, in-flight requests, bytes the server managed to send of a huge
 from __future__ import annotations
 
 import hashlib
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -42,6 +43,8 @@ class LocalSite:
     log: list[Hit] = field(default_factory=list)
     sent: dict[str, int] = field(default_factory=dict)  # path -> bytes written before the client went away
     max_in_flight: int = 0
+    tls: ssl.SSLContext | None = None  # serve https with this server context
+    sni: list[str | None] = field(default_factory=list)  # the server names TLS clients asked for
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -60,12 +63,15 @@ class LocalSite:
         self.server = ThreadingHTTPServer((self.host, 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
+        if self.tls is not None:
+            self.tls.sni_callback = lambda sock, name, ctx: self.sni.append(name)
+            self.server.socket = self.tls.wrap_socket(self.server.socket, server_side=True)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
     @property
     def base(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     def url(self, path: str) -> str:
         return self.base + path

@@ -141,3 +141,62 @@ def test_the_connection_goes_to_the_checked_address_even_if_dns_answers_differen
     assert site.log[0].headers["host"] == f"rebind.test:{site.port}"
     with pytest.raises(netguard.UnsafeAddress):  # the next lookup would have been refused
         netguard.check_url(f"http://rebind.test:{site.port}/")
+
+
+def _self_signed(tmp_path, name: str):
+    """A certificate for `name` only (not for 127.0.0.1), and a client context that trusts just it."""
+    import datetime
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_pem, key_pem = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_pem.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert_pem, key_pem)
+    return server, ssl.create_default_context(cafile=str(cert_pem))
+
+
+def test_https_goes_to_the_checked_address_with_the_name_as_sni_and_certificate_check(
+        settings, tmp_path, monkeypatch):
+    """The connection is made to the IP literal that was checked, yet TLS sends the host name (SNI) and the
+    certificate is verified against that name: a certificate for the name passes, the IP is never trusted."""
+    from search.sources.fetcher import Fetcher
+
+    settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    server_ctx, client_ctx = _self_signed(tmp_path, "docs.sni.test")
+    site = LocalSite(tls=server_ctx)
+    real = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, port, *a, **kw: (
+        [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))] if host == "docs.sni.test"
+        else real(host, port, *a, **kw)))
+    try:
+        site.page("/page.html", "over tls", content_type="text/plain")
+        fetcher = Fetcher(user_agent="t", timeout_s=3.0, delay_s=0.0, per_host=1, max_page_bytes=10_000,
+                          in_scope=lambda u: True, verify=client_ctx)
+        try:
+            got = fetcher._get(f"https://docs.sni.test:{site.port}/page.html", accept=None, max_bytes=10_000,
+                               follow=lambda u: True, check_robots=False)
+            by_ip = fetcher._get(f"https://127.0.0.1:{site.port}/page.html", accept=None, max_bytes=10_000,
+                                 follow=lambda u: True, check_robots=False)
+        finally:
+            fetcher.close()
+        assert got.outcome == "ok" and got.body == b"over tls", got.error
+        assert site.sni[0] == "docs.sni.test" and site.log[0].headers["host"] == f"docs.sni.test:{site.port}"
+        assert by_ip.outcome == "error" and "certificate" in by_ip.error.lower()  # the cert names the host only
+    finally:
+        site.close()
