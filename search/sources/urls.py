@@ -96,8 +96,13 @@ class Scope:
 
     def __post_init__(self) -> None:
         self.seeds = [s for s in (normalize_url(s) for s in self.seeds) if s]
-        self.origins = {origin(s) for s in self.seeds}
-        self.prefixes = [s[:s.rfind("/") + 1] for s in (urlunsplit(urlsplit(s)._replace(query="")) for s in self.seeds)]
+        # an http seed also covers the same host upgraded to https (sites redirect http -> https); never the
+        # reverse, and not when the seed names a port (another port is another server)
+        upgraded = [f"https://{s[len('http://'):]}" for s in self.seeds
+                    if s.startswith("http://") and urlsplit(s).port is None]
+        self.origins = {origin(s) for s in self.seeds + upgraded}
+        self.prefixes = [s[:s.rfind("/") + 1]
+                         for s in (urlunsplit(urlsplit(s)._replace(query="")) for s in self.seeds + upgraded)]
         self._include = [re.compile(p) for p in self.include]
         self._exclude = [re.compile(p) for p in self.exclude]
 

@@ -54,3 +54,12 @@ def test_include_and_exclude_are_regexes_searched_in_the_url():
     assert not scope.wanted("https://h/blog/a.html")
     assert not scope.wanted("https://h/docs/draft-1.html")
     assert Scope(seeds=["https://h/"]).wanted("https://h/anything")
+
+
+def test_an_http_seed_covers_its_https_upgrade_but_not_the_reverse_or_another_port():
+    scope = Scope(seeds=["http://docs.example.com/guide/"], mode="same-host")
+    assert scope.contains("https://docs.example.com/other")
+    assert not Scope(seeds=["https://docs.example.com/"]).contains("http://docs.example.com/x")
+    assert not Scope(seeds=["http://docs.example.com:8080/"]).contains("https://docs.example.com:8080/x")
+    prefix = Scope(seeds=["http://h.example/docs/index.html"], mode="prefix")
+    assert prefix.contains("https://h.example/docs/a") and not prefix.contains("https://h.example/blog/a")
