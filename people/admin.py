@@ -8,6 +8,8 @@ from people.models import (
     Search,
     SearchResult,
     UnlockContact,
+    VocabAlias,
+    VocabTerm,
 )
 
 
@@ -55,3 +57,31 @@ class SearchAdmin(admin.ModelAdmin):
 @admin.register(UnlockContact)
 class UnlockAdmin(admin.ModelAdmin):
     list_display = ("searcher", "target_person", "search", "created_at")
+
+
+@admin.register(VocabTerm)
+class VocabTermAdmin(admin.ModelAdmin):
+    """Read-only: the terms are counted from the cards (people/vocabulary.py); add what the data cannot teach
+    as an alias."""
+
+    list_display = ("kind", "norm", "count", "extra", "updated_at")
+    list_filter = ("kind",)
+    search_fields = ("norm",)
+    readonly_fields = ("kind", "norm", "count", "extra", "updated_at")
+
+    def has_add_permission(self, request: object) -> bool:
+        return False
+
+
+@admin.register(VocabAlias)
+class VocabAliasAdmin(admin.ModelAdmin):
+    """Aliases the parser should know ("big blue" -> ibm); they apply to the next search in every process."""
+
+    list_display = ("kind", "alias", "norm", "updated_at")
+    list_filter = ("kind",)
+    search_fields = ("alias", "norm")
+
+    def save_model(self, request: object, obj: VocabAlias, form: object, change: bool) -> None:
+        obj.alias = " ".join(obj.alias.lower().split())
+        obj.norm = " ".join(obj.norm.lower().split())
+        super().save_model(request, obj, form, change)

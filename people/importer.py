@@ -218,6 +218,10 @@ def import_records(records: Iterable[tuple[int, Any]], *, embed: str = "inline",
             flush()
     flush()
     bar.close()
+    if report.people:
+        from people.vocabulary import rebuild_vocabulary
+
+        rebuild_vocabulary()  # the parser learns the new companies, cities and skills at once
     if rebuild_index:
         rebuild_hnsw()
     return report

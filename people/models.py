@@ -163,3 +163,48 @@ class UnlockContact(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["searcher", "target_person", "search"],
                                                name="uniq_unlock")]
+
+
+class VocabTerm(models.Model):
+    """One entry of the parser's vocabulary, counted from the directory itself (people/vocabulary.py).
+
+    Why a table and not a module constant: a directory of people at Stripe in Berlin must be understood without
+    editing code; the counts rank ambiguous and fuzzy matches (the more common company wins a typo)."""
+
+    class Kind(models.TextChoices):
+        COMPANY = "company"
+        TEAM = "team"
+        CITY = "city"
+        COUNTRY = "country"
+        SKILL = "skill"
+        DOMAIN = "domain"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    norm = models.CharField(max_length=200, help_text="the normalised value the cards carry (filters compare it)")
+    count = models.PositiveIntegerField(default=0, help_text="public cards that carry it")
+    extra = models.JSONField(default=dict, blank=True, help_text="for a city: its most common country")
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "norm"], name="uniq_vocab_term")]
+        ordering = ["kind", "-count", "norm"]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.norm} ({self.count})"
+
+
+class VocabAlias(models.Model):
+    """An admin-editable alias ("big blue" -> ibm, "blr" -> bangalore): what the data cannot teach."""
+
+    kind = models.CharField(max_length=20, choices=VocabTerm.Kind.choices)
+    alias = models.CharField(max_length=200)
+    norm = models.CharField(max_length=200, help_text="the normalised value it stands for (as on the cards)")
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "alias"], name="uniq_vocab_alias")]
+        ordering = ["kind", "alias"]
+        verbose_name_plural = "vocab aliases"
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.alias} -> {self.norm}"

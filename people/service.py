@@ -23,6 +23,7 @@ from django.utils import timezone
 from config.errors import ApiError, DependencyDown
 from credits.ledger import deduct, require_balance
 from people.constants import C
+from people.gazetteer import current as current_gazetteer
 from people.lexical import lexical_bonus
 from people.models import ExperienceCard, Person, PersonProfile, Search, SearchResult
 from people.normalize import apply_overrides, validate_and_normalize
@@ -105,7 +106,7 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
     require_balance(user=user, amount=k.SEARCH_COST)
     # 3. parse + normalise
     with _stage(timings, "parse"):
-        parsed = validate_and_normalize(parse_query(query), query=query)
+        parsed = validate_and_normalize(parse_query(query, gazetteer=current_gazetteer()), query=query)
         # 4. overrides
         parsed = apply_overrides(parsed, open_to_work_only=open_to_work_only, salary_max=salary_max,
                                  preferred_locations=preferred_locations)
