@@ -87,7 +87,8 @@ def describe(*, parsed: dict[str, Any], tier: int | None, people_per_tier: dict[
             f"Only {first} {'person' if first == 1 else 'people'} {strict} matched")
         if not strict:  # only intent/domain/seniority: say which
             lead = f"No one matched {relaxed[-1]['value']}" if first == 0 else f"Only {first} matched"
-        showing = " and ".join(dict.fromkeys(s["showing"] for s in relaxed))
+        parts = list(dict.fromkeys(s["showing"] for s in relaxed))
+        showing = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
         out["notice"] = f"{lead}; {'also ' if first else ''}showing people {showing}."
     return out
 
