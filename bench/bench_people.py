@@ -41,34 +41,6 @@ QUERIES = [
     "lead engineer who reduced p99 latency",
 ]
 
-# roles and levels the demo directory has no cards for: the seed's tiers never relax intent, domain or seniority,
-# so these find nobody unless PEOPLE_SEARCH["RELAX_INTENT_TIER"] is on (issue 17 §2)
-HARD_QUERIES = [
-    "staff designers in pune",
-    "embedded firmware engineers",
-    "research scientists working on nlp",
-    "intern security engineers",
-    "principal data engineers at flipkart",
-    "vp of engineering in fintech",
-]
-
-
-def relaxation_counts(*, user: object) -> list[list]:
-    """Queries that find anyone, with the optional intent tier off (the default) and on."""
-    from django.db import transaction
-    from django.test import override_settings
-
-    from people.service import run_search
-
-    rows = []
-    for name, qs in (("benchmark queries", QUERIES), ("hard queries (absent roles/levels)", HARD_QUERIES)):
-        found = {}
-        for on in (False, True):
-            with override_settings(PEOPLE_SEARCH={"RELAX_INTENT_TIER": on}), transaction.atomic():
-                found[on] = sum(1 for q in qs if run_search(user=user, query=q)["people"])
-        rows.append([name, len(qs), found[False], found[True]])
-    return rows
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -128,7 +100,6 @@ def main() -> None:
                         or {}).get("fallback_tier")
             counts[q] = len(out["people"])
 
-    relax_rows = relaxation_counts(user=user)
     allms = warm or cold
     tier_hist = Counter(tiers.values())
     lines = [
@@ -155,9 +126,6 @@ def main() -> None:
         table(["query", "median ms", "tier", "people"],
               [[q, round(p50(v), 1), tiers[q], counts[q]] for q, v in per_q.items()]), "",
         "Tier histogram: " + ", ".join(f"tier {k}: {v}" for k, v in sorted(tier_hist.items(), key=lambda x: str(x[0]))),
-        "", "### Queries that find anyone: the optional intent/domain/seniority tier", "",
-        table(["queries", "n", "RELAX_INTENT_TIER off (default)", "on"], relax_rows), "",
-        "With it on, the response's `relaxation.dropped` names the intent/seniority it gave up.",
         "", machine(), "",
         f"Reproduce: `.venv/bin/python bench/bench_people.py --count {args.count}`",
     ]
