@@ -385,8 +385,9 @@ def parse_with_llm(query: str) -> dict[str, Any]:
 
 
 def llm_unused_terms(query: str, payload: dict[str, Any]) -> list[str]:
-    """For the LLM's extraction: the query's words that appear in no extracted value (the LLM reports nothing
-    like `understood`, so this compares words; a word it rephrased may be listed although it was used)."""
+    """For the LLM's extraction: the (cleaned) query's words that appear in no extracted value. The LLM reports
+    nothing like `understood`, so this compares words; the cleanup pass has already expanded "blr" to
+    "Bangalore", but a word the extraction rephrased may still be listed although it was used."""
     used = set(re.findall(r"[a-z0-9+#]+", json.dumps({k: payload.get(k) for k in ("must", "should", "exclude",
                                                                                    "search_phrases")}).lower()))
     return _uniq([w for w in re.findall(r"[a-z][a-z0-9+#]*", (query or "").lower())
@@ -401,7 +402,7 @@ def parse_query(query: str, *, gazetteer: Gazetteer | None = None) -> dict[str, 
     if is_configured():
         try:
             out = parse_with_llm(query)
-            out["unused_terms"] = llm_unused_terms(query, out)
+            out["unused_terms"] = llm_unused_terms(out.get("query_cleaned") or query, out)
             return out
         except (LLMError, TypeError, ValueError, AttributeError) as exc:
             out = parse_deterministic(query, gazetteer=gazetteer)
