@@ -136,6 +136,7 @@ def _bound(word: str, year: str, month: str | None, *, step: int) -> str:
 
 _PLACE_LEAD = {"in", "near", "around", "based", "across", "within", "located"}
 _ORG_LEAD = {"at", "ex", "with", "for", "joined", "by", "alumni", "ex-"}
+_EMPLOYER_LEAD = {"at", "ex", "ex-", "joined", "alumni", "from", "former", "formerly"}  # "with aws" is a skill
 _TEAM_TAIL = re.compile(r"\s+(?:team|org|group|vertical|squad)\b")
 _FILLER = re.compile(r"(?:lpa|lakhs?|lacs?|crores?|under|below|after|before|since|open|than|less|between|until|till|"
                      r"currently|current|years?|yoe|more|most|least|max|min)")
@@ -199,10 +200,12 @@ def parse_deterministic(query: str, *, gazetteer: Gazetteer | None = None) -> di
     must["employment_type"] = _uniq(rule_hits(_EMPLOYMENT, "employment_type"))
     domains = rule_hits(_DOMAINS, "domain")
     skills = []
+    skill_spans: list[tuple[int, int]] = []
     for pat, s in _SKILLS:
         for m in pat.finditer(low):
             if not any(m.start() < xe and xs < m.end() for xs, xe in spans):
                 spans.append((m.start(), m.end()))
+                skill_spans.append((m.start(), m.end()))
                 skills.append(s)
     teams = []
     for pat, t in _TEAMS:
@@ -218,6 +221,7 @@ def parse_deterministic(query: str, *, gazetteer: Gazetteer | None = None) -> di
     for m in g.scan(low, kinds=("skill",)):
         if not any(m.start < xe and xs < m.end for xs, xe in spans):
             spans.append((m.start, m.end))
+            skill_spans.append((m.start, m.end))
             skills.append(m.norm)
     for m in g.scan(low, kinds=("domain",)):
         spans.append((m.start, m.end))
@@ -270,7 +274,10 @@ def parse_deterministic(query: str, *, gazetteer: Gazetteer | None = None) -> di
         if m.norm == "united states" and m.text == "us" and _prev_word(low, m.start) not in {"in", "from", "the"}:
             continue  # "find us", "show us": the pronoun, not the country
         groups.setdefault((m.start, m.end), []).append(m)
-    names = [_pick_entity(opts, low) for opts in groups.values()]
+    # a name that is also a skill ("aws", "postman") is the skill unless the query says "at"/"ex"/... before it
+    names = [_pick_entity(opts, low) for span, opts in groups.items()
+             if not (any(span[0] < xe and xs < span[1] for xs, xe in skill_spans)
+                     and _prev_word(low, span[0]) not in _EMPLOYER_LEAD)]
     names += g.fuzzy(low, kinds=("company", "city", "country"), skip=spans + list(groups))
     names.sort(key=lambda m: m.start)
     segments = _exclusion_segments(low)
