@@ -82,11 +82,13 @@ def describe(*, parsed: dict[str, Any], tier: int | None, people_per_tier: dict[
     if relaxed:
         strict = " ".join(x for x in (_orgs(must), f"in {_place(must)}" if has_location(must) else "",
                                       _time(must) if has_time(must) else "") if x)
+        roles = _intent(must) if any(s["constraint"] == "intent" for s in relaxed) else ""
         first = people_per_tier.get(C().FALLBACK_TIER_STRICT, 0)
-        lead = f"No one {strict} matched" if first == 0 else (
-            f"Only {first} {'person' if first == 1 else 'people'} {strict} matched")
-        if not strict:  # only intent/domain/seniority: say which
-            lead = f"No one matched {relaxed[-1]['value']}" if first == 0 else f"Only {first} matched"
+        who = "No one" if first == 0 else f"Only {first} {'person' if first == 1 else 'people'}"
+        if strict:  # the roles/levels given up are named too
+            lead = f"{who} {strict}{f' ({roles})' if roles else ''} matched"
+        else:
+            lead = f"{who} matched {roles}"
         parts = list(dict.fromkeys(s["showing"] for s in relaxed))
         showing = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
         out["notice"] = f"{lead}; {'also ' if first else ''}showing people {showing}."

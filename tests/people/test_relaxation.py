@@ -52,3 +52,12 @@ def test_unmet_looks_at_every_public_card_of_a_person():
     # per constraint, not per card: Both was at Infosys (Chennai) and in Pune (TCS); Hidden's Infosys card is hidden
     assert got == {both.pk: [], hidden.pk: ["location", "company"]}
     assert unmet_constraints(parsed=p, tier=0, person_ids=[hidden.pk]) == {}  # nothing relaxed: nothing to say
+
+
+def test_dropped_roles_are_named_beside_the_other_constraints():
+    out = describe(parsed=parsed(company_norm=["razorpay"], intent_primary=["backend"]), tier=4,
+                   people_per_tier={0: 0, 3: 2, 4: 10})
+    assert out["notice"] == ("No one at Razorpay (backend) matched; showing people from other companies and in "
+                             "other roles.")
+    out = describe(parsed=parsed(intent_primary=["devops"]), tier=4, people_per_tier={0: 6, 4: 30})
+    assert out["notice"] == "Only 6 people matched devops; also showing people in other roles."
