@@ -69,7 +69,7 @@ def steps(must: dict[str, Any]) -> list[dict[str, Any]]:
 
 def describe(*, parsed: dict[str, Any], tier: int | None, people_per_tier: dict[int, int]) -> dict[str, Any]:
     """The response's `relaxation` object: tier, what was relaxed or dropped, and the page's notice."""
-    must = parsed["must"]
+    must = parsed.get("must") or {}
     relaxed = [s for s in steps(must) if tier is not None and s["tier"] <= tier]
     out: dict[str, Any] = {
         "tier": tier, "tier_name": TIER_NAMES.get(tier, "") if tier is not None else "",
@@ -97,7 +97,7 @@ def describe(*, parsed: dict[str, Any], tier: int | None, people_per_tier: dict[
 
 def unmet_constraints(*, parsed: dict[str, Any], tier: int | None, person_ids: list) -> dict[Any, list[str]]:
     """person -> the relaxed or dropped constraints none of their public cards meets (one grouped query)."""
-    must = parsed["must"]
+    must = parsed.get("must") or {}
     relaxed = [s["constraint"] for s in steps(must) if tier is not None and s["tier"] <= tier]
     if not relaxed or not person_ids:
         return {}

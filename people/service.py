@@ -203,6 +203,9 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
                 refine_why_matched_task.delay(sid)
             except Exception as exc:  # noqa: BLE001 - deterministic bullets stay
                 log.warning("could not enqueue why_matched refinement: %s", exc)
+                from people.why import mark_refinement
+
+                mark_refinement(search_id=sid, state="failed")
 
         transaction.on_commit(_enqueue)
     # 20. response; the row's latency now covers results and why_matched too (the dashboard plots it)

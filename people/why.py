@@ -109,15 +109,26 @@ def evidence_payload(*, search: Search, results: Iterable[SearchResult]) -> dict
     return {"query": search.query_text, "people": people}
 
 
+def mark_refinement(*, search_id: str, state: str) -> None:
+    """Record the refinement's state on the search (pending, done, failed) for the detail endpoint and the page."""
+    from people.models import Search
+
+    search = Search.objects.filter(pk=search_id).first()
+    if search is not None:
+        search.extra = {**search.extra, "refinement": state}
+        search.save(update_fields=["extra"])
+
+
 def refine_with_llm(*, search_id: str) -> int:
     """One batched LLM call for all results of a search; returns how many rows got refined reasons."""
     from people.models import Search, SearchResult
     from search.llm import LLMError, chat_json, is_configured
 
-    if not is_configured():
-        return 0
     search = Search.objects.filter(pk=search_id).first()
     if search is None:
+        return 0
+    if not is_configured():  # a worker without the LLM settings: say so rather than leave the page waiting
+        mark_refinement(search_id=search_id, state="failed")
         return 0
     results = list(SearchResult.objects.filter(search=search).select_related("person"))
     if not results:
@@ -138,6 +149,5 @@ def refine_with_llm(*, search_id: str) -> int:
             r.extra = {**r.extra, "why_matched_refined": lines, "why_source": "llm"}
             r.save(update_fields=["extra"])
             n += 1
-    search.extra = {**search.extra, "refinement": "done" if n else "failed"}
-    search.save(update_fields=["extra"])
+    mark_refinement(search_id=search_id, state="done" if n else "failed")
     return n

@@ -322,3 +322,11 @@ def test_issue_17_done_when_a_new_directory_parses_without_an_llm_and_results_re
     # and a typo of it still finds the company
     body = search(api, f"engineers at {a[:-2] + a[-1] + a[-2]} in {city}").json()
     assert ("company", a) in {(u["kind"], u["value"]) for u in body["parsed"]["understood"]}
+
+
+def test_detail_of_a_search_stored_before_the_relaxation_report_still_renders(user, api):
+    old = Search.objects.create(searcher=user, query_text="old", expires_at=timezone.now() + timedelta(hours=1))
+    r = api.get(f"/api/searches/{old.pk}")
+    assert r.status_code == 200, r.content
+    body = r.json()
+    assert body["relaxation"]["notice"] == "" and body["refinement"] == "off" and body["parsed"]["unused_terms"] == []

@@ -122,3 +122,11 @@ def test_search_enqueues_one_refinement_task_after_commit(llm_worker, fake_llm, 
         time.sleep(0.3)
     assert d["people"][0]["why_matched"][0] == "LLM says Asha fits"
     assert len([r for r in fake_llm.requests if "explain why" in r["messages"][0]["content"].lower()]) == 1
+
+
+def test_a_worker_without_llm_settings_marks_the_refinement_failed_instead_of_leaving_it_pending(searched, api,
+                                                                                                 settings):
+    settings.OPENAI_BASE_URL = ""
+    sid = searched["search_id"]
+    assert refine_with_llm(search_id=sid) == 0
+    assert api.get(f"/api/searches/{sid}").json()["refinement"] == "failed"
