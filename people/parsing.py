@@ -4,7 +4,9 @@ Two parsers, one contract. With an LLM configured: a cleanup prompt, then a
 single-extract prompt (both below, the only prompts of query parsing). Without
 one, or when it fails in any way, a deterministic parser that really extracts
 companies, teams, places, seniority, dates, salary and open-to-work, so the
-product works offline and a flaky LLM never fails a paid search.
+product works offline and a flaky LLM never fails a paid search. Its names come
+from the directory's own vocabulary (people/gazetteer.py), not only from the
+curated list, and it reports what it understood and which words it could not use.
 """
 from __future__ import annotations
 
