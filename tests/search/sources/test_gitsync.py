@@ -206,7 +206,7 @@ def assert_equals_fresh_ingest(dataset, tree_dir: Path) -> None:
 
     repo = Source.objects.get(dataset=dataset).config["url"].rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
     _fresh["n"] += 1
-    fresh, job = ingest(dataset.project, f"fresh-{_fresh['n']}", tree_dir, repo=repo)
+    fresh, job = ingest(dataset.project, f"fresh-{_fresh['n']}", tree_dir, repo=repo, kind=dataset.kind)
     assert job.status == "done", job.error
     synced_docs, synced_chunks = rows(dataset)
     fresh_docs, fresh_chunks = rows(fresh)
@@ -349,6 +349,28 @@ def test_subdir_paths_are_relative_to_it(dataset, remote):
     assert_equals_fresh_ingest(dataset, remote.work / "billing")
 
 
+def test_a_web_dataset_takes_the_pages_of_the_tree_like_the_web_folder_walker(dataset, remote):
+    dataset.kind = "web"
+    dataset.save()
+    site = {"docs/index.html": "<html><head><title>Docs</title></head><body><article><h1>Docs</h1><p>Welcome to "
+                               "the documentation of the shop. It explains refunds.</p></article></body></html>",
+            "docs/guide.md": "# Guide\n\nHow to refund an order.\n\n## Shipping\n\nParcels ship daily.\n",
+            ".hidden/notes.md": "# Hidden\n\nnot a page\n", "src/app.py": "def app():\n    return 1\n"}
+    remote.commit(site, "site")
+    attach(dataset, remote.url)
+    job = sync(dataset)
+    assert job.status == "done", job.error
+    assert sorted(Document.objects.filter(dataset=dataset).values_list("path", flat=True)) == [
+        "docs/guide.md", "docs/index.html"]
+    assert_equals_fresh_ingest(dataset, remote.work)
+    site["handbook/guide.md"] = site.pop("docs/guide.md")
+    site["docs/index.html"] = site["docs/index.html"].replace("refunds", "refunds and returns")
+    remote.commit(site, "move the guide")
+    job = sync(dataset)
+    assert job.result["mode"] == "diff" and job.result["renamed"] == [["docs/guide.md", "handbook/guide.md"]]
+    assert_equals_fresh_ingest(dataset, remote.work)
+
+
 def test_sync_over_http_follows_each_change_like_file_urls(dataset, remote, http_remote):
     first = remote.commit(FIRST_TREE, "first")
     attach(dataset, http_remote["url"], ref="")  # "": the remote's default branch
@@ -396,6 +418,14 @@ def test_a_redirect_to_a_blocked_address_is_refused(dataset, remote, http_remote
     job = sync(dataset)
     assert job.status == "failed" and job.error.startswith("unsafe_address: 127.0.0.2 resolves to 127.0.0.2")
     assert [p for p, _ in http_remote["seen"]] == ["/moved.git/info/refs"]
+
+
+@pytest.mark.parametrize("url", ["ssh://git@10.0.0.1/org/repo.git", "https://169.254.169.254/org/repo.git"])
+def test_ssh_and_https_sources_at_blocked_addresses_are_refused_before_connecting(dataset, url):
+    attach(dataset, url)
+    job = sync(dataset)
+    assert job.status == "failed" and job.error.startswith("unsafe_address: ")
+    assert "SOURCES_ALLOWED_NETWORKS" in job.error
 
 
 def test_a_token_is_sent_to_its_host_and_never_shown(dataset, remote, http_remote, caplog, client_for,
