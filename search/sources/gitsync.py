@@ -145,6 +145,7 @@ def _client(url: str, token: str) -> tuple[GitClient, str]:
 def mirror_path(source: Source) -> Path:
     return Path(settings.SOURCES_GIT_DIR) / f"{source.pk}.git"
 
+
 def open_mirror(source: Source) -> Repo:
     """The source's bare mirror, created when missing (or when a half-created one is left)."""
     from dulwich.errors import NotGitRepository
@@ -159,6 +160,12 @@ def open_mirror(source: Source) -> Repo:
     shutil.rmtree(path, ignore_errors=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     return Repo.init_bare(str(path), mkdir=True)
+
+
+def remove_mirror(source_id: int) -> None:
+    """Drop a removed source's mirror (a cache: nothing is lost, and a new source gets a new id)."""
+    shutil.rmtree(Path(settings.SOURCES_GIT_DIR) / f"{source_id}.git", ignore_errors=True)
+
 
 def _pick(refs: dict[bytes, bytes | None], ref: str) -> tuple[bytes, str] | None:
     """(sha, ref name) that `ref` names among the remote's refs: "" is HEAD, else a branch, a tag (peeled) or

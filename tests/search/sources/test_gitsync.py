@@ -314,6 +314,20 @@ def test_a_lost_mirror_is_re_created_and_the_diff_still_applies(dataset, remote)
     assert_equals_fresh_ingest(dataset, remote.work)
 
 
+def test_removing_the_source_drops_its_mirror_and_keeps_the_documents(dataset, remote,
+                                                                      django_capture_on_commit_callbacks):
+    from search.sources.sync import remove_source
+
+    remote.commit(FIRST_TREE, "first")
+    source = attach(dataset, remote.url)
+    assert sync(dataset).status == "done"
+    assert gitsync.mirror_path(source).is_dir()
+    with django_capture_on_commit_callbacks(execute=True):
+        remove_source(user=None, dataset=dataset)
+    assert not gitsync.mirror_path(source).exists()
+    assert Document.objects.filter(dataset=dataset).count() == 5
+
+
 def test_a_commit_unknown_to_the_mirror_is_compared_in_full_without_re_embedding(dataset, remote):
     remote.commit(FIRST_TREE, "first")
     source = attach(dataset, remote.url)
