@@ -59,20 +59,25 @@ TOKEN_USER = "x-access-token"
 MIRROR_REF = b"refs/heads/synced"  # the last fetched commit: the "have" a later fetch negotiates from
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
+
 class GitSyncError(ApiError):
     """The remote could not be read (unreachable host, protocol error); the job fails with this sentence."""
 
     status_code = 502
     code = "git_fetch_failed"
 
+
 class RefNotFound(BadInput):
     code = "ref_not_found"
+
 
 class RepositoryNotFound(BadInput):
     code = "repository_not_found"
 
+
 class AuthFailed(BadInput):
     code = "git_auth_failed"
+
 
 # --------------------------------------------------------------------------- connections
 class _GuardedConnectionMixin:
@@ -93,17 +98,22 @@ class _GuardedConnectionMixin:
         except OSError as exc:
             raise NewConnectionError(self, f"Failed to establish a new connection: {exc}") from exc  # type: ignore[arg-type]
 
+
 class _GuardedHTTPConnection(_GuardedConnectionMixin, HTTPConnection):
     pass
+
 
 class _GuardedHTTPSConnection(_GuardedConnectionMixin, HTTPSConnection):
     pass
 
+
 class _GuardedHTTPPool(HTTPConnectionPool):
     ConnectionCls = _GuardedHTTPConnection
 
+
 class _GuardedHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _GuardedHTTPSConnection
+
 
 def guarded_pool_manager() -> PoolManager:
     """A urllib3 PoolManager whose every connection (redirects included) passes the SSRF guard; no proxies from
@@ -116,6 +126,7 @@ def guarded_pool_manager() -> PoolManager:
                           cert_reqs="CERT_REQUIRED", ca_certs=certifi.where())
     manager.pool_classes_by_scheme = {"http": _GuardedHTTPPool, "https": _GuardedHTTPSPool}
     return manager
+
 
 def _client(url: str, token: str) -> tuple[GitClient, str]:
     """(dulwich client, path on the remote) for a normalised source URL (search.sources.spec.git_url)."""
@@ -140,6 +151,7 @@ def _client(url: str, token: str) -> tuple[GitClient, str]:
                               vendor=SubprocessSSHVendor(), ssh_command=command, quiet=True)
         return client, parts.path
     raise BadInput(f"Unsupported git URL scheme {parts.scheme!r}.", field="source.url")
+
 
 # --------------------------------------------------------------------------- mirror and fetch
 def mirror_path(source: Source) -> Path:
@@ -179,6 +191,7 @@ def _pick(refs: dict[bytes, bytes | None], ref: str) -> tuple[bytes, str] | None
         if sha and name.startswith("refs/"):
             return sha, name
     return None
+
 
 def fetch(*, mirror: Repo, url: str, ref: str, token: str) -> tuple[str, str]:
     """Fetch what `ref` needs into the mirror; -> (commit sha, resolved ref name).
@@ -221,6 +234,7 @@ def fetch(*, mirror: Repo, url: str, ref: str, token: str) -> tuple[str, str]:
     mirror.refs[MIRROR_REF] = obj.id
     return obj.id.decode(), name
 
+
 # --------------------------------------------------------------------------- trees
 def _subtree(store: Any, tree_id: bytes, subdir: str) -> bytes | None:
     """The tree id at `subdir` in the tree (the tree itself for ""); None when there is no such directory."""
@@ -232,6 +246,7 @@ def _subtree(store: Any, tree_id: bytes, subdir: str) -> bytes | None:
     except KeyError:
         return None
     return sha if stat.S_ISDIR(mode) else None
+
 
 def tree_files(store: Any, tree_id: bytes | None, *, kind: str) -> dict[str, bytes]:
     """{path: blob sha} of the files the folder walker would ingest from a checkout of this tree.
@@ -286,6 +301,7 @@ def tree_files(store: Any, tree_id: bytes | None, *, kind: str) -> dict[str, byt
     return {rel: sha for rel, sha in files
             if rel.rpartition("/")[0] not in pruned and wanted(rel)}
 
+
 # --------------------------------------------------------------------------- the sync
 @dataclass
 class _Plan:
@@ -295,6 +311,7 @@ class _Plan:
     write: list[str] = field(default_factory=list)
     delete: list[str] = field(default_factory=list)
     renamed: list[list[str]] = field(default_factory=list)
+
 
 def diff_plan(store: Any, old_tree: bytes | None, new_tree: bytes, *, kind: str) -> _Plan:
     """Changed, renamed and deleted ingestible files between two trees, by dulwich's tree diff with renames.
@@ -316,9 +333,11 @@ def diff_plan(store: Any, old_tree: bytes | None, new_tree: bytes, *, kind: str)
     write.update(p for p, sha in new.items() if old.get(p) != sha)  # ignore-rule changes; a safety net
     return _Plan(mode="diff", write=sorted(write), delete=sorted(set(old) - set(new)), renamed=sorted(renamed))
 
+
 def _repo_name(url: str) -> str:
     name = Path(unquote(urlsplit(url).path).rstrip("/")).name
     return name[:-4] if name.endswith(".git") else name
+
 
 def _read(*, kind: str, rel: str, data: bytes, repo: str) -> DocumentDraft | None:
     from search.ingest.code import MAX_FILE_BYTES, code_document
@@ -330,6 +349,7 @@ def _read(*, kind: str, rel: str, data: bytes, repo: str) -> DocumentDraft | Non
     if draft is not None:
         draft.size_bytes = len(data)
     return draft
+
 
 def _drafts(*, store: Any, files: dict[str, bytes], paths: list[str], kind: str, repo: str, commit: str,
             stored: dict[str, str] | None, written: list[str], unreadable: list[str]) -> Iterator[DocumentDraft | Skip]:
@@ -352,6 +372,7 @@ def _drafts(*, store: Any, files: dict[str, bytes], paths: list[str], kind: str,
         written.append(rel)
         yield draft
 
+
 def sync_git(*, job: IngestJob, source: Source, progress: Progress | None = None) -> dict[str, Any]:
     """Bring the dataset to the source's ref; -> the new Source.state ({"commit": sha, "ref": ...}).
 
@@ -369,6 +390,7 @@ def sync_git(*, job: IngestJob, source: Source, progress: Progress | None = None
     except Exception as exc:  # noqa: BLE001 - every failure leaves as a clear sentence without the token
         raise _as_api_error(exc, url=source.config.get("url", ""), token=token) from None
 
+
 def scrub(text: str, token: str) -> str:
     """The text without the token (plain, URL-quoted, or inside a basic-auth header)."""
     if not token:
@@ -379,6 +401,7 @@ def scrub(text: str, token: str) -> str:
     for secret in sorted({token, quote(token, safe=""), basic}, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
+
 
 def _as_api_error(exc: Exception, *, url: str, token: str) -> ApiError:
     from dulwich.client import HTTPUnauthorized
@@ -393,6 +416,7 @@ def _as_api_error(exc: Exception, *, url: str, token: str) -> ApiError:
     if isinstance(exc, (GitProtocolError, HangupException, OSError)):
         return GitSyncError(scrub(f"Cannot fetch from {where}: {exc}", token))
     return GitSyncError(scrub(f"Fetching {where} failed: {type(exc).__name__}: {exc}", token))
+
 
 def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | None) -> dict[str, Any]:
     from dulwich.graph import can_fast_forward
@@ -437,7 +461,8 @@ def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | No
         plan.delete = sorted(set(stored or {}) - set(files) | (set(unreadable) & set(stored or {})))
     else:
         sync_documents(dataset=job.dataset, drafts=drafts, job=job, delete_missing=False, progress=progress)
-        plan.delete = sorted(set(plan.delete) | set(unreadable))
+        gone = set(Document.objects.filter(dataset=job.dataset, path__in=unreadable).values_list("path", flat=True))
+        plan.delete = sorted(set(plan.delete) | gone)  # a changed file that is now binary, minified or too big
         delete_documents(dataset=job.dataset, paths=plan.delete)
         IngestJob.objects.filter(pk=job.pk).update(files_deleted=len(plan.delete))
     plan.write = written
@@ -445,6 +470,7 @@ def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | No
     log.info("git sync of source %s: %s %s..%s, %d written, %d deleted", source.pk, plan.mode, old_sha[:12] or "-",
              new_sha[:12], len(written), len(plan.delete))
     return state
+
 
 def _report(job: IngestJob, result: dict[str, Any], plan: _Plan, *, files_total: int | None) -> None:
     """job.result: the mode, the commits, and the paths (capped at RESULT_CAP per list, with totals)."""

@@ -354,6 +354,22 @@ def test_an_edited_gitignore_adds_and_removes_unchanged_files(dataset, remote):
     assert_equals_fresh_ingest(dataset, remote.work)
 
 
+def test_a_file_that_turns_binary_or_oversized_is_removed_by_the_diff(dataset, remote):
+    from search.ingest.code import MAX_FILE_BYTES
+
+    remote.commit(FIRST_TREE, "first")
+    attach(dataset, remote.url)
+    assert sync(dataset).status == "done"
+    tree = dict(FIRST_TREE, **{"util/text.py": b"\x00\x01 now binary", "old/legacy.py": "x = 1\n" * MAX_FILE_BYTES,
+                               "data.bin.py": b"\x00 still binary"})
+    remote.commit(tree, "binary and huge")
+    job = sync(dataset)
+    assert job.status == "done", job.error
+    assert job.result["mode"] == "diff" and job.result["changed"] == []
+    assert job.result["deleted"] == ["old/legacy.py", "util/text.py"]  # data.bin.py was never a document
+    assert_equals_fresh_ingest(dataset, remote.work)
+
+
 def test_subdir_paths_are_relative_to_it(dataset, remote):
     remote.commit(FIRST_TREE, "first")
     attach(dataset, remote.url, subdir="billing")
