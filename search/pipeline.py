@@ -221,17 +221,18 @@ def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 2)
 
 
-def _why(c: Candidate, project_id: int) -> dict[str, Any]:
+def _why(c: Candidate, project_id: int, commit: str | None = None) -> dict[str, Any]:
     ch = c.chunk
     return {"dense_score": c.dense_score, "dense_rank": c.dense_rank, "sparse_score": c.sparse_score,
             "sparse_rank": c.sparse_rank, "fused_score": c.fused_score, "rank_before_rerank": c.rank_before,
             "rerank_score": c.rerank_score, "graph_boost": c.graph_boost,
             "path_prior": c.extra.get("path_prior", 1.0), "final_rank": c.final_rank,
             "dataset_id": ch.dataset_id, "project_id": project_id, "owner_project_id": ch.dataset.project_id,
-            "span": f"{ch.path}:{ch.start_line}-{ch.end_line}"}
+            "span": f"{ch.path}:{ch.start_line}-{ch.end_line}", "commit": commit}
 
 
-def result_dict(c: Candidate, *, project_id: int) -> dict[str, Any]:
+def result_dict(c: Candidate, *, project_id: int, commit: str | None = None) -> dict[str, Any]:
+    """One result as the API shows it; `commit`: the git commit its dataset reflects (None: not a git source)."""
     ch = c.chunk
     return {"rank": c.final_rank, "chunk_id": ch.pk, "document_id": ch.document_id, "dataset_id": ch.dataset_id,
             "repo": ch.repo, "path": ch.path, "lang": ch.lang, "kind": ch.kind, "symbol": ch.symbol,
@@ -239,7 +240,7 @@ def result_dict(c: Candidate, *, project_id: int) -> dict[str, Any]:
             "span": f"{ch.path}:{ch.start_line}-{ch.end_line}", "url": (ch.meta or {}).get("url", ""),
             "micro_summary": ch.micro_summary,
             "text": ch.text, "score": c.rerank_score if c.rerank_score is not None else c.fused_score,
-            "why": _why(c, project_id)}
+            "why": _why(c, project_id, commit)}
 
 
 # --------------------------------------------------------------------------- the service
@@ -304,11 +305,17 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
         c.final_rank = i
 
     t = time.perf_counter()
-    macros = dict(Document.objects.filter(pk__in={c.chunk.document_id for c in top})
-                  .values_list("pk", "macro_summary"))
+    # one query for the macros and the commit each result reflects: its dataset's git source's synced commit
+    # (Source.state), else the commit its document was written at (Document.meta, e.g. a source since removed)
+    macros, commits = {}, {}
+    for pk, macro, source_commit, doc_commit in Document.objects.filter(
+            pk__in={c.chunk.document_id for c in top}).values_list(
+            "pk", "macro_summary", "dataset__source__state__commit", "meta__commit"):
+        macros[pk] = macro
+        commits[pk] = source_commit or doc_commit or None
     pack = build_pack([c.chunk for c in top], budget_tokens=budget_tokens, macro_by_document=macros)
     timings["pack_ms"] = _ms(t)
-    results = [result_dict(c, project_id=project.pk) for c in top]
+    results = [result_dict(c, project_id=project.pk, commit=commits.get(c.chunk.document_id)) for c in top]
 
     session_id = None
     if log:

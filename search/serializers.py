@@ -49,6 +49,8 @@ class WhySerializer(serializers.Serializer):
     project_id = serializers.IntegerField(help_text="The project queried.")
     owner_project_id = serializers.IntegerField(help_text="The project that owns the dataset (own, shared or global).")
     span = serializers.CharField()
+    commit = serializers.CharField(allow_null=True, help_text="Git sources: the commit the result's dataset "
+                                   "reflects (its last synced commit); null for content that is not from git.")
 
 
 class ResultSerializer(serializers.Serializer):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pathspec
@@ -50,13 +50,19 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _gitignore_spec(root: Path) -> pathspec.PathSpec:
+def gitignore_spec_from(files: Iterable[tuple[str, str]]) -> pathspec.PathSpec:
+    """The ignore rules of a tree from its .gitignore files: (root-relative posix path of the file, its text).
+
+    Why from text, not a directory: a git source reads the .gitignore blobs of a commit without a checkout, and
+    must ignore exactly what the folder walker ignores in a checkout of the same tree. Files under SKIP_DIRS
+    are not read; the rest apply in path order (a later, deeper rule wins), as the walker always did."""
     lines: list[str] = []
-    for gi in sorted(root.rglob(".gitignore")):
-        if any(part in SKIP_DIRS for part in gi.relative_to(root).parts[:-1]):
+    for gi_path, text in sorted(files, key=lambda item: tuple(item[0].split("/"))):
+        parts = gi_path.split("/")
+        if any(part in SKIP_DIRS for part in parts[:-1]):
             continue
-        rel_dir = gi.parent.relative_to(root).as_posix()
-        for raw in gi.read_text(encoding="utf-8", errors="replace").splitlines():
+        rel_dir = "/".join(parts[:-1]) or "."
+        for raw in text.splitlines():
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
@@ -68,6 +74,21 @@ def _gitignore_spec(root: Path) -> pathspec.PathSpec:
                 line = ("!" if neg else "") + body
             lines.append(line)
     return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _gitignore_spec(root: Path) -> pathspec.PathSpec:
+    return gitignore_spec_from((gi.relative_to(root).as_posix(), gi.read_text(encoding="utf-8", errors="replace"))
+                               for gi in root.rglob(".gitignore"))
+
+
+def skip_dir(name: str, rel: str, spec: pathspec.PathSpec) -> bool:
+    """Whether the walker prunes this directory (`rel`: its root-relative posix path): vendored, hidden, ignored."""
+    return name in SKIP_DIRS or name.startswith(".") or spec.match_file(rel + "/")
+
+
+def wanted_file(rel: str, spec: pathspec.PathSpec) -> bool:
+    """Whether a file (not a symlink) in a kept directory is a candidate: not ignored, in a language we chunk."""
+    return not spec.match_file(rel) and detect_lang(rel) is not None
 
 
 def is_binary(data: bytes) -> bool:
@@ -88,21 +109,13 @@ def walk(root: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Iterator[tuple[str, 
     spec = _gitignore_spec(root)
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = Path(dirpath).relative_to(root).as_posix()
-        keep = []
-        for d in sorted(dirnames):
-            rel = d if rel_dir == "." else f"{rel_dir}/{d}"
-            if d in SKIP_DIRS or d.startswith(".") or spec.match_file(rel + "/"):
-                continue
-            keep.append(d)
-        dirnames[:] = keep
+        dirnames[:] = [d for d in sorted(dirnames) if not skip_dir(d, d if rel_dir == "." else f"{rel_dir}/{d}", spec)]
         for name in sorted(filenames):
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            if spec.match_file(rel):
+            if not wanted_file(rel, spec):
                 continue
             abs_path = Path(dirpath) / name
             if abs_path.is_symlink() or not abs_path.is_file():
-                continue
-            if detect_lang(rel) is None:
                 continue
             reason = "oversized" if abs_path.stat().st_size > max_bytes else ""
             yield rel, abs_path, reason
@@ -230,7 +243,11 @@ def chunk_file(*, path: str, text: str, lang: str) -> tuple[list[ChunkDraft], st
 
 def read_code_document(*, root: Path, rel: str, abs_path: Path, repo: str) -> tuple[DocumentDraft | None, str]:
     """A DocumentDraft for one file, or (None, skip reason)."""
-    data = abs_path.read_bytes()
+    return code_document(rel=rel, data=abs_path.read_bytes(), repo=repo)
+
+
+def code_document(*, rel: str, data: bytes, repo: str) -> tuple[DocumentDraft | None, str]:
+    """A DocumentDraft from a file's bytes, or (None, skip reason). A git source reads blobs, not files."""
     if is_binary(data):
         return None, "binary"
     text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")

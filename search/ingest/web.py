@@ -28,11 +28,20 @@ def walk(root: Path) -> Iterator[tuple[str, Path, str]]:
         yield root.name, root, ""
         return
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if not skip_web_dir(d))
         for name in sorted(filenames):
-            if os.path.splitext(name)[1].lower() in WEB_EXTS:
+            if is_web_file(name):
                 p = Path(dirpath) / name
                 yield p.relative_to(root).as_posix(), p, "oversized" if p.stat().st_size > MAX_FILE_BYTES else ""
+
+
+def skip_web_dir(name: str) -> bool:
+    """Vendored and hidden directories hold no pages of the site (the same rule for a folder and a git tree)."""
+    return name in SKIP_DIRS or name.startswith(".")
+
+
+def is_web_file(name: str) -> bool:
+    return os.path.splitext(name)[1].lower() in WEB_EXTS
 
 
 def html_to_markdown(html: str) -> tuple[str, str, str]:
@@ -76,9 +85,13 @@ def chunk_markdown(md: str) -> list[ChunkDraft]:
 
 
 def read_web_document(*, rel: str, abs_path: Path, repo: str = "") -> tuple[DocumentDraft | None, str]:
-    data = abs_path.read_bytes()
-    return web_document_from_bytes(rel=rel, data=data, markdown=abs_path.suffix.lower() in {".md", ".markdown"},
-                                   repo=repo)
+    return web_document(rel=rel, data=abs_path.read_bytes(), repo=repo)
+
+
+def web_document(*, rel: str, data: bytes, repo: str = "") -> tuple[DocumentDraft | None, str]:
+    """A file's bytes (HTML, or Markdown by its suffix) -> a draft, as the folder walker and git sources read it."""
+    return web_document_from_bytes(rel=rel, data=data, repo=repo,
+                                   markdown=os.path.splitext(rel)[1].lower() in {".md", ".markdown"})
 
 
 def web_document_from_bytes(*, rel: str, data: bytes, markdown: bool, repo: str = "", url: str = "",
