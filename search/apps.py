@@ -1,6 +1,18 @@
 from django.apps import AppConfig
 
 
+def _drop_git_mirror(sender: type, instance: object, **kwargs: object) -> None:
+    """A deleted git source's mirror is a cache nobody will read again (a new source gets a new id): drop it
+    once the delete commits, whether the source was removed or its dataset or project was deleted (CASCADE)."""
+    from django.db import transaction
+
+    from search.sources.gitsync import remove_mirror
+
+    if getattr(instance, "type", "") == "git":
+        source_id = instance.pk
+        transaction.on_commit(lambda: remove_mirror(source_id))
+
+
 def _close_index() -> None:
     from search.index import close_index
 
@@ -14,6 +26,9 @@ class SearchConfig(AppConfig):
     def ready(self) -> None:
         """The embedded index holds files under VAR_DIR: teardown (tests, benchmarks) closes it before the
         services stop."""
+        from django.db.models.signals import post_delete
+
         from config.embedded import on_teardown
 
         on_teardown(_close_index)
+        post_delete.connect(_drop_git_mirror, sender=self.get_model("Source"), dispatch_uid="search.drop_git_mirror")

@@ -78,14 +78,9 @@ def remove_source(*, user: User | None, dataset: Dataset) -> None:
     from search.models import Source
 
     _require_writer(user=user, dataset=dataset)
-    ids = list(Source.objects.filter(dataset=dataset, type=Source.Type.GIT).values_list("pk", flat=True))
-    deleted, _ = Source.objects.filter(dataset=dataset).delete()
+    deleted, _ = Source.objects.filter(dataset=dataset).delete()  # the git mirror goes on commit (search.apps)
     if not deleted:
         raise NotFound("This dataset has no source.", code="no_source")
-    if ids:  # the git mirror is a cache of the removed source: drop it once the removal is committed
-        from search.sources.gitsync import remove_mirror
-
-        transaction.on_commit(lambda: remove_mirror(ids[0]))
 
 
 def active_sync(dataset: Dataset) -> IngestJob | None:

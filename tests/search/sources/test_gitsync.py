@@ -574,3 +574,13 @@ def test_query_results_show_the_commit_the_dataset_reflects(dataset, remote, cli
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1]
 
+
+
+def test_deleting_the_dataset_drops_its_mirror_too(dataset, remote, django_capture_on_commit_callbacks):
+    remote.commit(FIRST_TREE, "first")
+    source = attach(dataset, remote.url)
+    assert sync(dataset).status == "done"
+    assert gitsync.mirror_path(source).is_dir()
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset.delete()  # the Source goes by CASCADE; its mirror must not stay on disk
+    assert not gitsync.mirror_path(source).exists()
