@@ -12,6 +12,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from config.adminkit import ReadOnlyAdmin
+from config.errors import ApiError
 from projects.models import Dataset, Membership, ProjectShare
 from search import maintenance, traversal
 from search.models import (
@@ -94,6 +95,8 @@ class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
                 self.message_user(request, f"{ds.name}: ingest queued (see Ingest jobs for progress).")
             except ValueError as exc:
                 self.message_user(request, str(exc), messages.WARNING)
+            except ApiError as exc:  # a followed dataset whose sync is already queued or running
+                self.message_user(request, f"{ds.name}: {exc.detail}", messages.WARNING)
 
     @admin.action(description="Recompute embeddings for the configured model")
     def recompute_embeddings(self, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
@@ -323,7 +326,6 @@ class SourceAdminForm(forms.ModelForm):
         fields = ("dataset", "type", "config", "interval_s")
 
     def clean(self) -> dict[str, Any]:
-        from config.errors import ApiError
         from search.sources import spec
 
         data = super().clean()
@@ -436,7 +438,6 @@ class SourceAdmin(admin.ModelAdmin):
 
     @admin.action(description="Sync now")
     def sync_now(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
-        from config.errors import ApiError
         from search.sources.sync import start_sync
 
         for source in queryset.select_related("dataset"):

@@ -195,3 +195,15 @@ def test_the_sync_now_action_queues_one_sync_per_source_and_warns_when_one_runs(
     assert "already queued or running" in resp.content.decode() and jobs.count() == 2
     page = staff_client.get(reverse("admin:search_source_change", args=[ok.pk])).content.decode()
     assert "admin" in page and "pending" in page  # the recent syncs table
+
+
+def test_ingest_again_on_a_followed_dataset_queues_a_sync_once(staff_client, sources):
+    from search.models import IngestJob
+
+    ok, _ = sources
+    changelist = reverse("admin:projects_dataset_changelist")
+    staff_client.post(changelist, {"action": "reingest", "_selected_action": [ok.dataset_id]})
+    job = IngestJob.objects.get(dataset=ok.dataset)
+    assert job.options == {"origin": "sync", "trigger": "admin", "source_type": "git"} and job.source == PUBLIC_GIT
+    resp = staff_client.post(changelist, {"action": "reingest", "_selected_action": [ok.dataset_id]}, follow=True)
+    assert "already queued or running" in resp.content.decode() and IngestJob.objects.count() == 1
