@@ -146,15 +146,27 @@ def summarize_result(result: dict[str, Any] | None) -> str:
     old, new = result.get("from"), result.get("to")
     if isinstance(new, str) and new:
         parts.append(f"{old[:10]}..{new[:10]}" if isinstance(old, str) and old else f"at {new[:10]}")
-    for key in ("changed", "deleted"):
+    for key in ("changed", "deleted", "renamed"):
         items = result.get(key)
-        if isinstance(items, list):
-            named = ", ".join(str(i) for i in items[:3]) + (", ..." if len(items) > 3 else "")
-            parts.append(f"{len(items)} {key}" + (f" ({named})" if items else ""))
+        if not isinstance(items, list):
+            continue
+        total = result.get(f"{key}_total")
+        total = total if isinstance(total, int) and total >= len(items) else len(items)
+        if key == "renamed" and not total:
+            continue
+        named = ", ".join(_path_text(i) for i in items[:3]) + (", ..." if total > 3 else "")
+        parts.append(f"{total} {key}" + (f" ({named})" if items else ""))
     for key in ("pages", "not_modified", "gone", "skipped"):
         if isinstance(result.get(key), int):
             parts.append(f"{result[key]} {key.replace('_', ' ')}")
     return "; ".join(parts)
+
+
+def _path_text(item: Any) -> str:
+    """A path of a result list; a rename may be an [old, new] pair."""
+    if isinstance(item, (list, tuple)) and len(item) == 2:
+        return f"{item[0]} -> {item[1]}"
+    return str(item)
 
 
 def remove_source(*, user: User | None, dataset: Dataset) -> None:

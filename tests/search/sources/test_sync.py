@@ -209,6 +209,13 @@ def test_describe_and_summarize_show_the_commit_and_what_changed_never_the_token
     assert line == "diff; aaaaaaaaaa..cccccccccc; 1 changed (src/app.py); 0 deleted"
     many = sync.summarize_result({"mode": "full", "to": "c" * 40, "changed": [f"f{i}.py" for i in range(5)]})
     assert many == "full; at cccccccccc; 5 changed (f0.py, f1.py, f2.py, ...)"
+    capped = sync.summarize_result({"mode": "diff", "from": "a" * 40, "to": "c" * 40, "changed": ["a.py"],
+                                    "changed_total": 250, "deleted": [], "deleted_total": 0,
+                                    "renamed": [["old.py", "new.py"]], "renamed_total": 1})
+    assert capped == "diff; aaaaaaaaaa..cccccccccc; 250 changed (a.py, ...); 0 deleted; 1 renamed (old.py -> new.py)"
+    assert sync.summarize_result({"mode": "unchanged", "from": "c" * 40, "to": "c" * 40, "changed": [],
+                                  "deleted": [], "renamed": []}) == \
+        "unchanged; cccccccccc..cccccccccc; 0 changed; 0 deleted"
     assert sync.summarize_result({}) == ""
 
 
