@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
 
 class Command(BaseCommand):
@@ -28,14 +29,18 @@ class Command(BaseCommand):
         if dataset is None:
             raise CommandError(f"no dataset {opts['dataset']!r} in project {opts['project']!r}")
         progress, bar = file_progress(dataset=dataset, desc=f"sync {dataset}")
-        t0 = time.perf_counter()
+        t0, started = time.perf_counter(), timezone.now()
         try:
             job = start_sync(dataset=dataset, trigger="command", run_now=True, progress=progress)
-        except ApiError as exc:
-            raise CommandError(f"{exc.code}: {exc.detail}") from None
-        except Exception as exc:  # noqa: BLE001 - the job row says why; show it, not a traceback
-            job = IngestJob.objects.filter(dataset=dataset, options__origin="sync").order_by("-created_at").first()
-            raise CommandError(f"sync failed: {job.error if job else exc}") from None
+        except Exception as exc:  # say why in one line, not with a traceback (re-raised if neither applies)
+            # refused before it started (no source, one running) or failed while it ran (the job row says why)
+            job = IngestJob.objects.filter(dataset=dataset, options__origin="sync", created_at__gte=started,
+                                           status="failed").order_by("-created_at").first()
+            if job is not None:
+                raise CommandError(f"sync failed: {job.error}") from None
+            if isinstance(exc, ApiError):
+                raise CommandError(f"{exc.code}: {exc.detail}") from None
+            raise
         finally:
             bar.close()
         self.stdout.write(
