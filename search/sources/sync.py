@@ -146,19 +146,22 @@ def summarize_result(result: dict[str, Any] | None) -> str:
     old, new = result.get("from"), result.get("to")
     if isinstance(new, str) and new:
         parts.append(f"{old[:10]}..{new[:10]}" if isinstance(old, str) and old else f"at {new[:10]}")
-    for key in ("changed", "deleted", "renamed"):
+    for key in ("changed", "deleted", "renamed", "indexed", "removed"):  # git lists, then the crawler's
         items = result.get(key)
         if not isinstance(items, list):
             continue
-        total = result.get(f"{key}_total")
+        total = result.get(f"{key}_total", result.get(f"{key}_count"))
         total = total if isinstance(total, int) and total >= len(items) else len(items)
-        if key == "renamed" and not total:
+        if key in ("renamed", "removed") and not total:
             continue
         named = ", ".join(_path_text(i) for i in items[:3]) + (", ..." if total > 3 else "")
         parts.append(f"{total} {key}" + (f" ({named})" if items else ""))
-    for key in ("pages", "not_modified", "gone", "skipped"):
-        if isinstance(result.get(key), int):
-            parts.append(f"{result[key]} {key.replace('_', ' ')}")
+    for key, label in (("fetched", "fetched"), ("not_modified", "not modified"), ("unchanged", "unchanged"),
+                       ("errors_count", "errors")):
+        if isinstance(result.get(key), int) and not isinstance(result.get(key), bool):
+            parts.append(f"{result[key]} {label}")
+    if result.get("stopped"):
+        parts.append(f"stopped: {result['stopped']}")
     return "; ".join(parts)
 
 

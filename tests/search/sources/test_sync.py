@@ -216,6 +216,12 @@ def test_describe_and_summarize_show_the_commit_and_what_changed_never_the_token
     assert sync.summarize_result({"mode": "unchanged", "from": "c" * 40, "to": "c" * 40, "changed": [],
                                   "deleted": [], "renamed": []}) == \
         "unchanged; cccccccccc..cccccccccc; 0 changed; 0 deleted"
+    crawl = sync.summarize_result({"mode": "crawl", "fetched": 12, "not_modified": 3, "unchanged": 2,
+                                   "indexed": ["https://s/a", "https://s/b"], "indexed_count": 9,
+                                   "removed": ["https://s/gone"], "removed_count": 1, "skipped": {"robots": []},
+                                   "errors_count": 0, "stopped": ""})
+    assert crawl == ("crawl; 9 indexed (https://s/a, https://s/b, ...); 1 removed (https://s/gone); 12 fetched; "
+                     "3 not modified; 2 unchanged; 0 errors")
     assert sync.summarize_result({}) == ""
 
 
