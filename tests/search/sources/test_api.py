@@ -288,3 +288,37 @@ def test_the_schema_documents_the_source_endpoints(team):
     assert "post" in paths[f"{base}/sync"] and "get" in paths[f"{base}/syncs"]
     props = schema["components"]["schemas"]["Source"]["properties"]
     assert "has_token" in props and "token" not in props and "secret" not in props
+
+
+def test_a_web_site_synced_through_the_api_shows_what_the_crawl_indexed(team, settings):
+    """A web dataset follows a small site served here on 127.0.0.1: the sync's job and history say what the crawl
+    indexed, and the dataset holds exactly those pages."""
+    from projects.models import Dataset
+    from search.ingest.runner import run_job
+    from tests.search.sources.site_server import LocalSite, html_page
+
+    settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    settings.SOURCES_CRAWL_DELAY_S = 0.01
+    web = Dataset.objects.create(project=team["project"], name="site", kind="web")
+    base = f"/api/projects/team/datasets/{web.pk}"
+    site = LocalSite()
+    try:
+        site.page("/robots.txt", "User-agent: *\nDisallow: /private/\n", content_type="text/plain")
+        site.page("/", html_page("Shop docs", "Welcome to the shop documentation.", links=["/refunds", "/private/x"]))
+        site.page("/refunds", html_page("Refunds", "Refunds are issued within fourteen days of a purchase."))
+        site.page("/private/x", html_page("Private", "Never crawled."))
+        assert _put(team["owner"], base, {"type": "web", "seeds": [site.url("/")]}).status_code == 200
+        queued = team["editor"].post(f"{base}/sync")
+        assert queued.status_code == 202 and queued.json()["source"] == site.url("/")
+        job = run_job(job=IngestJob.objects.get(pk=queued.json()["id"]))
+    finally:
+        site.close()
+    assert job.status == "done", job.error
+    result = team["viewer"].get(f"/api/ingest-jobs/{job.pk}").json()["result"]
+    assert result["mode"] == "crawl" and sorted(result["indexed"]) == sorted([site.url("/"), site.url("/refunds")])
+    assert Document.objects.filter(dataset=web).count() == 2
+    assert "/private/x" not in site.requested()
+    [history] = team["viewer"].get(f"{base}/syncs").json()
+    assert history["status"] == "done" and history["summary"].startswith("crawl; 2 indexed")
+    source = team["viewer"].get(base).json()["source"]
+    assert source["last_success_at"] is not None and source["last_error"] == "" and source["commit"] is None
