@@ -21,6 +21,7 @@ class ErrorSerializer(serializers.Serializer):
                                   help_text="413 quota_exceeded: the project's usage of it.")
     requested = serializers.DictField(child=serializers.IntegerField(), required=False,
                                       help_text="413 quota_exceeded: what the request would add.")
+    job_id = serializers.CharField(required=False, help_text="409 sync_running: the sync already queued or running.")
 
 
 def _err(text: str) -> OpenApiResponse:

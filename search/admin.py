@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from django import forms
 from django.apps import apps
 from django.contrib import admin, messages
 from django.db import transaction
@@ -11,6 +12,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from config.adminkit import ReadOnlyAdmin
+from config.errors import ApiError
 from projects.models import Dataset, Membership, ProjectShare
 from search import maintenance, traversal
 from search.models import (
@@ -27,6 +29,7 @@ from search.models import (
     QuerySession,
     ReconcileRun,
     RerankResult,
+    Source,
     TraversalConfig,
 )
 from search.tasks import reembed_dataset
@@ -34,7 +37,6 @@ from search.tasks import reembed_dataset
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from django import forms
     from django.db.models import Model, QuerySet
     from django.http import HttpRequest
     from django.urls import URLPattern, URLResolver
@@ -93,6 +95,8 @@ class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
                 self.message_user(request, f"{ds.name}: ingest queued (see Ingest jobs for progress).")
             except ValueError as exc:
                 self.message_user(request, str(exc), messages.WARNING)
+            except ApiError as exc:  # a followed dataset whose sync is already queued or running
+                self.message_user(request, f"{ds.name}: {exc.detail}", messages.WARNING)
 
     @admin.action(description="Recompute embeddings for the configured model")
     def recompute_embeddings(self, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
@@ -305,3 +309,140 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
                 text += f" After the fix: {len(a.orphans)} orphans, {len(a.missing)} missing, {len(a.stale)} stale."
             self.message_user(request, text, messages.SUCCESS if report.exact else messages.WARNING)
         return HttpResponseRedirect(reverse("admin:search_reconcilerun_changelist"))
+
+
+class SourceAdminForm(forms.ModelForm):
+    """The token is write-only: a password box that never renders a value; blank keeps the stored one.
+
+    The source is checked by the same service as the API and the pages (search.sources.spec), so the admin
+    cannot store what they would refuse (an unsafe address, a bad ref), staff's local paths excepted."""
+
+    token = forms.CharField(required=False, strip=False, widget=forms.PasswordInput(render_value=False),
+                            help_text="Write-only: stored encrypted, never shown. Blank keeps the stored token.")
+    clear_token = forms.BooleanField(required=False, help_text="Remove the stored token.")
+
+    class Meta:
+        model = Source
+        fields = ("dataset", "type", "config", "interval_s")
+
+    def clean(self) -> dict[str, Any]:
+        from search.sources import spec
+
+        data = super().clean()
+        dataset = data.get("dataset") or getattr(self.instance, "dataset", None)
+        if dataset is None or not isinstance(data.get("config"), dict):
+            if "config" in data and not isinstance(data.get("config"), dict):
+                self.add_error("config", "The config is a JSON object, e.g. {\"url\": ..., \"ref\": \"main\"}.")
+            return data
+        try:
+            data["spec"] = spec.parse_source({**data["config"], "type": data.get("type")}, user=self.user,
+                                             dataset_kind=dataset.kind)
+            data["interval"] = spec.parse_interval(data.get("interval_s"))
+            data["secret"] = "" if data.get("clear_token") else spec.parse_token(data.get("token") or None)
+        except ApiError as exc:
+            field = exc.field or ""
+            target = ("interval_s" if field == "interval_s" else "token" if field == "token"
+                      else "type" if field == "source.type" else "config")
+            self.add_error(target, f"{exc.detail} ({field})" if field else exc.detail)
+        return data
+
+
+class FailingFilter(admin.SimpleListFilter):
+    """The sources whose last syncs failed (consecutive_failures > 0): what an operator looks at first."""
+
+    title = "health"
+    parameter_name = "health"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("failing", "failing"), ("ok", "ok")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Source]) -> QuerySet[Source]:
+        if self.value() == "failing":
+            return queryset.filter(consecutive_failures__gt=0)
+        if self.value() == "ok":
+            return queryset.filter(consecutive_failures=0)
+        return queryset
+
+
+@admin.register(Source)
+class SourceAdmin(admin.ModelAdmin):
+    """Dataset sources: set through the same checks as the API, synced now by an action, failing ones filtered.
+
+    Saving goes through search.sources.sync.set_source (the row lock, forgetting the commit when the URL changes,
+    the encrypted token, the schedule), not a plain model save."""
+
+    form = SourceAdminForm
+    list_display = ("dataset", "type", "url", "interval_s", "has_token", "last_sync_at", "last_success_at",
+                    "next_sync_at", "consecutive_failures", "short_error")
+    list_filter = (FailingFilter, "type")
+    search_fields = ("dataset__name", "dataset__project__slug", "last_error", "config")
+    list_select_related = ("dataset", "dataset__project")
+    autocomplete_fields = ("dataset",)
+    readonly_fields = ("state", "last_sync_at", "last_success_at", "next_sync_at", "consecutive_failures",
+                       "last_error", "has_token", "recent_syncs")
+    actions = ["sync_now"]
+    ordering = ("-consecutive_failures", "dataset_id")
+
+    def get_form(self, request: HttpRequest, obj: Source | None = None, change: bool = False,
+                 **kwargs: Any) -> type[forms.ModelForm]:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.user = request.user
+        return form
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Source | None = None) -> Sequence[str]:
+        return (*self.readonly_fields, "dataset") if obj is not None else self.readonly_fields
+
+    @admin.display(description="url")
+    def url(self, obj: Source) -> str:
+        from search.sources.spec import display_url
+
+        try:
+            return display_url(obj.type, obj.config)
+        except (KeyError, IndexError, TypeError):
+            return "-"
+
+    @admin.display(description="token", boolean=True)
+    def has_token(self, obj: Source) -> bool:
+        return obj.has_secret
+
+    @admin.display(description="last error")
+    def short_error(self, obj: Source) -> str:
+        return obj.last_error[:120]
+
+    @admin.display(description="syncs")
+    def recent_syncs(self, obj: Source) -> str:
+        from django.utils.html import format_html_join
+
+        from search.sources.sync import sync_history
+
+        if obj.pk is None:
+            return "-"
+        jobs = sync_history(dataset=obj.dataset, limit=20)
+        if not jobs:
+            return "none yet"
+        rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                                ((f"{j.created_at:%Y-%m-%d %H:%M:%S}", j.options.get("trigger", ""), j.status,
+                                  j.error[:300] or j.summary) for j in jobs))
+        return format_html("<table><tr><th>started</th><th>trigger</th><th>status</th><th>result</th></tr>{}"
+                           "</table>", rows)
+
+    def save_model(self, request: HttpRequest, obj: Source, form: forms.ModelForm, change: bool) -> None:
+        from search.sources.sync import set_source
+
+        data = form.cleaned_data
+        dataset = obj.dataset if change else data["dataset"]
+        saved = set_source(user=request.user, dataset=dataset, spec=data["spec"], interval_s=data["interval"],
+                           token=data["secret"])
+        obj.pk = saved.pk
+        obj.refresh_from_db()
+
+    @admin.action(description="Sync now")
+    def sync_now(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
+        from search.sources.sync import start_sync
+
+        for source in queryset.select_related("dataset"):
+            try:
+                start_sync(dataset=source.dataset, user=request.user, trigger="admin")
+                self.message_user(request, f"{source.dataset}: sync queued (see Ingest jobs for progress).")
+            except ApiError as exc:
+                self.message_user(request, f"{source.dataset}: {exc.detail}", messages.WARNING)

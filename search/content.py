@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.db import transaction
 
-from config.errors import ApiError, BadInput, Forbidden, NotFound
+from config.errors import ApiError, BadInput, Conflict, Forbidden, NotFound
 from projects import quotas
 from projects.access import membership_role, project_for_member
 from projects.models import Dataset, Membership
@@ -45,6 +45,20 @@ def dataset_of(*, user: User, slug: str, dataset_id: int, write: bool = False) -
     return dataset
 
 
+def _refuse_if_followed(dataset: Dataset) -> None:
+    """409 dataset_has_source: a dataset that follows a git repository or a web site takes its content from there.
+
+    Why refuse rather than merge: the next sync makes the dataset equal to its source again, so a pushed or
+    uploaded document would be overwritten or deleted without a word. Remove the source first (DELETE .../source),
+    or push into another dataset."""
+    from search.models import Source
+
+    if Source.objects.filter(dataset=dataset).exists():
+        raise Conflict("This dataset follows a source (a git repository or a web site) and takes its content from "
+                       "there; a sync would overwrite what you push or upload. Remove the source first, or use "
+                       "another dataset.", code="dataset_has_source")
+
+
 def _start(*, user: User, dataset: Dataset, source: str, options: dict[str, Any], filename: str = "",
            data: bytes = b"", documents: Sequence[dict[str, Any]] = ()) -> IngestJob:
     """Job and staged content in one transaction; the worker is told only after both committed."""
@@ -63,6 +77,7 @@ def push_documents(*, user: User, dataset: Dataset, documents: list[dict[str, An
     """Upsert a batch of documents by external_id; unchanged text re-embeds nothing. Returns the IngestJob."""
     from search.models import Document
 
+    _refuse_if_followed(dataset)
     if dataset.kind not in PUSH_KINDS:
         raise BadInput(f"Push works for code and web datasets; upload a rulebook to a {dataset.kind} dataset.",
                        field="documents")
@@ -91,6 +106,7 @@ def upload(*, user: User, dataset: Dataset, filename: str, data: bytes, mode: st
     from search.ingest import archives
     from search.models import Document
 
+    _refuse_if_followed(dataset)
     if len(data) > settings.UPLOAD_MAX_BYTES:
         raise UploadTooLarge(f"The upload is {len(data)} bytes; the limit is {settings.UPLOAD_MAX_BYTES}.",
                              field="file")

@@ -19,7 +19,7 @@ from search.api import _job_data
 if TYPE_CHECKING:
     from rest_framework.request import Request
 
-_WRITE = {**ERROR_RESPONSES, 403: ErrorSerializer, 413: ErrorSerializer}
+_WRITE = {**ERROR_RESPONSES, 403: ErrorSerializer, 409: ErrorSerializer, 413: ErrorSerializer}
 _UPLOAD = {**_WRITE, 415: ErrorSerializer, 422: ErrorSerializer}
 
 
@@ -47,7 +47,8 @@ class DocumentListView(APIView):
                    description="Upsert documents by external_id (unchanged text re-embeds nothing). Returns the "
                                "ingest job; follow it at /api/ingest-jobs/{id}. All or nothing: a failed job "
                                "leaves the dataset as it was. 413 quota_exceeded if the project's quota would "
-                               "be passed (nothing is written).")
+                               "be passed (nothing is written). 409 dataset_has_source if the dataset follows a "
+                               "git repository or a web site (a sync would overwrite what is pushed).")
     def put(self, request: Request, slug: str, dataset_id: int) -> Response:
         enforce(request, group="ingest")
         dataset = content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id, write=True)
@@ -89,7 +90,7 @@ class UploadView(APIView):
                    description="Upload a file or an archive (.zip, .tar.gz) and ingest it as the CLI would. The "
                                "archive is checked before anything is extracted (no absolute paths, no `..`, no "
                                "links, caps on files, bytes and compression ratio: 413/422 with a `code`, nothing "
-                               "written). Returns the ingest job.")
+                               "written). 409 dataset_has_source if the dataset follows a source. Returns the ingest job.")
     def post(self, request: Request, slug: str, dataset_id: int) -> Response:
         enforce(request, group="ingest")
         dataset = content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id, write=True)

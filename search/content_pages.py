@@ -30,11 +30,15 @@ def _dataset(request: HttpRequest, slug: str, dataset_id: int) -> Dataset:
         raise Http404("Dataset not found.") from None
 
 
-def _page(request: HttpRequest, dataset: Dataset, *, error: ApiError | None = None) -> HttpResponse:
+def _page(request: HttpRequest, dataset: Dataset, *, error: ApiError | None = None,
+          source_form: Any = None) -> HttpResponse:
+    """The dataset page; after a refused form, `error` says why and `source_form` refills the source form."""
+    from django.conf import settings
     from django.db.models import Count
 
     from projects import quotas
     from search.models import Document, IngestJob
+    from search.sources import sync
 
     jobs = list(IngestJob.objects.filter(dataset=dataset).order_by("-created_at")[:5])
     ctx: dict[str, Any] = {
@@ -45,6 +49,9 @@ def _page(request: HttpRequest, dataset: Dataset, *, error: ApiError | None = No
         "jobs": jobs, "active": [j for j in jobs if j.status in ("pending", "running")],
         "quota": quotas.report(dataset.project),
         "error": {"detail": error.detail, "field": error.field, "code": error.code} if error else None,
+        "source": sync.describe_source(dataset=dataset), "syncs": sync.sync_history(dataset=dataset, limit=10),
+        "source_form": source_form, "local_paths_allowed": request.user.is_staff or settings.SOURCES_ALLOW_LOCAL_PATHS,
+        "min_interval_s": settings.SOURCES_MIN_INTERVAL_S,
     }
     return render(request, "pages/dataset.html", ctx, status=error.status_code if error else 200)
 

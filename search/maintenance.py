@@ -28,9 +28,15 @@ def last_ingest(*, dataset: Dataset) -> IngestJob | None:
 
 
 def reingest(*, dataset: Dataset, user: User | None = None) -> IngestJob:
-    """Re-run the dataset's last source through the incremental runner (unchanged files are skipped)."""
-    from search.ingest.runner import start_ingest
+    """Re-run the dataset's last source through the incremental runner (unchanged files are skipped).
 
+    A dataset that follows a git or web source is synced instead (search.sources.sync.start_sync): its last job's
+    `source` is a URL for display, and a sync must keep its one-at-a-time rule (409 sync_running)."""
+    from search.ingest.runner import start_ingest
+    from search.sources.sync import source_of, start_sync
+
+    if source_of(dataset) is not None:
+        return start_sync(dataset=dataset, user=user, trigger="admin")
     job = last_ingest(dataset=dataset)
     if job is None:
         raise ValueError(f"dataset {dataset.name!r} has never been ingested: run `manage.py ingest` once first")

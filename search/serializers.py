@@ -10,6 +10,7 @@ from typing import Any
 from rest_framework import serializers
 
 from config.fields import FlagField, InputSerializer, IntField, NumberField, TextField, TextListField
+from projects.serializers import DatasetCreateSerializer, DatasetDetailSerializer, DatasetSerializer
 from search.fusion import FUSIONS, RULES_FUSIONS
 from search.globs import MAX_GLOB_LENGTH
 from search.pipeline import MAX_Q
@@ -106,6 +107,9 @@ class IngestJobSerializer(serializers.Serializer):
     embeddings_computed = serializers.IntegerField()
     embeddings_cached = serializers.IntegerField()
     error = serializers.CharField()
+    result = serializers.DictField(help_text="What the job did beyond its counters. A sync: {mode: diff | full | "
+                                             "crawl, from, to (commits), changed, deleted (paths, capped)}; "
+                                             "empty for other jobs.")
 
 
 class FeedbackRequestSerializer(InputSerializer):
@@ -258,3 +262,75 @@ class UploadRequestSerializer(InputSerializer):
     repo = TextField(max_length=200, required=False, allow_blank=True)
     ruleset = serializers.RegexField(r"^[\w.:-]{1,100}$", required=False, help_text="Rules datasets.")
     book = serializers.RegexField(r"^[\w.:-]{1,100}$", required=False, help_text="Rules datasets.")
+
+
+# --------------------------------------------------------------------------- dataset sources (search.sources)
+class SourceSerializer(serializers.Serializer):
+    """A dataset's source as the API shows it: whether a token is stored (`has_token`), never the token."""
+
+    type = serializers.ChoiceField(choices=["git", "web"])
+    config = serializers.DictField(help_text="git: {url, ref, subdir}; web: {seeds, scope, max_pages, max_depth, "
+                                             "include, exclude}; normalised as stored.")
+    url = serializers.CharField(help_text="The git URL or the first seed.")
+    interval_s = serializers.IntegerField(allow_null=True, help_text="Seconds between scheduled syncs; null: "
+                                                                     "manual syncs only.")
+    has_token = serializers.BooleanField(help_text="Whether a token is stored (encrypted; never returned).")
+    last_sync_at = serializers.DateTimeField(allow_null=True, help_text="When the last sync ended, either way.")
+    last_success_at = serializers.DateTimeField(allow_null=True)
+    next_sync_at = serializers.DateTimeField(allow_null=True, help_text="When the scheduler syncs next (null: "
+                                                                        "manual only); pushed back after failures.")
+    last_error = serializers.CharField(allow_blank=True, help_text="Why the last sync failed; empty after a "
+                                                                   "success.")
+    consecutive_failures = serializers.IntegerField()
+    commit = serializers.CharField(allow_null=True, help_text="Git: the commit the dataset reflects.")
+    active_sync_id = serializers.UUIDField(allow_null=True, help_text="The sync job queued or running, if any.")
+
+
+class SourceSetSerializer(InputSerializer):
+    source = serializers.DictField(help_text='git: {"type": "git", "url": "https://host/org/repo.git", "ref": '
+                                             '"main", "subdir": ""}; web: {"type": "web", "seeds": [url, ...], '
+                                             '"scope": "same-host" | "prefix", "max_pages", "max_depth", "include", '
+                                             '"exclude"}. URLs must not reach private or loopback addresses; local '
+                                             'paths (file://, /path) are for staff.')
+    interval_s = IntField(required=False, allow_null=True, min_value=0,
+                          help_text="Seconds between scheduled syncs (at least SOURCES_MIN_INTERVAL_S); null or "
+                                    "absent: manual syncs only.")
+    token = TextField(required=False, allow_blank=True, max_length=4096, trim_whitespace=False,
+                      help_text="A credential for a private repository, stored encrypted and never returned. "
+                                "Absent: keep the stored one; empty: remove it.")
+
+
+class DatasetCreateWithSourceSerializer(DatasetCreateSerializer):
+    source = serializers.DictField(required=False, allow_null=True,
+                                   help_text="Optional: the dataset follows this source from the start (see PUT "
+                                             ".../datasets/{id}/source).")
+    interval_s = IntField(required=False, allow_null=True, min_value=0, help_text="With `source`.")
+    token = TextField(required=False, allow_blank=True, max_length=4096, trim_whitespace=False,
+                      help_text="With `source`: stored encrypted, never returned.")
+
+
+class DatasetWithSourceSerializer(DatasetSerializer):
+    source = SourceSerializer(source="source_view", allow_null=True, read_only=True,
+                              help_text="The git repository or web site the dataset follows; null if none.")
+
+    class Meta(DatasetSerializer.Meta):
+        fields = [*DatasetSerializer.Meta.fields, "source"]
+        read_only_fields = fields
+
+
+class DatasetDetailWithSourceSerializer(DatasetDetailSerializer):
+    source = SourceSerializer(source="source_view", allow_null=True, read_only=True,
+                              help_text="The git repository or web site the dataset follows; null if none.")
+
+    class Meta(DatasetDetailSerializer.Meta):
+        fields = [*DatasetDetailSerializer.Meta.fields, "source"]
+        read_only_fields = fields
+
+
+class SyncJobSerializer(IngestJobSerializer):
+    trigger = serializers.CharField(source="options.trigger", default="",
+                                    help_text="manual | schedule | command | admin")
+    summary = serializers.CharField(help_text="The result in one line (mode, commits, changed and deleted files).")
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)

@@ -37,6 +37,12 @@ def run_ingest_job(self: Task, job_id: str) -> dict:
         job = run_job(job=job)
     except JobBusy:  # a live runner has it (e.g. a redelivered message): nothing to do here
         return {"status": "busy"}
+    except Exception:
+        if job.options.get("origin") == "sync":
+            # A failed sync is already recorded on its job and its Source (error, back-off); its schedule retries
+            # it. A Celery retry would run it again at once and count each attempt as another failure.
+            return {"status": "failed"}
+        raise
     if settings.QDRANT_URL:
         apply_index_outbox.delay()
     return {"status": job.status, "chunks": job.chunks_written}

@@ -2,6 +2,8 @@ from django.urls import path
 
 import config.converters  # noqa: F401 - registers <id:...>
 from search import api, content_api, content_pages, rules_api
+from search.sources import api as sources_api
+from search.sources import pages as sources_pages
 
 _DATASET = "api/projects/<slug:slug>/datasets/<id:dataset_id>"
 
@@ -15,9 +17,16 @@ urlpatterns: list = [
     path(f"{_DATASET}/documents", content_api.DocumentListView.as_view(), name="api-documents"),
     path(f"{_DATASET}/documents/<path:external_id>", content_api.DocumentDetailView.as_view(), name="api-document"),
     path(f"{_DATASET}/uploads", content_api.UploadView.as_view(), name="api-uploads"),
+    path(f"{_DATASET}/source", sources_api.SourceView.as_view(), name="api-dataset-source"),
+    path(f"{_DATASET}/sync", sources_api.SyncView.as_view(), name="api-dataset-sync"),
+    path(f"{_DATASET}/syncs", sources_api.SyncHistoryView.as_view(), name="api-dataset-syncs"),
     path("projects/<slug:slug>/datasets/new", content_pages.dataset_create, name="dataset-create"),
     path("projects/<slug:slug>/datasets/<id:dataset_id>/", content_pages.dataset_page, name="dataset-page"),
     path("projects/<slug:slug>/datasets/<id:dataset_id>/upload", content_pages.dataset_upload, name="dataset-upload"),
     path("projects/<slug:slug>/datasets/<id:dataset_id>/documents/delete", content_pages.document_delete,
          name="dataset-document-delete"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/source", sources_pages.source_save, name="dataset-source-save"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/source/remove", sources_pages.source_remove,
+         name="dataset-source-remove"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/sync", sources_pages.sync_now, name="dataset-sync"),
 ]

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 from django.conf import settings
 
 from config.errors import BadInput, Forbidden
+from config.text import bad_text_reason
 from search.sources import netguard
 
 if TYPE_CHECKING:
@@ -51,8 +52,9 @@ def _str(value: Any, field: str, *, max_len: int = 2000, required: bool = True) 
     value = value.strip()
     if required and not value:
         raise BadInput(f"{field} is required.", field=field)
-    if len(value) > max_len or "\x00" in value:
-        raise BadInput(f"{field} must be at most {max_len} characters, without NUL.", field=field)
+    if len(value) > max_len or bad_text_reason(value):
+        raise BadInput(f"{field} must be at most {max_len} characters of valid text (no NUL, no lone "
+                       "surrogate).", field=field)
     return value
 
 
@@ -185,7 +187,7 @@ def parse_token(value: Any) -> str | None:
     """None: keep the stored token; "": clear it; else the new token."""
     if value is None:
         return None
-    if not isinstance(value, str) or len(value) > 4096 or any(c in value for c in "\r\n\x00"):
+    if not isinstance(value, str) or len(value) > 4096 or any(c in value for c in "\r\n") or bad_text_reason(value):
         raise BadInput("token must be a single-line string of at most 4096 characters.", field="token")
     return value.strip()
 

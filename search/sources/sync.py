@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.utils import timezone
 
-from config.errors import Conflict, Forbidden, NotFound
+from config.errors import BadInput, Conflict, Forbidden, NotFound
 from projects.access import membership_role
 from projects.models import Membership
 from search.sources import secrets
-from search.sources.spec import SourceSpec, display_url
+from search.sources.spec import SourceSpec, display_url, parse_interval, parse_source, parse_token
 
 if TYPE_CHECKING:
     from accounts.models import User
-    from projects.models import Dataset
+    from projects.models import Dataset, Project
     from search.ingest.progress import Progress
     from search.models import IngestJob, Source
 
@@ -71,6 +71,105 @@ def set_source(*, user: User | None, dataset: Dataset, spec: SourceSpec, interva
         source.next_sync_at = timezone.now() if interval_s else None
         source.save()
     return source
+
+
+def configure_source(*, user: User | None, dataset: Dataset, raw: Any, interval_s: Any = None,
+                     token: Any = None) -> Source:
+    """Check a source as sent (the API body, the page's form, the admin) whole, then set it.
+
+    Why one entry for every door: the same input must be refused the same way, with the same `field`, whether it
+    came from the API, the dataset page or the admin; nothing is stored unless all of it is valid."""
+    _require_writer(user=user, dataset=dataset)
+    spec = parse_source(raw, user=user, dataset_kind=dataset.kind)
+    return set_source(user=user, dataset=dataset, spec=spec, interval_s=parse_interval(interval_s),
+                      token=parse_token(token))
+
+
+def create_dataset_with_source(*, user: User, project: Project, name: str, kind: str, description: str = "",
+                               is_global: bool = False, source: Any = None, interval_s: Any = None,
+                               token: Any = None) -> Dataset:
+    """Create a dataset that may follow a source from the start: the dataset and its source commit together.
+
+    The source is checked before anything is created, so a bad one leaves no dataset behind (and its name stays
+    free for the corrected request)."""
+    from projects.sharing import create_dataset
+
+    if source is None:
+        if interval_s is not None or token:
+            raise BadInput("interval_s and token describe a source; send `source` too.",
+                           field="interval_s" if interval_s is not None else "token")
+        return create_dataset(user=user, project=project, name=name, kind=kind, description=description,
+                              is_global=is_global)
+    if membership_role(user=user, project=project) not in WRITERS:
+        raise Forbidden("Only owners and editors of this project can add datasets.")
+    spec = parse_source(source, user=user, dataset_kind=kind)
+    interval, secret = parse_interval(interval_s), parse_token(token)
+    with transaction.atomic():
+        dataset = create_dataset(user=user, project=project, name=name, kind=kind, description=description,
+                                 is_global=is_global)
+        set_source(user=user, dataset=dataset, spec=spec, interval_s=interval, token=secret)
+    return dataset
+
+
+def source_of(dataset: Dataset) -> Source | None:
+    from search.models import Source
+
+    return Source.objects.filter(dataset=dataset).first()
+
+
+def describe_source(*, dataset: Dataset) -> dict[str, Any] | None:
+    """The dataset's source as the API, the pages and the admin show it: whether a token is stored, never the
+    token; the commit the dataset reflects; the schedule and the last error; the sync now queued or running."""
+    source = source_of(dataset)
+    if source is None:
+        return None
+    active = active_sync(dataset)
+    state = source.state or {}
+    return {
+        "type": source.type, "config": source.config, "url": display_url(source.type, source.config),
+        "interval_s": source.interval_s, "has_token": source.has_secret,
+        "last_sync_at": source.last_sync_at, "last_success_at": source.last_success_at,
+        "next_sync_at": source.next_sync_at, "last_error": source.last_error,
+        "consecutive_failures": source.consecutive_failures,
+        "commit": state.get("commit") if isinstance(state.get("commit"), str) else None,
+        "active_sync_id": str(active.pk) if active else None,
+    }
+
+
+def summarize_result(result: dict[str, Any] | None) -> str:
+    """One line for a sync job's result (pages, admin): the mode, the commits and what changed, naming the
+    files when there are few, so "exactly that file was re-ingested" can be read off the history."""
+    if not result:
+        return ""
+    mode = str(result.get("mode") or "")
+    parts = [mode] if mode else []
+    old, new = result.get("from"), result.get("to")
+    if isinstance(new, str) and new:
+        parts.append(f"{old[:10]}..{new[:10]}" if isinstance(old, str) and old else f"at {new[:10]}")
+    for key in ("changed", "deleted", "renamed", "indexed", "removed"):  # git lists, then the crawler's
+        items = result.get(key)
+        if not isinstance(items, list):
+            continue
+        total = result.get(f"{key}_total", result.get(f"{key}_count"))
+        total = total if isinstance(total, int) and total >= len(items) else len(items)
+        if key in ("renamed", "removed") and not total:
+            continue
+        named = ", ".join(_path_text(i) for i in items[:3]) + (", ..." if total > 3 else "")
+        parts.append(f"{total} {key}" + (f" ({named})" if items else ""))
+    for key, label in (("fetched", "fetched"), ("not_modified", "not modified"), ("unchanged", "unchanged"),
+                       ("errors_count", "errors")):
+        if isinstance(result.get(key), int) and not isinstance(result.get(key), bool):
+            parts.append(f"{result[key]} {label}")
+    if result.get("stopped"):
+        parts.append(f"stopped: {result['stopped']}")
+    return "; ".join(parts)
+
+
+def _path_text(item: Any) -> str:
+    """A path of a result list; a rename may be an [old, new] pair."""
+    if isinstance(item, (list, tuple)) and len(item) == 2:
+        return f"{item[0]} -> {item[1]}"
+    return str(item)
 
 
 def remove_source(*, user: User | None, dataset: Dataset) -> None:
@@ -200,9 +299,13 @@ def enqueue_due_syncs(*, now: datetime | None = None) -> list[str]:
 
 
 def sync_history(*, dataset: Dataset, limit: int = 50) -> list[IngestJob]:
+    """The dataset's sync jobs, newest first, each with `summary` (summarize_result of its result)."""
     from search.models import IngestJob
 
-    return list(IngestJob.objects.filter(dataset=dataset, options__origin="sync").order_by("-created_at")[:limit])
+    jobs = list(IngestJob.objects.filter(dataset=dataset, options__origin="sync").order_by("-created_at")[:limit])
+    for job in jobs:
+        job.summary = summarize_result(job.result)
+    return jobs
 
 
 def source_token(source: Source) -> str:

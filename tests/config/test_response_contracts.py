@@ -58,6 +58,23 @@ def _zip() -> io.BytesIO:
     return buf
 
 
+_PUBLIC_GIT = "https://93.184.216.34/org/repo.git"  # a public address literal: passes the SSRF guard, never fetched
+
+
+def _with_source(world: Any) -> None:
+    """The fuzz project's own dataset follows a git source (a token stored), with one finished sync."""
+    from projects.models import Dataset
+    from search.models import IngestJob
+    from search.sources import spec, sync
+
+    dataset = Dataset.objects.get(pk=world.ids["dataset_id"][1])
+    parsed = spec.parse_source({"type": "git", "url": _PUBLIC_GIT}, user=None, dataset_kind=dataset.kind)
+    sync.set_source(user=None, dataset=dataset, spec=parsed, interval_s=3600, token="t0ken")
+    IngestJob.objects.create(dataset=dataset, source=_PUBLIC_GIT, kind="code", status="done",
+                             options={"origin": "sync", "trigger": "manual"},
+                             result={"mode": "full", "to": "c" * 40, "changed": ["a.py"], "deleted": []})
+
+
 def _other_dataset_id(world: Any) -> int:
     from projects.models import Dataset
 
@@ -85,7 +102,7 @@ SUCCESS: dict[str, Callable[[Any], Call]] = {
     "rules_answer": lambda w: Call(200, {"q": "what does grappled do?"}, path={"slug": w.ids["slug"][1]}),
     "datasets_list": lambda w: Call(200),
     "datasets_create": lambda w: Call(201, {"name": "contract-docs", "kind": "web"}),
-    "datasets_retrieve": lambda w: Call(200, path={"dataset_id": w.ids["dataset_id"][1]}),
+    "datasets_retrieve": lambda w: Call(200, path={"dataset_id": w.ids["dataset_id"][1]}, setup=_with_source),
     "datasets_update": lambda w: Call(200, {"description": "checked"}, path={"dataset_id": w.ids["dataset_id"][1]}),
     "datasets_destroy": lambda w: Call(204, path={"dataset_id": w.ids["dataset_id"][1]}),
     "documents_list": lambda w: Call(200, query={"limit": "2"}, path={"dataset_id": w.ids["dataset_id"][1]}),
@@ -98,6 +115,12 @@ SUCCESS: dict[str, Callable[[Any], Call]] = {
                                                   "external_id": "billing/ledger.py"}),
     "documents_upload": lambda w: Call(202, {"file": _zip()}, multipart=True,
                                        path={"dataset_id": w.ids["dataset_id"][1]}),
+    "datasets_source_set": lambda w: Call(200, {"source": {"type": "git", "url": _PUBLIC_GIT, "ref": "main"},
+                                                "interval_s": 3600, "token": "t0ken"},
+                                          path={"dataset_id": w.ids["dataset_id"][1]}),
+    "datasets_source_delete": lambda w: Call(204, path={"dataset_id": w.ids["dataset_id"][1]}, setup=_with_source),
+    "datasets_sync": lambda w: Call(202, path={"dataset_id": w.ids["dataset_id"][1]}, setup=_with_source),
+    "datasets_syncs": lambda w: Call(200, path={"dataset_id": w.ids["dataset_id"][1]}, setup=_with_source),
     "context_ingest": lambda w: Call(202, {"dataset": "contract-src", "kind": "code", "source": w.ids["source"][0]},
                                      setup=_staff),
     "members_list": lambda w: Call(200),

@@ -1,6 +1,8 @@
 """The staff console for the engine: every model browsable, history read-only, dataset upkeep actions."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.contrib import admin
 from django.urls import reverse
@@ -118,3 +120,90 @@ def test_editing_a_traversal_config_saves_a_new_active_version(staff_client):
     assert [v.version for v in versions] == [1, 2]
     assert not versions[0].is_active and versions[1].is_active
     assert versions[1].condition_names == ["Grappled", "Prone"]
+
+
+# --------------------------------------------------------------------------- dataset sources
+PUBLIC_GIT = "https://93.184.216.34/org/repo.git"
+
+
+@pytest.fixture
+def sources(make_project, settings):
+    """Two code datasets with git sources: one healthy, one whose last two syncs failed."""
+    from projects.models import Dataset
+    from search.models import Source
+
+    settings.SOURCES_ALLOWED_NETWORKS = []
+    project = make_project("srcadm")
+    ok = Source.objects.create(dataset=Dataset.objects.create(project=project, name="ok", kind="code"), type="git",
+                               config={"url": PUBLIC_GIT, "ref": "", "subdir": ""})
+    bad = Source.objects.create(dataset=Dataset.objects.create(project=project, name="bad", kind="code"), type="git",
+                                config={"url": PUBLIC_GIT.replace("repo", "gone"), "ref": "", "subdir": ""},
+                                consecutive_failures=2, last_error="GitError: repository not found")
+    return ok, bad
+
+
+def test_the_failing_sources_filter_lists_only_sources_whose_syncs_fail_with_their_error(staff_client, sources):
+    ok, bad = sources
+    html = staff_client.get(reverse("admin:search_source_changelist") + "?health=failing").content.decode()
+    assert "GitError: repository not found" in html and "srcadm/bad" in html and "srcadm/ok" not in html
+    html = staff_client.get(reverse("admin:search_source_changelist") + "?health=ok").content.decode()
+    assert "srcadm/ok" in html and "srcadm/bad" not in html
+
+
+def test_the_admin_token_is_write_only_and_stored_encrypted(staff_client, sources):
+    from search.models import Source
+    from search.sources.sync import source_token
+
+    ok, _ = sources
+    url = reverse("admin:search_source_change", args=[ok.pk])
+    form = staff_client.get(url).content.decode()
+    assert 'type="password" name="token"' in form
+    resp = staff_client.post(url, {"type": "git", "config": json.dumps({"url": PUBLIC_GIT, "ref": "main"}),
+                                   "interval_s": "3600", "token": "tok-admin-42"})
+    assert resp.status_code == 302, resp.content.decode()[-2000:]
+    ok.refresh_from_db()
+    assert source_token(ok) == "tok-admin-42" and ok.config["ref"] == "main" and ok.interval_s == 3600
+    page = staff_client.get(url).content.decode()
+    assert "tok-admin-42" not in page and bytes(ok.secret).decode() not in page
+    # a save with the token box left blank keeps the token; "remove" clears it
+    staff_client.post(url, {"type": "git", "config": json.dumps({"url": PUBLIC_GIT}), "interval_s": ""})
+    assert source_token(Source.objects.get(pk=ok.pk)) == "tok-admin-42"
+    staff_client.post(url, {"type": "git", "config": json.dumps({"url": PUBLIC_GIT}), "clear_token": "on"})
+    assert not Source.objects.get(pk=ok.pk).has_secret
+
+
+def test_the_admin_refuses_an_unsafe_source_like_the_api(staff_client, sources):
+    ok, _ = sources
+    url = reverse("admin:search_source_change", args=[ok.pk])
+    resp = staff_client.post(url, {"type": "git", "config": '{"url": "http://169.254.169.254/latest"}'})
+    assert resp.status_code == 200 and "metadata address" in resp.content.decode()
+    ok.refresh_from_db()
+    assert ok.config["url"] == PUBLIC_GIT
+
+
+def test_the_sync_now_action_queues_one_sync_per_source_and_warns_when_one_runs(staff_client, sources):
+    from search.models import IngestJob
+
+    ok, bad = sources
+    changelist = reverse("admin:search_source_changelist")
+    resp = staff_client.post(changelist, {"action": "sync_now", "_selected_action": [ok.pk, bad.pk]}, follow=True)
+    jobs = IngestJob.objects.filter(options__origin="sync")
+    assert {j.dataset_id for j in jobs} == {ok.dataset_id, bad.dataset_id}
+    assert all(j.options["trigger"] == "admin" and j.status == "pending" for j in jobs)
+    assert "sync queued" in resp.content.decode()
+    resp = staff_client.post(changelist, {"action": "sync_now", "_selected_action": [ok.pk]}, follow=True)
+    assert "already queued or running" in resp.content.decode() and jobs.count() == 2
+    page = staff_client.get(reverse("admin:search_source_change", args=[ok.pk])).content.decode()
+    assert "admin" in page and "pending" in page  # the recent syncs table
+
+
+def test_ingest_again_on_a_followed_dataset_queues_a_sync_once(staff_client, sources):
+    from search.models import IngestJob
+
+    ok, _ = sources
+    changelist = reverse("admin:projects_dataset_changelist")
+    staff_client.post(changelist, {"action": "reingest", "_selected_action": [ok.dataset_id]})
+    job = IngestJob.objects.get(dataset=ok.dataset)
+    assert job.options == {"origin": "sync", "trigger": "admin", "source_type": "git"} and job.source == PUBLIC_GIT
+    resp = staff_client.post(changelist, {"action": "reingest", "_selected_action": [ok.dataset_id]}, follow=True)
+    assert "already queued or running" in resp.content.decode() and IngestJob.objects.count() == 1
