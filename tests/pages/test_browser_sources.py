@@ -14,6 +14,7 @@ import pytest
 
 from tests.pages.test_browser import SHOTS
 from tests.pages.test_browser_self_serve import browser  # noqa: F401 - fixture: one Chromium per module
+from tests.search.sources.git_fixtures import git_remote  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "pw-secret-123"
@@ -93,3 +94,45 @@ def test_a_member_adds_a_git_source_syncs_it_and_sees_the_failure(browser, live_
     assert repo_url in vpage.inner_text("#source") and vpage.locator(".source-error").count() == 1
     assert vpage.locator("#sync-now").count() == 0 and vpage.locator("#source-form").count() == 0
     vctx.close()
+
+
+def test_staff_follow_a_repository_on_the_page_and_a_second_sync_shows_exactly_the_changed_file(
+        browser, live_server, celery_worker_proc, make_user, make_project, git_remote, monkeypatch):
+    """A staff member (the only role that may use a path on the server) points a dataset at a file:// repository,
+    syncs it (a real worker runs the job), sees the documents and the commit; after a commit that changes one
+    function, Sync now again: the history says the sync re-ingested exactly that file."""
+    from projects.models import Dataset
+    from search.models import Document
+    from tests.search.ctx_fixtures import LEDGER_PY, ROUTES_JS
+
+    monkeypatch.setattr("search.index.GAP_GRACE_S", 0.0)
+    staff = make_user("src-staff@example.com", staff=True)
+    dataset = Dataset.objects.create(project=make_project("srcok", staff), name="shop", kind="code")
+    first = git_remote.commit({"billing/ledger.py": LEDGER_PY, "web/routes.js": ROUTES_JS}, "first")
+    base = live_server.url
+    url = f"{base}/projects/srcok/datasets/{dataset.pk}/"
+    ctx, page = _login(browser, base, staff.email)
+    page.goto(url)
+    assert "As staff you may also give a path on this server" in page.inner_text("#source-form")
+    page.fill("#source-form input[name=url]", git_remote.url)
+    page.click("#source-form button[type=submit]")
+    page.wait_for_url(url)
+    page.click("#sync-now")
+    page.wait_for_url(url)
+    page.wait_for_selector("#syncs tr.sync[data-status=done]", timeout=180000)
+    assert page.inner_text(".source-commit") == first
+    assert "full" in page.inner_text("#syncs .summary") and "2 changed" in page.inner_text("#syncs .summary")
+    page.wait_for_selector("#documents td:has-text('billing/ledger.py')")
+
+    second = git_remote.commit({"billing/ledger.py": LEDGER_PY.replace("insufficient credits", "not enough credit"),
+                                "web/routes.js": ROUTES_JS}, "one function changes")
+    page.click("#sync-now")
+    page.wait_for_url(url)
+    page.wait_for_function("document.querySelectorAll('#syncs tr.sync[data-status=done]').length == 2",
+                           timeout=180000)
+    newest = page.locator("#syncs tr.sync").first.inner_text()
+    assert "diff" in newest and "1 changed (billing/ledger.py)" in newest and "0 deleted" in newest
+    assert page.inner_text(".source-commit") == second and page.locator(".source-error").count() == 0
+    assert Document.objects.filter(dataset=dataset).count() == 2
+    page.screenshot(path=str(SHOTS / "source-synced.png"), full_page=True)
+    ctx.close()

@@ -13,7 +13,8 @@ import socket
 
 import pytest
 
-from search.models import Document, IngestJob, Source, StagedContent
+from search.models import Chunk, Document, IngestJob, Source, StagedContent
+from tests.search.sources.git_fixtures import git_remote  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db
 TOKEN = "ghp_very-secret-token-123"
@@ -322,3 +323,50 @@ def test_a_web_site_synced_through_the_api_shows_what_the_crawl_indexed(team, se
     assert history["status"] == "done" and history["summary"].startswith("crawl; 2 indexed")
     source = team["viewer"].get(base).json()["source"]
     assert source["last_success_at"] is not None and source["last_error"] == "" and source["commit"] is None
+
+
+# --------------------------------------------------------------------------- a real repository, synced
+def test_a_repository_synced_through_the_api_reingests_exactly_the_changed_file(team, git_remote, make_user,
+                                                                                 client_for, settings):
+    """Staff point the dataset at a file:// repository; the first sync is a full one, a commit that changes one
+    file re-ingests exactly that file (the job and the history say so), and an unchanged re-sync embeds nothing."""
+    from projects.models import Membership
+    from search.ingest.runner import run_job
+    from tests.search.ctx_fixtures import LEDGER_PY, ROUTES_JS
+
+    settings.SOURCES_GIT_DIR = git_remote.work.parent / "mirrors"
+    staff = make_user("ops@example.com", staff=True)
+    Membership.objects.create(project=team["project"], user=staff, role="editor")
+    ops = client_for(staff)
+    first_sha = git_remote.commit({"billing/ledger.py": LEDGER_PY, "web/routes.js": ROUTES_JS}, "first")
+    assert _put(ops, team["base"], {"type": "git", "url": git_remote.url, "ref": "main"}).status_code == 200
+
+    def sync() -> dict:
+        resp = team["editor"].post(f"{team['base']}/sync")
+        assert resp.status_code == 202, resp.content
+        job = run_job(job=IngestJob.objects.get(pk=resp.json()["id"]))
+        assert job.status == "done", job.error
+        return team["viewer"].get(f"/api/ingest-jobs/{job.pk}").json()
+
+    first = sync()
+    assert first["result"]["mode"] == "full" and first["result"]["to"] == first_sha
+    assert sorted(Document.objects.filter(dataset=team["code"]).values_list("path", flat=True)) == \
+        ["billing/ledger.py", "web/routes.js"]
+    assert team["viewer"].get(team["base"]).json()["source"]["commit"] == first_sha
+
+    second_sha = git_remote.commit({"billing/ledger.py": LEDGER_PY.replace("insufficient credits", "not enough"),
+                                    "web/routes.js": ROUTES_JS}, "one function changes")
+    second = sync()
+    assert second["result"]["mode"] == "diff" and second["result"]["changed"] == ["billing/ledger.py"]
+    assert (second["result"]["from"], second["result"]["to"]) == (first_sha, second_sha)
+    assert second["files_total"] == 1 and second["embeddings_computed"] >= 1
+    texts = Chunk.objects.filter(dataset=team["code"], path="billing/ledger.py").values_list("text", flat=True)
+    assert any("not enough" in t for t in texts) and not any("insufficient credits" in t for t in texts)
+
+    third = sync()
+    assert third["result"]["mode"] == "unchanged" and third["embeddings_computed"] == 0
+    history = team["viewer"].get(f"{team['base']}/syncs").json()
+    assert [h["id"] for h in history] == [third["id"], second["id"], first["id"]]
+    assert "1 changed (billing/ledger.py)" in history[1]["summary"] and history[1]["trigger"] == "manual"
+    source = team["viewer"].get(team["base"]).json()["source"]
+    assert source["commit"] == second_sha and source["last_error"] == "" and source["consecutive_failures"] == 0

@@ -7,6 +7,7 @@ it fails fast whatever the git fetcher does. Queued jobs' Celery messages are re
 the end of each test that commits them."""
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from datetime import timedelta
@@ -18,6 +19,8 @@ from django.utils import timezone
 from search.models import IngestJob, Source
 from search.sources import spec, sync
 from tests.hardening.test_worker_crash import drop_messages, queued_ingest_messages
+from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture
+from tests.search.sources.git_fixtures import git_remote  # noqa: F401 - fixture
 
 PUBLIC_GIT = "https://93.184.216.34/org/repo.git"
 
@@ -239,3 +242,113 @@ def test_the_sync_command_reports_a_missing_source_and_a_failed_sync(db, make_so
         call_command("sync", "sched", "cmd")
     job = IngestJob.objects.get(dataset=source.dataset)
     assert job.status == "failed" and job.options["trigger"] == "command"
+
+
+# --------------------------------------------------------------------------- a worker killed mid-sync
+N_SYNC_FILES = int(os.environ.get("CRASH_SYNC_FILES", "160"))  # five batches of 32: the kill lands after 1 to 4
+WORDS = ("ledger", "invoice", "parcel", "refund", "wallet", "coupon", "tariff", "voucher", "rebate", "escrow")
+
+
+def crash_tree(n: int) -> dict[str, str]:
+    """n small modules, every function distinct (no embedding cache hits), about three chunks each."""
+    files = {}
+    for i in range(n):
+        a, b = WORDS[i % 10], WORDS[(i * 3 + 1) % 10]
+        files[f"pkg{i // 40:02d}/mod_{i:04d}.py"] = (
+            f'"""Module {i}: {a} handling for the {b} service."""\n\n\n'
+            f"def {a}_{b}_{i}(amount, fee=None):\n"
+            f'    """Apply the {a} rule {i} to a {b} and report the total."""\n'
+            f"    total = amount * {i + 1} + {i % 7}\n"
+            f"    return total if fee is None else total - fee * {i % 5 + 1}\n")
+    return files
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_sync_leaves_a_job_that_recovery_completes_with_nothing_lost_or_duplicated(
+        transactional_db, settings, make_project, make_user, tmp_path, edge_index, git_remote, monkeypatch):
+    """Issue 14 §3 with real parts: a Celery worker syncing a file:// repository is SIGKILLed between 20 % and
+    80 %; a new worker's start-up recovery re-queues the job, which skips what was committed (by content hash) and
+    finishes. The dataset then equals a clean sync of the same commit: chunks row by row, points in the index."""
+    import signal
+
+    from django.db import connection
+
+    from projects.models import Dataset
+    from search.index import apply_outbox, pending_outbox
+    from search.ingest.locks import runner_alive
+    from search.models import Chunk, Document
+    from tests.hardening.test_worker_crash import point_ids, start_worker, stop, wait_for
+
+    mirrors = tmp_path / "mirrors"
+    monkeypatch.setenv("SOURCES_GIT_DIR", str(mirrors))  # the workers' mirrors (their settings come from the env)
+    settings.SOURCES_GIT_DIR = mirrors
+    head = git_remote.commit(crash_tree(N_SYNC_FILES), "big tree")
+    staff = make_user("ops@example.com", staff=True)
+    project = make_project("crashsync")
+
+    def followed(name: str) -> Dataset:
+        ds = Dataset.objects.create(project=project, name=name, kind="code")
+        parsed = spec.parse_source({"type": "git", "url": git_remote.url, "ref": "main"}, user=staff,
+                                   dataset_kind="code")
+        sync.set_source(user=None, dataset=ds, spec=parsed, interval_s=None)
+        return ds
+
+    crashed = followed("crashed")
+    db_settings, queue = connection.settings_dict, settings.CELERY_TASK_DEFAULT_QUEUE
+    first = start_worker("sync1", db_settings, queue)
+    second = None
+    try:
+        job = sync.start_sync(dataset=crashed, trigger="manual")  # committed at once: the worker is told
+
+        def mid_way():
+            j = IngestJob.objects.get(pk=job.pk)
+            assert j.status != "done", "the sync finished before the kill: raise CRASH_TEST_FILES"
+            return j if j.files_total and 0.2 <= j.files_done / j.files_total <= 0.8 else None
+
+        at_kill = wait_for(mid_way, timeout=300, interval=0.02, what="the sync to reach 20 %")
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(10)
+        job.refresh_from_db()
+        partial = Chunk.objects.filter(dataset=crashed).count()
+        partial_docs = Document.objects.filter(dataset=crashed).count()
+        assert job.status == "running" and 0 < partial
+        source = Source.objects.get(dataset=crashed)
+        assert source.state == {} and source.last_sync_at is None  # nothing recorded: the re-run starts over
+        wait_for(lambda: not runner_alive(job.pk), timeout=30, what="the dead runner's lock to be released")
+
+        second = start_worker("sync2", db_settings, queue, ping=False)  # its start-up recovery re-queues the job
+
+        def finished():
+            assert second.poll() is None, "the second worker exited"
+            return IngestJob.objects.filter(pk=job.pk, status__in=("done", "failed")).first()
+
+        done = wait_for(finished, timeout=600, interval=0.2, what="the resumed sync to finish")
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                stop(proc)
+    assert done.status == "done", done.error
+    assert done.result["mode"] == "full" and done.result["to"] == head
+    assert done.files_skipped == partial_docs and done.chunks_written + partial == Chunk.objects.filter(
+        dataset=crashed).count()
+    source.refresh_from_db()
+    assert source.state["commit"] == head and source.consecutive_failures == 0 and source.last_success_at
+    assert IngestJob.objects.filter(dataset=crashed).count() == 1  # resumed, not a second sync
+
+    clean = followed("clean")
+    ref = sync.start_sync(dataset=clean, trigger="manual", run_now=True)
+    assert ref.status == "done" and ref.embeddings_computed == 0  # every vector was cached by the crashed run
+
+    def rows(ds):
+        return sorted(Chunk.objects.filter(dataset=ds).values_list("path", "ordinal", "start_line", "end_line",
+                                                                   "text_hash"))
+
+    assert rows(crashed) == rows(clean) and len(rows(clean)) >= N_SYNC_FILES
+    paths = list(Document.objects.filter(dataset=crashed).values_list("path", flat=True))
+    assert len(paths) == len(set(paths)) == N_SYNC_FILES
+
+    wait_for(lambda: apply_outbox(index=edge_index) >= 0 and pending_outbox(index=edge_index) == 0,
+             timeout=120, interval=0.5, what="the outbox to be applied")
+    assert point_ids(edge_index, crashed.pk) == set(Chunk.objects.filter(dataset=crashed).values_list("pk", flat=True))
+    assert point_ids(edge_index, clean.pk) == set(Chunk.objects.filter(dataset=clean).values_list("pk", flat=True))
+    print(f"\nsync-crash: {N_SYNC_FILES} files, killed at {at_kill.files_done}/{at_kill.files_total} ({partial} chunks "
+          f"committed); the resumed sync skipped {done.files_skipped} files and wrote {done.chunks_written} chunks")
