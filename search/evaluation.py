@@ -78,6 +78,7 @@ class BeirCollection:
     corpus: dict[str, dict[str, str]]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    kind: str = "beir"  # "code" when collection.json says so: ingested as code chunks (code-aware sparse)
 
 
 def _read_jsonl(path: Path, *, need: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -97,14 +98,29 @@ def _read_jsonl(path: Path, *, need: tuple[str, ...]) -> list[dict[str, Any]]:
     return out
 
 
-def load_beir(path: str | Path, *, max_queries: int | None = None) -> BeirCollection:
+BEIR_KINDS = ("beir", "code")
+
+
+def load_beir(path: str | Path, *, max_queries: int | None = None, kind: str | None = None) -> BeirCollection:
     """Read a BEIR folder; only queries with test judgements are kept.
+
+    The content kind is `kind`, else the folder's optional `collection.json` {"kind": "code"} (written by
+    bench/build_code_collection.py), else "beir" (prose): a code collection must be indexed and queried with
+    the code analyzer, or the measurement is of the wrong tokenizer.
 
     Bad input is a FileNotFoundError or a ValueError that names the file and line: a qrels row that is not
     `query-id<TAB>corpus-id<TAB>integer score` (a header is allowed on line 1 only), a qrels row naming a
     query that queries.jsonl lacks, a JSON line that does not parse or lacks `_id`/`text`.
     """
     root = Path(path)
+    if kind is None and (root / "collection.json").exists():
+        try:
+            kind = json.loads((root / "collection.json").read_text()).get("kind")
+        except (json.JSONDecodeError, AttributeError) as exc:
+            raise ValueError(f"{root / 'collection.json'}: expected a JSON object") from exc
+    kind = kind or "beir"
+    if kind not in BEIR_KINDS:
+        raise ValueError(f"content kind {kind!r} is not one of {', '.join(BEIR_KINDS)}")
     for name in ("corpus.jsonl", "queries.jsonl"):
         if not (root / name).exists():
             raise FileNotFoundError(f"{root} has no {name} (a BEIR folder needs corpus.jsonl and queries.jsonl)")
@@ -136,11 +152,12 @@ def load_beir(path: str | Path, *, max_queries: int | None = None) -> BeirCollec
     corpus = {}
     for rec in _read_jsonl(root / "corpus.jsonl", need=("_id",)):
         corpus[str(rec["_id"])] = {"title": rec.get("title") or "", "text": rec.get("text") or ""}
-    return BeirCollection(name=root.name, path=root, corpus=corpus, queries=queries, qrels=qrels)
+    return BeirCollection(name=root.name, path=root, corpus=corpus, queries=queries, qrels=qrels, kind=kind)
 
 
 def beir_documents(collection: BeirCollection) -> list:
-    """One DocumentDraft per corpus entry; title + abstract as one chunk (SciFact abstracts fit the model)."""
+    """One DocumentDraft per corpus entry; title + abstract (or qualified name + source) as one chunk of the
+    collection's kind (SciFact abstracts fit the model)."""
     import hashlib
 
     from search.ingest.base import ChunkDraft, DocumentDraft
@@ -152,7 +169,8 @@ def beir_documents(collection: BeirCollection) -> list:
             continue
         docs.append(DocumentDraft(
             path=doc_id, content_hash=hashlib.sha256(text.encode()).hexdigest(), title=rec["title"][:500],
-            chunks=[ChunkDraft(text=text, start_line=1, end_line=max(1, text.count("\n") + 1), kind="beir",
+            chunks=[ChunkDraft(text=text, start_line=1, end_line=max(1, text.count("\n") + 1),
+                               kind=collection.kind,
                                symbol=rec["title"][:500])]))
     return docs
 
