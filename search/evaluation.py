@@ -101,8 +101,11 @@ def _read_jsonl(path: Path, *, need: tuple[str, ...]) -> list[dict[str, Any]]:
 BEIR_KINDS = ("beir", "code")
 
 
-def load_beir(path: str | Path, *, max_queries: int | None = None, kind: str | None = None) -> BeirCollection:
-    """Read a BEIR folder; only queries with test judgements are kept.
+def load_beir(path: str | Path, *, max_queries: int | None = None, kind: str | None = None,
+              split: str = "test") -> BeirCollection:
+    """Read a BEIR folder; only queries with judgements of `split` (test unless tuning) are kept.
+
+    A split's queries are in queries.jsonl or, as SciFact ships its train claims, in `queries_<split>.jsonl`.
 
     The content kind is `kind`, else the folder's optional `collection.json` {"kind": "code"} (written by
     bench/build_code_collection.py), else "beir" (prose): a code collection must be indexed and queried with
@@ -124,11 +127,14 @@ def load_beir(path: str | Path, *, max_queries: int | None = None, kind: str | N
     for name in ("corpus.jsonl", "queries.jsonl"):
         if not (root / name).exists():
             raise FileNotFoundError(f"{root} has no {name} (a BEIR folder needs corpus.jsonl and queries.jsonl)")
-    qrels_path = next((p for p in (root / "qrels_test.tsv", root / "qrels" / "test.tsv") if p.exists()), None)
+    if not re.fullmatch(r"[a-z]+", split):
+        raise ValueError(f"split {split!r} is not a split name (test, train, dev)")
+    qrels_path = next((p for p in (root / f"qrels_{split}.tsv", root / "qrels" / f"{split}.tsv") if p.exists()), None)
     if qrels_path is None:
-        raise FileNotFoundError(f"{root} has neither qrels_test.tsv nor qrels/test.tsv")
+        raise FileNotFoundError(f"{root} has neither qrels_{split}.tsv nor qrels/{split}.tsv")
+    query_files = [root / "queries.jsonl"] + [p for p in [root / f"queries_{split}.jsonl"] if p.exists()]
     all_queries = {str(rec["_id"]): str(rec["text"])
-                   for rec in _read_jsonl(root / "queries.jsonl", need=("_id", "text"))}
+                   for qf in query_files for rec in _read_jsonl(qf, need=("_id", "text"))}
     qrels: dict[str, dict[str, int]] = {}
     with qrels_path.open(newline="") as fh:
         for n, row in enumerate(csv.reader(fh, delimiter="\t"), start=1):

@@ -278,3 +278,14 @@ def test_load_beir_rejects_a_bad_collection_json(tmp_path, body, message):
     (root / "collection.json").write_text(body)
     with pytest.raises(ValueError, match=message):
         load_beir(root)
+
+
+def test_load_beir_reads_the_train_split_with_its_own_queries_file(tmp_path):
+    root = _beir(tmp_path / "mini")
+    _write_jsonl(root / "queries_train.jsonl", [{"_id": "7", "text": "train seven"}])
+    (root / "qrels_train.tsv").write_text("query-id\tcorpus-id\tscore\n2\tc1\t1\n7\tc2\t1\n")
+    coll = load_beir(root, split="train")
+    assert coll.queries == {"2": "train two", "7": "train seven"}  # never a test query
+    assert coll.qrels == {"2": {"c1": 1}, "7": {"c2": 1}}
+    with pytest.raises(ValueError, match="not a split name"):
+        load_beir(root, split="../test")
