@@ -7,7 +7,7 @@ is the best nDCG@10 on the train split; the test split only reports it next to e
 default (RRF k=60, equal weights), so the choice never sees a test judgement.
 
     .venv/bin/python bench/tune_fusion.py --beir var/data/stdlib-code --beir /work/shared/data/scifact \
-        [--var-dir /tmp/fusion-var] [--max-train N]
+        [--var-dir /tmp/fusion-var] [--max-train N] [--max-test N]
 
 Each folder needs qrels for both splits (qrels_train.tsv / qrels/train.tsv, queries_train.jsonl if separate);
 its kind comes from collection.json (code) or is beir (prose). Writes bench/results/fusion_by_kind.md.
@@ -73,14 +73,14 @@ def score(*, legs: dict[str, tuple[list, list]], qrels: dict, to_doc: dict[int, 
     return compute_metrics(qrels=qrels, run=run)
 
 
-def tune(path: str, *, max_train: int | None) -> dict:
+def tune(path: str, *, max_train: int | None, max_test: int | None) -> dict:
     from search.evaluation import load_beir
     from search.evaluation_runs import ingest_beir
     from search.models import Chunk
     from search.pipeline import build_filter
 
     t0 = time.perf_counter()
-    test, dataset, _ = ingest_beir(path=path, progress=False)
+    test, dataset, _ = ingest_beir(path=path, progress=False, max_queries=max_test)
     train = load_beir(path, split="train", max_queries=max_train, kind=test.kind)
     ingest_s = time.perf_counter() - t0
     to_doc = dict(Chunk.objects.filter(dataset=dataset).values_list("id", "path"))
@@ -116,6 +116,7 @@ def main() -> int:
     ap.add_argument("--beir", action="append", required=True, help="a BEIR folder with train and test qrels")
     ap.add_argument("--var-dir", default=None, help="keep services and embeddings here (default: a temp dir)")
     ap.add_argument("--max-train", type=int, default=0, help="cap on train queries (0 = all)")
+    ap.add_argument("--max-test", type=int, default=0, help="cap on test queries (0 = all)")
     args = ap.parse_args()
     setup_django(var_dir=args.var_dir)
     lines = ["# Fusion per content kind: chosen on train, reported on test (nDCG@10)", "",
@@ -124,7 +125,7 @@ def main() -> int:
              f"DBSF with sparse weight in {SCORE_SPARSE_WEIGHTS} (dense 1 - w). Legs queried once, depth {DEPTH}.",
              ""]
     for path in args.beir:
-        r = tune(path, max_train=args.max_train or None)
+        r = tune(path, max_train=args.max_train or None, max_test=args.max_test or None)
         lines += [f"## {r['collection']}: {r['train_queries']} train / {r['test_queries']} test queries", "",
                   "Best per family on train: " + "; ".join(f"{lab} ({s:.4f})" for lab, s in r["families"].values()),
                   "", "| pipeline | train nDCG@10 | test nDCG@10 | test MRR@10 | test recall@100 |",
