@@ -139,12 +139,12 @@ def encode_document(text: str, *, kind: str = "code") -> SparseVec:
 def query_terms(text: str, *, kinds: Collection[str]) -> list[str]:
     """The query analysed the way the documents of the searched kinds were: code -> code, prose kinds -> prose.
 
-    A term only matches if both sides produced it, so the query must use the documents' analyzer: a prose
-    query analysed as code would carry whole identifiers no abstract was indexed with and skip nothing, but a
-    code query analysed as prose loses `get_model_path`, the term that finds the exact symbol. When code and
-    prose kinds are searched together (any kind other than code is prose) the query is the union of both term sets: each document kind finds the
-    terms it was indexed with, and the terms the two analyzers share are counted once (weights are per unique
-    term), so neither kind is favoured by the union.
+    A term only matches if both sides produced it, so the query must use the documents' analyzer: analysed as
+    prose, a code query loses `get_model_path`, the term that finds the exact symbol; analysed as code, a
+    prose query carries whole-identifier terms no prose document was indexed with. When code and prose kinds
+    are searched together (every kind other than code is prose) the query is the union of both term sets:
+    each kind's documents find the terms they were indexed with, and a term both analyzers produce is sent
+    once (query weights are per unique term), so the union does not double-count the shared words.
     """
     has_code = "code" in kinds
     has_prose = bool(set(kinds) - {"code"})
