@@ -78,6 +78,7 @@ class BeirCollection:
     corpus: dict[str, dict[str, str]]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    kind: str = "beir"  # "code" when collection.json says so: ingested as code chunks (code-aware sparse)
 
 
 def _read_jsonl(path: Path, *, need: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -97,22 +98,43 @@ def _read_jsonl(path: Path, *, need: tuple[str, ...]) -> list[dict[str, Any]]:
     return out
 
 
-def load_beir(path: str | Path, *, max_queries: int | None = None) -> BeirCollection:
-    """Read a BEIR folder; only queries with test judgements are kept.
+BEIR_KINDS = ("beir", "code")
+
+
+def load_beir(path: str | Path, *, max_queries: int | None = None, kind: str | None = None,
+              split: str = "test") -> BeirCollection:
+    """Read a BEIR folder; only queries with judgements of `split` (test unless tuning) are kept.
+
+    A split's queries are in queries.jsonl or, as SciFact ships its train claims, in `queries_<split>.jsonl`.
+
+    The content kind is `kind`, else the folder's optional `collection.json` {"kind": "code"} (written by
+    bench/build_code_collection.py), else "beir" (prose): a code collection must be indexed and queried with
+    the code analyzer, or the measurement is of the wrong tokenizer.
 
     Bad input is a FileNotFoundError or a ValueError that names the file and line: a qrels row that is not
     `query-id<TAB>corpus-id<TAB>integer score` (a header is allowed on line 1 only), a qrels row naming a
     query that queries.jsonl lacks, a JSON line that does not parse or lacks `_id`/`text`.
     """
     root = Path(path)
+    if kind is None and (root / "collection.json").exists():
+        try:
+            kind = json.loads((root / "collection.json").read_text()).get("kind")
+        except (json.JSONDecodeError, AttributeError) as exc:
+            raise ValueError(f"{root / 'collection.json'}: expected a JSON object") from exc
+    kind = kind or "beir"
+    if kind not in BEIR_KINDS:
+        raise ValueError(f"content kind {kind!r} is not one of {', '.join(BEIR_KINDS)}")
     for name in ("corpus.jsonl", "queries.jsonl"):
         if not (root / name).exists():
             raise FileNotFoundError(f"{root} has no {name} (a BEIR folder needs corpus.jsonl and queries.jsonl)")
-    qrels_path = next((p for p in (root / "qrels_test.tsv", root / "qrels" / "test.tsv") if p.exists()), None)
+    if not re.fullmatch(r"[a-z]+", split):
+        raise ValueError(f"split {split!r} is not a split name (test, train, dev)")
+    qrels_path = next((p for p in (root / f"qrels_{split}.tsv", root / "qrels" / f"{split}.tsv") if p.exists()), None)
     if qrels_path is None:
-        raise FileNotFoundError(f"{root} has neither qrels_test.tsv nor qrels/test.tsv")
+        raise FileNotFoundError(f"{root} has neither qrels_{split}.tsv nor qrels/{split}.tsv")
+    query_files = [root / "queries.jsonl"] + [p for p in [root / f"queries_{split}.jsonl"] if p.exists()]
     all_queries = {str(rec["_id"]): str(rec["text"])
-                   for rec in _read_jsonl(root / "queries.jsonl", need=("_id", "text"))}
+                   for qf in query_files for rec in _read_jsonl(qf, need=("_id", "text"))}
     qrels: dict[str, dict[str, int]] = {}
     with qrels_path.open(newline="") as fh:
         for n, row in enumerate(csv.reader(fh, delimiter="\t"), start=1):
@@ -136,11 +158,12 @@ def load_beir(path: str | Path, *, max_queries: int | None = None) -> BeirCollec
     corpus = {}
     for rec in _read_jsonl(root / "corpus.jsonl", need=("_id",)):
         corpus[str(rec["_id"])] = {"title": rec.get("title") or "", "text": rec.get("text") or ""}
-    return BeirCollection(name=root.name, path=root, corpus=corpus, queries=queries, qrels=qrels)
+    return BeirCollection(name=root.name, path=root, corpus=corpus, queries=queries, qrels=qrels, kind=kind)
 
 
 def beir_documents(collection: BeirCollection) -> list:
-    """One DocumentDraft per corpus entry; title + abstract as one chunk (SciFact abstracts fit the model)."""
+    """One DocumentDraft per corpus entry; title + abstract (or qualified name + source) as one chunk of the
+    collection's kind (SciFact abstracts fit the model)."""
     import hashlib
 
     from search.ingest.base import ChunkDraft, DocumentDraft
@@ -152,7 +175,8 @@ def beir_documents(collection: BeirCollection) -> list:
             continue
         docs.append(DocumentDraft(
             path=doc_id, content_hash=hashlib.sha256(text.encode()).hexdigest(), title=rec["title"][:500],
-            chunks=[ChunkDraft(text=text, start_line=1, end_line=max(1, text.count("\n") + 1), kind="beir",
+            chunks=[ChunkDraft(text=text, start_line=1, end_line=max(1, text.count("\n") + 1),
+                               kind=collection.kind,
                                symbol=rec["title"][:500])]))
     return docs
 

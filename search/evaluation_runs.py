@@ -35,17 +35,23 @@ def _eval_project(slug: str) -> Project:
     return project
 
 
+def beir_dataset_name(coll: Any) -> str:
+    """`beir:<name>`, or `beir:<name>:code` for a code collection: a document's chunks keep the kind they were
+    ingested with (an unchanged document is skipped), so each kind gets its own dataset."""
+    return f"beir:{coll.name}" if coll.kind == "beir" else f"beir:{coll.name}:{coll.kind}"
+
+
 def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool = True,
-                max_queries: int | None = None) -> tuple[Any, Any, dict[str, Any]]:
+                max_queries: int | None = None, kind: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """(collection, dataset, stats). Re-running skips unchanged documents and reuses cached embeddings."""
     from projects.models import Dataset
     from search.index import apply_outbox, get_index
     from search.ingest.runner import sync_documents
 
-    coll = load_beir(path, max_queries=max_queries)
+    coll = load_beir(path, max_queries=max_queries, kind=kind)
     project = _eval_project(project_slug)
-    dataset, _ = Dataset.objects.get_or_create(project=project, name=f"beir:{coll.name}",
-                                               defaults={"kind": Dataset.Kind.BEIR})
+    dataset, _ = Dataset.objects.get_or_create(project=project, name=beir_dataset_name(coll),
+                                               defaults={"kind": coll.kind})
     drafts = beir_documents(coll)
     bar = tqdm(total=len(drafts), desc="ingest", file=sys.stderr, disable=not progress)
     last = {"files": 0}
@@ -63,13 +69,13 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
 
 
 def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: list[str] | None = None,
-                  max_queries: int | None = None, progress: bool = True) -> EvalReport:
+                  max_queries: int | None = None, progress: bool = True, kind: str | None = None) -> EvalReport:
     from search.models import Chunk
 
     coll, dataset, stats = ingest_beir(path=path, project_slug=project_slug, progress=progress,
-                                       max_queries=max_queries)
+                                       max_queries=max_queries, kind=kind)
     id_to_doc = dict(Chunk.objects.filter(dataset=dataset).values_list("id", "path"))
-    rankers = make_rankers(project=dataset.project, dataset_ids=[dataset.pk], extra_filter={"kind": ["beir"]})
+    rankers = make_rankers(project=dataset.project, dataset_ids=[dataset.pk], extra_filter={"kind": [coll.kind]})
     metrics, _, timings = run_pipelines(queries=coll.queries, qrels=coll.qrels, rankers=rankers,
                                         to_doc=lambda ids: {i: id_to_doc[i] for i in ids if i in id_to_doc},
                                         pipelines=pipelines or list(PIPELINES), progress=progress)
@@ -77,8 +83,8 @@ def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: li
     for m in metrics.values():
         m["evaluability"] = ev
     timings["ingest"] = stats
-    return EvalReport(collection=f"beir:{coll.name}", queries=len(coll.queries), pipelines=metrics, timings=timings,
-                      extra={"corpus_docs": len(coll.corpus)})
+    return EvalReport(collection=beir_dataset_name(coll), queries=len(coll.queries), pipelines=metrics,
+                      timings=timings, extra={"corpus_docs": len(coll.corpus), "kind": coll.kind})
 
 
 def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] | None = None,

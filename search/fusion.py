@@ -52,8 +52,8 @@ def _dbsf(hits: list[tuple[int, float]]) -> dict[int, float]:
 
 
 def fuse(*, dense: list[tuple[int, float]], sparse: list[tuple[int, float]], method: str = "rrf",
-         weights: dict[str, float] | None = None, limit: int | None = None) -> list[Candidate]:
-    """Fused candidates, best first, with rank_before set (1-based)."""
+         weights: dict[str, float] | None = None, limit: int | None = None, rrf_k: int = RRF_K) -> list[Candidate]:
+    """Fused candidates, best first, with rank_before set (1-based). `rrf_k` is RRF's rank offset (tuning)."""
     if method not in FUSIONS:
         raise ValueError(f"unknown fusion {method!r}")
     weights = weights or ({"dense": 1.0, "sparse": 1.0} if method != "weighted" else WEIGHTED)
@@ -65,7 +65,7 @@ def fuse(*, dense: list[tuple[int, float]], sparse: list[tuple[int, float]], met
             setattr(c, f"{leg}_rank", rank)
     if method == "rrf":
         for c in cands.values():
-            c.fused_score = sum(weights[leg] / (RRF_K + getattr(c, f"{leg}_rank"))
+            c.fused_score = sum(weights[leg] / (rrf_k + getattr(c, f"{leg}_rank"))
                                 for leg in ("dense", "sparse") if getattr(c, f"{leg}_rank") is not None)
     else:
         norm = _dbsf if method == "dbsf" else _minmax

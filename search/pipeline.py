@@ -130,6 +130,19 @@ def build_filter(*, dataset_ids: list[int], clean_filters: dict[str, Any] | None
     return flt
 
 
+def searched_kinds(flt: IndexFilter) -> frozenset[str]:
+    """The content kinds a filter can return, so the sparse query is analysed like those documents.
+
+    A kind filter (rules search, evaluation) is exact; otherwise the kinds of the searched datasets, whose
+    ingest decides the chunks' kind (code datasets hold code chunks, web datasets web chunks, ...).
+    """
+    from projects.models import Dataset
+
+    if flt.kind:
+        return frozenset(flt.kind)
+    return frozenset(Dataset.objects.filter(pk__in=flt.dataset_ids).values_list("kind", flat=True).distinct())
+
+
 def retrieve(*, q: str, flt: IndexFilter, candidates: int = 100, fusion: str = "rrf", legs: str = "hybrid",
              index: VectorIndex | None = None, fusion_weights: dict[str, float] | None = None,
              timings: dict[str, float] | None = None) -> list[Candidate]:
@@ -157,7 +170,7 @@ def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: s
         timings["dense_ms"] = _ms(t)
     if legs in ("hybrid", "sparse"):
         t = time.perf_counter()
-        sparse = index.search_sparse(encode_query(q), flt=flt, limit=candidates)
+        sparse = index.search_sparse(encode_query(q, kinds=searched_kinds(flt)), flt=flt, limit=candidates)
         timings["sparse_ms"] = _ms(t)
     t = time.perf_counter()
     if legs == "dense":

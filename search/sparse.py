@@ -4,9 +4,11 @@ Why client-side weights: Qdrant multiplies by IDF (the IDF modifier) at query
 time, so the document side only needs the BM25 term-frequency saturation with
 length normalisation; the query side is a bag of unique terms with weight 1.
 Code needs its own tokenizer: `get_model_path` and `getModelPath` must match
-"model path", so identifiers are split (snake_case, camelCase, dotted paths)
-and the whole identifier is kept as a term too. Terms are hashed with crc32 to
-stable uint32 indices, so no vocabulary has to be stored or shared.
+"model path", so identifiers are split (snake_case, camelCase, dotted, `::` and
+a/b/c.py path names) and the whole identifier is kept as a term too. Prose kinds
+(web, rules, beir) use the plain analyzer, and a query is analysed like the
+documents of the kinds it searches (`query_terms`). Terms are hashed with crc32
+to stable uint32 indices, so no vocabulary has to be stored or shared.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import re
 import threading
 import zlib
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import Stemmer
@@ -31,6 +34,9 @@ _STOP = frozenset(STOPWORDS_EN) | frozenset(
     "you your he she him her its were been being have has had having".split()
 )
 _WORD = re.compile(r"[A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# Code also joins `a/b/c.py` paths and `std::io::Read` paths into one token, so the whole name can be kept.
+_CODE_WORD = re.compile(r"[A-Za-z0-9_]+(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*|/[A-Za-z0-9_][A-Za-z0-9_]*)*")
+_SEP = re.compile(r"[./_:]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _local = threading.local()
 
@@ -42,26 +48,58 @@ def _stemmer() -> Stemmer.Stemmer:
     return st
 
 
+def _is_identifier(word: str) -> bool:
+    """snake_case, dotted, path or `::` names, or camelCase/PascalCase with more than one part: a symbol, not a
+    word. An all-capitals word (`ASCII`, `HTTP`) is a word: it has one part, and counting it twice (whole and
+    part) would double its weight."""
+    return any(c in word for c in "._/:") or len(_CAMEL.findall(word)) > 1
+
+
+def _code_terms(word: str) -> list[str]:
+    """The whole identifier, its named segments, then its word parts.
+
+    `self.get_model_path` gives `self.get_model_path`, `get_model_path`, then `self get model path`;
+    `search/sparse.py` gives `search/sparse.py`, `sparse.py`, then `search sparse py`. The segments matter
+    because a query names `get_model_path` or `sparse.py` while the code says `self.get_model_path(...)` or
+    the path is `search/sparse.py`: without them only the stemmed parts could match.
+    """
+    if not _is_identifier(word):
+        return re.split(r"[._]+", word.lower())
+    whole = word.lower()
+    terms = [whole]
+    if "/" in word:
+        base = word.rsplit("/", 1)[1]
+        if base and base.lower() != whole:
+            terms.append(base.lower())
+    if any(sep in word for sep in "./:"):
+        for seg in re.split(r"\.|/|::", word):
+            if seg and seg.lower() != whole and ("_" in seg or any(c.isupper() for c in seg[1:])):
+                terms.append(seg.lower())
+    for piece in _SEP.split(word):
+        terms.extend(p.lower() for p in _CAMEL.findall(piece))
+    return terms
+
+
 def tokenize(text: str, *, code: bool = True) -> list[str]:
-    """Lowercased, stopword-free, stemmed terms; identifiers also contribute their parts."""
+    """Lowercased, stopword-free, stemmed terms; in code, identifiers also keep their whole name (unstemmed).
+
+    `code=False` is the prose analyzer (web pages, rulebooks, BEIR abstracts): words split on `.` and `_`
+    only, every term stemmed, no whole identifiers.
+    """
     out: list[str] = []
-    for m in _WORD.finditer(text):
-        word = m.group(0)
-        parts: list[str] = []
-        if code and ("." in word or "_" in word or any(c.isupper() for c in word[1:])):
-            out.append(word.lower())  # the whole identifier, unstemmed: exact-symbol queries win
-            for piece in re.split(r"[._]+", word):
-                parts.extend(p.lower() for p in _CAMEL.findall(piece))
-        else:
-            parts.extend(p for p in re.split(r"[._]+", word.lower()) if p)
-        out.extend(p for p in parts if p not in _STOP and len(p) > 1)
+    if code:
+        for m in _CODE_WORD.finditer(text):
+            out.extend(t for t in _code_terms(m.group(0)) if t and t not in _STOP and len(t) > 1)
+    else:
+        for m in _WORD.finditer(text):
+            out.extend(p for p in re.split(r"[._]+", m.group(0).lower()) if p and p not in _STOP and len(p) > 1)
     if not out:
         return out
     return _stem_keep_identifiers(out)
 
 
 def _stem_keep_identifiers(tokens: list[str]) -> list[str]:
-    plain = [t for t in tokens if "." not in t and "_" not in t]
+    plain = [t for t in tokens if not any(c in t for c in "._/:")]
     stemmed = dict(zip(plain, _stemmer().stemWords(plain), strict=True))
     return [stemmed.get(t, t) for t in tokens]
 
@@ -98,9 +136,31 @@ def encode_document(text: str, *, kind: str = "code") -> SparseVec:
     return _collapse(weights)
 
 
-def encode_query(text: str, *, code: bool = True) -> SparseVec:
-    """Unique query terms with weight 1 (Qdrant's IDF modifier supplies the rest)."""
-    weights = {term_index(t): 1.0 for t in tokenize(text, code=code)}
+def query_terms(text: str, *, kinds: Collection[str]) -> list[str]:
+    """The query analysed the way the documents of the searched kinds were: code -> code, prose kinds -> prose.
+
+    A term only matches if both sides produced it, so the query must use the documents' analyzer: analysed as
+    prose, a code query loses `get_model_path`, the term that finds the exact symbol; analysed as code, a
+    prose query carries whole-identifier terms no prose document was indexed with. When code and prose kinds
+    are searched together (every kind other than code is prose) the query is the union of both term sets:
+    each kind's documents find the terms they were indexed with, and a term both analyzers produce is sent
+    once (query weights are per unique term), so the union does not double-count the shared words.
+    """
+    has_code = "code" in kinds
+    has_prose = bool(set(kinds) - {"code"})
+    if not has_code and not has_prose:  # nothing searchable: analyse as code, the historical default
+        has_code = True
+    terms: list[str] = []
+    if has_code:
+        terms.extend(tokenize(text, code=True))
+    if has_prose:
+        terms.extend(tokenize(text, code=False))
+    return list(dict.fromkeys(terms))
+
+
+def encode_query(text: str, *, kinds: Collection[str]) -> SparseVec:
+    """Unique query terms with weight 1 (Qdrant's IDF modifier supplies the rest), analysed for `kinds`."""
+    weights = {term_index(t): 1.0 for t in query_terms(text, kinds=kinds)}
     return _collapse(weights)
 
 

@@ -256,3 +256,36 @@ def test_evaluate_command_turns_a_bad_beir_folder_into_a_command_error(tmp_path)
     with pytest.raises(CommandError, match=r"qrels_test\.tsv:2: expected"):
         call_command("evaluate", "--beir", str(root), "--no-progress", "--no-save",
                      "--report-dir", str(tmp_path / "reports"))
+
+
+def test_load_beir_takes_the_content_kind_from_collection_json_unless_told(tmp_path):
+    from search.evaluation import beir_documents
+
+    root = _beir(tmp_path / "mini")
+    assert load_beir(root).kind == "beir"
+    (root / "collection.json").write_text(json.dumps({"kind": "code", "seed": 1}))
+    coll = load_beir(root)
+    assert coll.kind == "code"
+    assert {c.kind for d in beir_documents(coll) for c in d.chunks} == {"code"}  # indexed with the code analyzer
+    assert load_beir(root, kind="beir").kind == "beir"
+
+
+@pytest.mark.parametrize(("body", "message"), [('{"kind": "video"}', "content kind 'video'"),
+                                               ('["code"]', "expected a JSON object"),
+                                               ("{kind", "expected a JSON object")])
+def test_load_beir_rejects_a_bad_collection_json(tmp_path, body, message):
+    root = _beir(tmp_path / "mini")
+    (root / "collection.json").write_text(body)
+    with pytest.raises(ValueError, match=message):
+        load_beir(root)
+
+
+def test_load_beir_reads_the_train_split_with_its_own_queries_file(tmp_path):
+    root = _beir(tmp_path / "mini")
+    _write_jsonl(root / "queries_train.jsonl", [{"_id": "7", "text": "train seven"}])
+    (root / "qrels_train.tsv").write_text("query-id\tcorpus-id\tscore\n2\tc1\t1\n7\tc2\t1\n")
+    coll = load_beir(root, split="train")
+    assert coll.queries == {"2": "train two", "7": "train seven"}  # never a test query
+    assert coll.qrels == {"2": {"c1": 1}, "7": {"c2": 1}}
+    with pytest.raises(ValueError, match="not a split name"):
+        load_beir(root, split="../test")

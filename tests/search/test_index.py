@@ -68,7 +68,7 @@ def test_payload_filters_repo_lang_prefix_and_exact_paths(adapter):
 
 
 def test_sparse_search_uses_term_weights(adapter):
-    hits = adapter.search_sparse(encode_query("deducted credits"), flt=IndexFilter(dataset_ids=[1]), limit=10)
+    hits = adapter.search_sparse(encode_query("deducted credits", kinds=("code",)), flt=IndexFilter(dataset_ids=[1]), limit=10)
     assert _ids(hits)[0] == 11 and 13 not in _ids(hits)
 
 
@@ -106,7 +106,7 @@ def test_applier_projects_postgres_into_a_client_index(make_project, code_repo):
         apply_outbox(index=index)  # a replay (the watermark may hold before a young id gap) changes nothing
         assert index.count() == len(chunk_ids)
         deduct = Chunk.objects.get(dataset=ds, symbol="deduct_credits")
-        hits = index.search_sparse(encode_query("deduct_credits"), flt=IndexFilter(dataset_ids=[ds.pk]), limit=5)
+        hits = index.search_sparse(encode_query("deduct_credits", kinds=("code",)), flt=IndexFilter(dataset_ids=[ds.pk]), limit=5)
         assert hits[0][0] == deduct.pk  # the point id is the chunk id
     finally:
         index.close()

@@ -144,7 +144,7 @@ def test_weighted_base_score_is_min_max_04_sparse_06_dense(demo_project, rules_i
     res = _search(demo_project, fusion="weighted", graph=False, candidates=100)
     flt = build_filter(dataset_ids=sorted(accessible_dataset_ids(demo_project)), extra_filter={"kind": ["rules"]})
     dense = rules_index.search_dense(embed_query(PINNED_Q).tolist(), flt=flt, limit=100)
-    sparse = rules_index.search_sparse(encode_query(PINNED_Q), flt=flt, limit=100)
+    sparse = rules_index.search_sparse(encode_query(PINNED_Q, kinds=("rules",)), flt=flt, limit=100)
 
     def minmax(hits):
         lo, hi = min(s for _, s in hits), max(s for _, s in hits)

@@ -24,6 +24,8 @@ class Command(BaseCommand):
         src = parser.add_mutually_exclusive_group()
         src.add_argument("--beir", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels_test.tsv or qrels/test.tsv")
         src.add_argument("--rules", help="rulebook queries JSON (default: the demo rulebook's queries)")
+        parser.add_argument("--kind", choices=("beir", "code"), default=None,
+                            help="BEIR content kind (default: the folder's collection.json, else beir)")
         parser.add_argument("--project", default="", help="project slug (default: eval for BEIR, demo for rules)")
         parser.add_argument("--pipelines", default=",".join(PIPELINES), help="comma-separated subset")
         parser.add_argument("--max-queries", type=int, default=0)
@@ -46,7 +48,7 @@ class Command(BaseCommand):
             if opts["beir"]:
                 report = evaluate_beir(path=opts["beir"], project_slug=opts["project"] or "eval",
                                        pipelines=pipelines, max_queries=opts["max_queries"] or None,
-                                       progress=progress)
+                                       progress=progress, kind=opts["kind"])
             else:
                 default_q = Path(__file__).resolve().parents[2] / "demo_rules" / "eval_queries.json"
                 report = evaluate_rules(path=opts["rules"] or str(default_q), project_slug=opts["project"] or "demo",
