@@ -35,6 +35,8 @@ PIPELINES = ("default", "sparse", "dense", "fused", "fused+rerank", "fused+graph
 RANX_METRICS = {"hit@1": "hit_rate@1", "hit@3": "hit_rate@3", "hit@5": "hit_rate@5", "hit@10": "hit_rate@10",
                 "mrr@10": "mrr@10", "ndcg@10": "ndcg@10", "recall@100": "recall@100"}
 RUN_DEPTH = 100
+# rules-only and report-only columns, in table order; a column shows when any pipeline has it
+EXTRA_METRICS = ("evaluability", "cross_book_contamination", "answer_similarity", "answer_cosine")
 
 
 # ------------------------------------------------------------------------------------------------ metrics
@@ -223,6 +225,42 @@ def token_f1(a: str, b: str) -> float:
     return 2 * p * r / (p + r)
 
 
+def answer_cosine(pairs: list[tuple[str, str]]) -> list[float]:
+    """Answer similarity as seed 002 defines it: cosine of the embedded produced and gold answers (one per pair).
+
+    Why beside token F1: an extractive answer quotes the book ("A pinned character's speed is 0") while the gold
+    answer paraphrases it; token F1 punishes the paraphrase, the embedding does not. Vectors come from the
+    embedding cache (search.encoders.embed_cached), so a re-run embeds nothing twice. An empty side scores 0."""
+    import numpy as np
+
+    from search.encoders import embed_cached
+
+    texts = sorted({t for pair in pairs for t in pair if t.strip()})
+    if not texts:
+        return [0.0 for _ in pairs]
+    vectors = dict(zip(texts, embed_cached(texts), strict=True))
+    out = []
+    for produced, gold in pairs:
+        if not produced.strip() or not gold.strip():
+            out.append(0.0)
+            continue
+        a, b = vectors[produced], vectors[gold]
+        out.append(float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0)))
+    return out
+
+
+def cross_book_contamination(*, book_id: str, top_books: list[str]) -> float | None:
+    """Share of the top results that come from another book than the query's; None when it cannot be judged."""
+    if not book_id or not top_books:
+        return None
+    return sum(1 for b in top_books if b != book_id) / len(top_books)
+
+
+def mean_or_none(values: list[float], *, places: int = 4) -> float | None:
+    """A rounded mean, or None for no values (a table cell left blank, never a misleading 0)."""
+    return round(sum(values) / len(values), places) if values else None
+
+
 # ------------------------------------------------------------------------------------------------ pipelines
 
 Ranker = Callable[[str, dict[str, Any]], list[tuple[int, float]]]  # (query, ctx) -> [(chunk_id, score)] best first
@@ -312,7 +350,7 @@ def run_pipelines(*, queries: dict[str, str], qrels: dict[str, dict[str, int]], 
 # ------------------------------------------------------------------------------------------------ reports
 
 def markdown_table(report: EvalReport) -> str:
-    keys = list(RANX_METRICS) + [k for k in ("evaluability", "cross_book_contamination", "answer_similarity")
+    keys = list(RANX_METRICS) + [k for k in EXTRA_METRICS
                                  if any(k in m for m in report.pipelines.values())]
     lines = [f"**{report.collection}** — {report.queries} queries", "",
              "| pipeline | " + " | ".join(keys) + " | ms/query |", "|---|" + "---:|" * (len(keys) + 1)]

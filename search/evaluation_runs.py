@@ -14,11 +14,14 @@ from tqdm import tqdm
 from search.evaluation import (
     PIPELINES,
     EvalReport,
+    answer_cosine,
     beir_documents,
+    cross_book_contamination,
     evaluability,
     load_beir,
     load_rules_queries,
     make_rankers,
+    mean_or_none,
     resolve_expected,
     run_pipelines,
     token_f1,
@@ -26,6 +29,45 @@ from search.evaluation import (
 
 if TYPE_CHECKING:
     from projects.models import Project
+
+
+class NotReady(RuntimeError):
+    """The database or the index cannot serve an evaluation; the message says what to run instead."""
+
+
+def check_ready() -> None:
+    """Fail with the command to run when Postgres is down or unmigrated, or the index cannot open.
+
+    Called after the input files are read (a bad file is named first) and before any other work.
+    Why before any work: without this the first ORM query of an evaluation raises a ProgrammingError
+    ("relation projects_project does not exist") or an OperationalError deep in a traceback, which tells a
+    new user nothing about `manage.py migrate` or `manage.py platform up`."""
+    from django.db import DatabaseError, connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    from config.errors import DependencyDown
+
+    name = connection.settings_dict.get("NAME") or "?"
+    try:
+        connection.ensure_connection()
+        executor = MigrationExecutor(connection)
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except DatabaseError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise NotReady(f"Postgres is not reachable ({first}). Start the services with `manage.py platform up` "
+                       "(or `make run`), or set DATABASE_URL to a running server.") from exc
+    if plan:
+        apps = sorted({m.app_label for m, _ in plan})
+        raise NotReady(f"the database {name!r} is not migrated ({len(plan)} migrations not applied: "
+                       f"{', '.join(apps)}). Run `manage.py migrate` first; `make demo` also loads the demo "
+                       "rulebook that `manage.py evaluate` searches by default.")
+    from search.index import get_index
+
+    try:
+        get_index()
+    except DependencyDown as exc:
+        raise NotReady(f"{exc.detail} Set QDRANT_URL to a running Qdrant, or stop the process that holds the "
+                       "embedded store (`make run` serves it; the embedded store admits one open handle).") from exc
 
 
 def _eval_project(slug: str) -> Project:
@@ -43,6 +85,7 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
     from search.ingest.runner import sync_documents
 
     coll = load_beir(path, max_queries=max_queries)
+    check_ready()
     project = _eval_project(project_slug)
     dataset, _ = Dataset.objects.get_or_create(project=project, name=f"beir:{coll.name}",
                                                defaults={"kind": Dataset.Kind.BEIR})
@@ -91,10 +134,11 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
     from search.models import Chunk
     from search.rules_search import rules_search
 
+    queries = load_rules_queries(path)[:max_queries or None]
+    check_ready()
     project = Project.objects.filter(slug=project_slug).first()
     if project is None:
         raise LookupError(f"project {project_slug!r} does not exist (run `manage.py demo` or ingest a rulebook)")
-    queries = load_rules_queries(path)[:max_queries or None]
     dataset_ids = sorted(accessible_dataset_ids(project))
     apply_outbox(index=get_index())
     qrels, texts, evaluable = {}, {}, 0
@@ -117,18 +161,19 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
     rows = {r["id"]: r for r in Chunk.objects.filter(id__in=all_ids).values("id", "book_id", "text")}
     by_id = {rq.id: rq for rq in queries}
     for name, per in ranked.items():
-        contamination, sims = [], []
+        contamination, pairs = [], []
         for qid, docs in per.items():
             rq = by_id[qid]
             top = [rows[int(d)] for d, _ in docs[:10] if int(d) in rows]
-            if rq.book_id and top:
-                contamination.append(sum(1 for r in top if r["book_id"] != rq.book_id) / len(top))
+            share = cross_book_contamination(book_id=rq.book_id, top_books=[r["book_id"] for r in top])
+            if share is not None:
+                contamination.append(share)
             if rq.answer and top:
                 answer, _ = extractive_answer(q=rq.query, results=top[:5])
-                sims.append(token_f1(answer, rq.answer))
+                pairs.append((answer, rq.answer))
         metrics[name]["evaluability"] = round(evaluable / max(1, len(queries)), 4)
-        metrics[name]["cross_book_contamination"] = round(sum(contamination) / len(contamination), 4) \
-            if contamination else None
-        metrics[name]["answer_similarity"] = round(sum(sims) / len(sims), 4) if sims else None
+        metrics[name]["cross_book_contamination"] = mean_or_none(contamination)
+        metrics[name]["answer_similarity"] = mean_or_none([token_f1(a, b) for a, b in pairs])
+        metrics[name]["answer_cosine"] = mean_or_none(answer_cosine(pairs))
     return EvalReport(collection=f"rules:{Path(path).stem}@{project_slug}", queries=len(queries), pipelines=metrics,
                       timings=timings)

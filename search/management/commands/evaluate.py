@@ -34,7 +34,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **opts: Any) -> None:
         from search.evaluation import save_run, write_report
-        from search.evaluation_runs import evaluate_beir, evaluate_rules
+        from search.evaluation_runs import NotReady, evaluate_beir, evaluate_rules
 
         pipelines = [p.strip() for p in opts["pipelines"].split(",") if p.strip()]
         bad = [p for p in pipelines if p not in PIPELINES]
@@ -52,7 +52,7 @@ class Command(BaseCommand):
                 report = evaluate_rules(path=opts["rules"] or str(default_q), project_slug=opts["project"] or "demo",
                                         pipelines=pipelines, max_queries=opts["max_queries"] or None,
                                         progress=progress)
-        except (FileNotFoundError, LookupError, ValueError) as exc:
+        except (FileNotFoundError, LookupError, ValueError, NotReady) as exc:
             raise CommandError(str(exc)) from exc
         report.timings["wall_s"] = round(time.perf_counter() - t0, 2)
         files = write_report(report, report_dir=opts["report_dir"])
