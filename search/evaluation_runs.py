@@ -6,6 +6,7 @@ hand-made fixtures); this one touches the database, the index and the projects.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from search.evaluation import (
     run_pipelines,
     token_f1,
 )
+from search.rules_policies import SIMILARITY_RELATIONS, STRUCTURAL_RELATIONS
 
 if TYPE_CHECKING:
     from projects.models import Project
@@ -124,6 +126,18 @@ def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: li
                       extra={"corpus_docs": len(coll.corpus)})
 
 
+# Rules-only ablations: the API default (rules_search) with one policy or experiment changed per row.
+RULES_PIPELINES: dict[str, dict[str, Any]] = {
+    "no-prefer-kinds": {"prefer_kinds": False},
+    "no-audience": {"audience": False},
+    "no-policies": {"prefer_kinds": False, "audience": False},
+    "graph-structural": {"relations": list(STRUCTURAL_RELATIONS)},
+    "graph-similar": {"relations": list(SIMILARITY_RELATIONS)},
+    "graph-both": {"relations": [*STRUCTURAL_RELATIONS, *SIMILARITY_RELATIONS]},
+}
+ALL_RULES_PIPELINES = (*PIPELINES, *RULES_PIPELINES)
+
+
 def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] | None = None,
                    max_queries: int | None = None, progress: bool = True) -> EvalReport:
     """Rulebook queries over the project's rules datasets, with contamination and answer similarity."""
@@ -148,15 +162,18 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
         qrels[rq.id] = {str(c): 1 for c in expected}
         evaluable += bool(expected)
 
-    def default(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-        found = rules_search(user=None, project=project, q=q, log=False, top_k=50)
-        scores = {r["chunk_id"]: r["score"] for r in found["results"]}
-        return [(cid, scores.get(cid, 0.0)) for cid in found["candidate_ids"]]
+    def variant(**overrides: Any) -> Callable[[str, dict[str, Any]], list[tuple[int, float]]]:
+        def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
+            found = rules_search(user=None, project=project, q=q, log=False, top_k=50, **overrides)
+            scores = {r["chunk_id"]: r["score"] for r in found["results"]}
+            return [(cid, scores.get(cid, 0.0)) for cid in found["candidate_ids"]]
+        return rank
 
     rankers = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter={"kind": ["rules"]},
-                           default=default)
+                           default=variant())
+    rankers.update({name: variant(**kw) for name, kw in RULES_PIPELINES.items()})
     metrics, ranked, timings = run_pipelines(queries=texts, qrels=qrels, rankers=rankers,
-                                             pipelines=pipelines or list(PIPELINES), progress=progress)
+                                             pipelines=pipelines or list(ALL_RULES_PIPELINES), progress=progress)
     all_ids = {int(d) for per in ranked.values() for docs in per.values() for d, _ in docs[:10]}
     rows = {r["id"]: r for r in Chunk.objects.filter(id__in=all_ids).values("id", "book_id", "text")}
     by_id = {rq.id: rq for rq in queries}

@@ -15,7 +15,6 @@ from config.errors import BadInput
 from config.fields import check_text
 from search.fusion import RULES_FUSIONS
 from search.graph import (
-    BOOST_RELATIONS,
     DEFAULT_DECAY,
     DEFAULT_DEPTH,
     DEFAULT_SEED_TOP_N,
@@ -101,11 +100,18 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
                  decay: float = DEFAULTS["decay"], graph_top_k: int = DEFAULTS["graph_top_k"],
                  graph_strength: float = DEFAULTS["graph_strength"], top_k: int = DEFAULTS["top_k"],
                  candidates: int = DEFAULTS["candidates"], rerank: bool = DEFAULTS["rerank"],
+                 prefer_kinds: bool = True, audience: bool = True, relations: list[str] | None = None,
                  log: bool = True, source: str = "api") -> dict[str, Any]:
-    """Search the project's rulebooks. Returns {results, analysis, filters, graph, timings_ms, search_session_id}."""
+    """Search the project's rulebooks. Returns {results, analysis, filters, graph, timings_ms, search_session_id}.
+
+    `prefer_kinds`, `audience` and `relations` switch the traversal config's policies (search.rules_policies):
+    the evaluation harness turns each off in its own ablation row; `relations=None` walks the edges the
+    config names (`policies["graph"]["relations"]`)."""
     from projects.access import accessible_dataset_ids
     from search.pipeline import run_query
-    from search.traversal import detect
+    from search.rules_policies import apply_policies, chunk_facts, describe, graph_relations
+    from search.rules_policies import strengths as policy_strengths
+    from search.traversal import DEFAULT_GM_KEYWORDS, detect
 
     dataset_ids = sorted(accessible_dataset_ids(project))
     books = list(books or [])
@@ -120,11 +126,20 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
     if rulesets:
         extra["ruleset_id"] = list(rulesets)
 
+    walk = tuple(relations) if relations is not None else graph_relations(config)
+    kind_strength, audience_strength = policy_strengths(config)
+
     def hook(cands: list) -> list:
+        if (prefer_kinds and analysis.prefer_kinds) or (audience and analysis.audience):
+            kind_of, audience_of = chunk_facts([c.chunk_id for c in cands],
+                                               gm_keywords=config.gm_keywords if config else DEFAULT_GM_KEYWORDS)
+            cands = apply_policies(cands, analysis=analysis, kind_of=kind_of, audience_of=audience_of,
+                                   use_kinds=prefer_kinds, use_audience=audience, kind_strength=kind_strength,
+                                   audience_strength=audience_strength)
         if not graph:
             return cands
         return apply_graph_boost(cands, dataset_ids=dataset_ids, seed_top_n=seed_top_n, depth=depth, decay=decay,
-                                 top_k=graph_top_k, strength=graph_strength, relations=BOOST_RELATIONS,
+                                 top_k=graph_top_k, strength=graph_strength, relations=walk,
                                  missing_filter={"book_id": books, "ruleset_id": list(rulesets or []),
                                                  "kind": ["rules"]})
 
@@ -139,7 +154,9 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
         extra_why = getattr(c, "extra", {}) or {}
         r.update(book_id=ch.book_id, ruleset_id=ch.ruleset_id, section_path=ch.section_path, page=ch.page,
                  content_kind=ch.content_kind, tags=ch.tags, traits=ch.traits, is_rule_bearing=ch.is_rule_bearing)
-        r["base_score"] = extra_why.get("base_score", c.fused_score)
+        # score = base (fusion) + policy boost + graph boost; the graph's own base already holds the policy boost
+        r["policy_boost"] = extra_why.get("policy_boost", 0.0)
+        r["base_score"] = extra_why.get("base_score", c.fused_score) - r["policy_boost"]
         r["graph_boost"] = extra_why.get("graph_boost", 0.0)
         r["graph_path"] = extra_why.get("graph_path", [])
         results.append(r)
@@ -148,6 +165,7 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
             "fusion": fusion, "reranker": res.reranker,
             "graph": {"enabled": graph, "seed_top_n": seed_top_n, "depth": depth, "decay": decay,
                       "top_k": graph_top_k, "strength": graph_strength},
+            "policies": describe(analysis=analysis, use_kinds=prefer_kinds, use_audience=audience, relations=walk),
             "timings_ms": res.timings, "candidate_ids": [c.chunk_id for c in res.candidates]}
 
 

@@ -11,6 +11,9 @@ PINNED_Q = "what happens when I'm pinned?"
 
 
 def _search(project, q=PINNED_Q, **kw):
+    """Policies off unless a test turns them on: the graph arithmetic here is checked against the fused score
+    alone (the policies' own boosts are pinned in test_rules_policies.py)."""
+    kw = {"prefer_kinds": False, "audience": False, **kw}
     return rules_search(user=None, project=project, q=q, log=False, **kw)
 
 
@@ -59,10 +62,11 @@ def test_response_echoes_the_defaults_and_the_overrides(demo_project):
 # ------------------------------------------------------------------------------------------------ graph boost
 
 def test_every_result_carries_base_score_boost_and_path(demo_project):
-    res = _search(demo_project)
+    res = _search(demo_project, prefer_kinds=True, audience=True)
     assert res["results"]
+    assert any(r["policy_boost"] > 0 for r in res["results"])
     for r in res["results"]:
-        assert r["score"] == pytest.approx(r["base_score"] + r["graph_boost"])
+        assert r["score"] == pytest.approx(r["base_score"] + r["policy_boost"] + r["graph_boost"])
         if r["graph_boost"] > 0:
             assert r["graph_path"][0].startswith("chunk:") and r["graph_path"][-1] == f"chunk:{r['chunk_id']}"
             assert set(r["graph_path"][1::2]) <= {"references", "next", "contains", "describes"}

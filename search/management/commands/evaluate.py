@@ -15,6 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from search.evaluation import PIPELINES
+from search.evaluation_runs import ALL_RULES_PIPELINES, RULES_PIPELINES
 
 
 class Command(BaseCommand):
@@ -25,7 +26,8 @@ class Command(BaseCommand):
         src.add_argument("--beir", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels_test.tsv or qrels/test.tsv")
         src.add_argument("--rules", help="rulebook queries JSON (default: the demo rulebook's queries)")
         parser.add_argument("--project", default="", help="project slug (default: eval for BEIR, demo for rules)")
-        parser.add_argument("--pipelines", default=",".join(PIPELINES), help="comma-separated subset")
+        parser.add_argument("--pipelines", default="", help="comma-separated subset (default: every pipeline; "
+                            f"BEIR: {', '.join(PIPELINES)}; rules also: {', '.join(RULES_PIPELINES)})")
         parser.add_argument("--max-queries", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the JSON report on stdout")
         parser.add_argument("--report-dir", default="var/reports", help="where the .md/.json/.png go")
@@ -36,10 +38,11 @@ class Command(BaseCommand):
         from search.evaluation import save_run, write_report
         from search.evaluation_runs import NotReady, evaluate_beir, evaluate_rules
 
-        pipelines = [p.strip() for p in opts["pipelines"].split(",") if p.strip()]
-        bad = [p for p in pipelines if p not in PIPELINES]
+        known = PIPELINES if opts["beir"] else ALL_RULES_PIPELINES
+        pipelines = [p.strip() for p in (opts["pipelines"] or ",".join(known)).split(",") if p.strip()]
+        bad = [p for p in pipelines if p not in known]
         if bad:
-            raise CommandError(f"unknown pipeline(s) {bad}; choose from {', '.join(PIPELINES)}")
+            raise CommandError(f"unknown pipeline(s) {bad}; choose from {', '.join(known)}")
         progress = not opts["no_progress"]
         t0 = time.perf_counter()
         try:
