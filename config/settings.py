@@ -178,11 +178,36 @@ CELERY_BEAT_SCHEDULE: dict = {
         "schedule": timedelta(hours=1),
     },
     # an ingest whose worker died is re-queued (also done at every worker start); see search/ingest/recovery.py
+    # sources whose next sync is due get a sync job; see search/sources/sync.py
+    "enqueue-due-syncs": {
+        "task": "search.tasks.enqueue_due_syncs",
+        "schedule": timedelta(seconds=env_int("SOURCES_SCHEDULER_INTERVAL_S", 60)),
+    },
     "recover-ingest-jobs": {
         "task": "search.tasks.recover_ingest_jobs",
         "schedule": timedelta(seconds=env_int("INGEST_RECOVERY_INTERVAL_S", 60)),
     },
 }
+
+# --- Dataset sources (search/sources): git repositories and web sites that a dataset follows ----------------
+# Anything that fetches refuses loopback, private, link-local, CGNAT, multicast and metadata addresses, checked
+# after DNS resolution and after every redirect (search/sources/netguard.py). SOURCES_ALLOWED_NETWORKS lists the
+# exceptions: CIDRs ("127.0.0.1/32", "10.1.0.0/16") or host names ("git.internal"). The tests allow 127.0.0.1 only.
+SOURCES_ALLOWED_NETWORKS = env_list("SOURCES_ALLOWED_NETWORKS", [])
+# file:// URLs and plain paths read the server's own disk: staff only, unless this is on.
+SOURCES_ALLOW_LOCAL_PATHS = env_bool("SOURCES_ALLOW_LOCAL_PATHS", False)
+# Source credentials (a per-source token) are stored encrypted with a key derived from this (default SECRET_KEY).
+SOURCES_SECRET_KEY = env_str("SOURCES_SECRET_KEY") or SECRET_KEY
+SOURCES_GIT_DIR = Path(env_str("SOURCES_GIT_DIR", str(VAR_DIR / "sources")))  # bare mirrors, one per source
+SOURCES_USER_AGENT = env_str("SOURCES_USER_AGENT", "SearchPlatformBot/1.0 (+https://example.invalid/bot)")
+SOURCES_REQUEST_TIMEOUT_S = env_float("SOURCES_REQUEST_TIMEOUT_S", 10.0)
+SOURCES_CRAWL_DELAY_S = env_float("SOURCES_CRAWL_DELAY_S", 1.0)  # per host, between requests; robots.txt may ask more
+SOURCES_PER_HOST_CONCURRENCY = env_int("SOURCES_PER_HOST_CONCURRENCY", 2)
+SOURCES_MAX_PAGE_BYTES = env_int("SOURCES_MAX_PAGE_BYTES", 2_000_000)  # a larger page is skipped
+SOURCES_MAX_TOTAL_BYTES = env_int("SOURCES_MAX_TOTAL_BYTES", 200_000_000)  # one crawl stops fetching past this
+SOURCES_MAX_PAGES = env_int("SOURCES_MAX_PAGES", 5_000)  # the most a web source may ask for (max_pages)
+SOURCES_MIN_INTERVAL_S = env_int("SOURCES_MIN_INTERVAL_S", 300)  # the shortest sync interval a source may set
+SOURCES_SCHEDULER_INTERVAL_S = env_int("SOURCES_SCHEDULER_INTERVAL_S", 60)  # how often beat looks for due syncs
 
 # --- Qdrant ---------------------------------------------------------------
 QDRANT_URL = env_str("QDRANT_URL")

@@ -143,6 +143,9 @@ class IngestJob(models.Model):
     embeddings_computed = models.PositiveIntegerField(default=0)
     embeddings_cached = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")
+    # what the job did beyond its counters; a sync says {"mode": "diff" | "full" | "crawl", "from", "to",
+    # "changed": [...], "deleted": [...]} (lists capped) so "exactly that file was re-ingested" can be read off it
+    result = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -154,6 +157,47 @@ class IngestJob(models.Model):
     @property
     def percent(self) -> int:
         return int(100 * self.files_done / self.files_total) if self.files_total else (100 if self.status == "done" else 0)
+
+
+class Source(models.Model):
+    """Where a dataset's content comes from when the platform follows it: a git repository or a web site.
+
+    Why a row of its own (not fields on Dataset): projects owns datasets and knows nothing of fetching; the sync
+    state (last commit, schedule, failures) changes on every sync and belongs to search, which runs it.
+    Each sync is an IngestJob with options.origin == "sync": its history, progress and errors are the job's."""
+
+    class Type(models.TextChoices):
+        GIT = "git"
+        WEB = "web"
+
+    dataset = models.OneToOneField("projects.Dataset", on_delete=models.CASCADE, related_name="source")
+    type = models.CharField(max_length=8, choices=Type.choices)
+    # git: {"url", "ref", "subdir"}; web: {"seeds", "scope", "max_pages", "max_depth", "include", "exclude"}
+    config = models.JSONField(default=dict)
+    # the credential (a token), encrypted by search.sources.secrets; never logged, never returned
+    secret = models.BinaryField(default=bytes, blank=True)
+    interval_s = models.PositiveIntegerField(null=True, blank=True)  # null: manual syncs only
+    # git: {"commit": sha the dataset reflects, "ref": ...}; web: {"pages": n, "bytes": n}
+    state = models.JSONField(default=dict, blank=True)
+    last_sync_at = models.DateTimeField(null=True, blank=True)  # the last sync that finished, either way
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    next_sync_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    last_error = models.TextField(blank=True, default="")
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["dataset_id"]
+
+    def __str__(self) -> str:
+        return f"{self.type} source of {self.dataset_id}"
+
+    @property
+    def has_secret(self) -> bool:
+        return bool(self.secret)
 
 
 class StagedContent(models.Model):

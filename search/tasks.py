@@ -97,3 +97,11 @@ def reindex_collection() -> dict:
     from search.index import rebuild
 
     return rebuild() if settings.QDRANT_URL else {}
+
+
+@shared_task
+def enqueue_due_syncs() -> list[str]:
+    """Beat's hook for scheduled sources: each due source gets one sync job (search/sources/sync.py)."""
+    from search.sources.sync import enqueue_due_syncs as enqueue
+
+    return enqueue()

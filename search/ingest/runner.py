@@ -205,9 +205,14 @@ def _run_locked(*, job: IngestJob, progress: Progress | None) -> IngestJob:
     job.error = ""
     job.files_done = job.files_skipped = job.files_deleted = job.chunks_written = 0
     job.embeddings_computed = job.embeddings_cached = 0
+    job.result = {}
     job.save()
     try:
-        if job.options.get("origin") in ("push", "upload"):
+        if job.options.get("origin") == "sync":
+            from search.sources.sync import run_sync
+
+            run_sync(job=job, progress=progress)
+        elif job.options.get("origin") in ("push", "upload"):
             from search.ingest.staged import run_staged
 
             run_staged(job=job, progress=progress)

@@ -1,0 +1,113 @@
+"""Server-side request forgery guard for everything a source fetches (git over http/ssh, the web crawler).
+
+Why resolve here and connect to the resolved address: a host name that resolves to 127.0.0.1, 10.0.0.1 or
+169.254.169.254 (the cloud metadata service) would let a project member read the platform's own network. A
+check on the name alone is not enough (DNS can say anything), and a check followed by a second lookup at
+connect time can be raced (DNS rebinding), so callers that can pin the connection use `pinned_address`,
+and every redirect is checked again before it is followed.
+
+SOURCES_ALLOWED_NETWORKS lists the exceptions: CIDRs or host names. Nothing else is configurable: the
+refused ranges are the ones no public site lives in.
+"""
+from __future__ import annotations
+
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from config.errors import BadInput
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# Not covered by is_private/is_loopback/...: carrier-grade NAT and a few cloud metadata addresses.
+_EXTRA_BLOCKED = [ipaddress.ip_network(n) for n in ("100.64.0.0/10", "fd00:ec2::254/128", "192.0.0.0/24")]
+
+
+class UnsafeAddress(BadInput):
+    """The URL's host is, or resolves to, an address a source may not fetch from."""
+
+    code = "unsafe_address"
+
+
+def _allowed_networks() -> tuple[list[ipaddress.IPv4Network | ipaddress.IPv6Network], set[str]]:
+    nets, hosts = [], set()
+    for item in settings.SOURCES_ALLOWED_NETWORKS:
+        try:
+            nets.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            hosts.add(item.lower().rstrip("."))
+    return nets, hosts
+
+
+def is_blocked_ip(ip: IPAddress) -> bool:
+    """Loopback, private, link-local (metadata), multicast, reserved, unspecified, CGNAT; IPv4-mapped IPv6 too."""
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast or ip.is_reserved
+            or ip.is_unspecified or any(ip in n for n in _EXTRA_BLOCKED if n.version == ip.version))
+
+
+def _ip_allowed(ip: IPAddress, nets: list) -> bool:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return any(ip.version == n.version and ip in n for n in nets)
+
+
+def resolve(host: str, port: int | None = None) -> list[IPAddress]:
+    """Every address the host resolves to (an IP literal resolves to itself)."""
+    host = host.strip("[]")
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise BadInput(f"Cannot resolve host {host!r}: {exc}", code="unresolvable_host", field="url") from None
+    seen: list[IPAddress] = []
+    for info in infos:
+        ip = ipaddress.ip_address(info[4][0].split("%")[0])
+        if ip not in seen:
+            seen.append(ip)
+    return seen
+
+
+def check_host(host: str, *, port: int | None = None, field: str = "url") -> list[IPAddress]:
+    """The host's addresses if every one of them may be fetched from; else UnsafeAddress (400).
+
+    Every address must pass, not just the first: a name with one public and one private address would let
+    the connection pick the private one."""
+    if not host:
+        raise BadInput("The URL has no host.", field=field)
+    nets, hosts = _allowed_networks()
+    name = host.lower().strip("[]").rstrip(".")
+    if name in hosts:
+        return resolve(name, port)
+    addresses = resolve(name, port)
+    if not addresses:
+        raise BadInput(f"Host {host!r} has no address.", code="unresolvable_host", field=field)
+    for ip in addresses:
+        if is_blocked_ip(ip) and not _ip_allowed(ip, nets):
+            raise UnsafeAddress(
+                f"{host} resolves to {ip}, a loopback, private, link-local or metadata address; sources may not "
+                "fetch from it (an operator can allow it with SOURCES_ALLOWED_NETWORKS).", field=field)
+    return addresses
+
+
+def check_url(url: str, *, field: str = "url") -> list[IPAddress]:
+    """check_host for a URL's host (http, https, ssh, git); the default port of the scheme is used."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        raise BadInput(f"Invalid port in {url!r}.", field=field) from None
+    default = {"http": 80, "https": 443, "ssh": 22, "git": 9418}.get(parts.scheme, None)
+    return check_host(parts.hostname or "", port=port or default, field=field)
+
+
+def pinned_address(url: str, *, field: str = "url") -> str:
+    """The checked address to connect to for this URL (the first of check_url's): connecting to it, with the
+    original host in the Host header and TLS SNI, closes the gap between the check and the connection."""
+    return str(check_url(url, field=field)[0])
