@@ -101,13 +101,15 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
                  graph_strength: float = DEFAULTS["graph_strength"], top_k: int = DEFAULTS["top_k"],
                  candidates: int = DEFAULTS["candidates"], rerank: bool = DEFAULTS["rerank"],
                  prefer_kinds: bool = True, audience: bool = True, relations: list[str] | None = None,
-                 log: bool = True, source: str = "api") -> dict[str, Any]:
+                 aliases: bool = True, log: bool = True, source: str = "api") -> dict[str, Any]:
     """Search the project's rulebooks. Returns {results, analysis, filters, graph, timings_ms, search_session_id}.
 
     `prefer_kinds`, `audience` and `relations` switch the traversal config's policies (search.rules_policies):
     the evaluation harness turns each off in its own ablation row; `relations=None` walks the edges the
-    config names (`policies["graph"]["relations"]`)."""
+    config names (`policies["graph"]["relations"]`). `aliases` expands the sparse query with the config's
+    abbreviations (search.aliases)."""
     from projects.access import accessible_dataset_ids
+    from search.aliases import expand_query
     from search.pipeline import run_query
     from search.rules_policies import apply_policies, chunk_facts, describe, graph_relations
     from search.rules_policies import strengths as policy_strengths
@@ -126,6 +128,7 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
     if rulesets:
         extra["ruleset_id"] = list(rulesets)
 
+    sparse_q = expand_query(q, config.aliases or {}) if aliases and config is not None else q
     walk = tuple(relations) if relations is not None else graph_relations(config)
     kind_strength, audience_strength = policy_strengths(config)
 
@@ -145,7 +148,7 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
 
     res = run_query(user=user, project=project, q=q, top_k=top_k, candidates=candidates, fusion=fusion,
                     rerank=rerank, extra_filter=extra, post_fusion_hook=hook, log=log, kind="rules",
-                    source=source)
+                    source=source, sparse_q=sparse_q if sparse_q != q else None)
     by_id = {c.chunk_id: c for c in res.candidates}
     results = []
     for r in res.results:
@@ -165,7 +168,8 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
             "fusion": fusion, "reranker": res.reranker,
             "graph": {"enabled": graph, "seed_top_n": seed_top_n, "depth": depth, "decay": decay,
                       "top_k": graph_top_k, "strength": graph_strength},
-            "policies": describe(analysis=analysis, use_kinds=prefer_kinds, use_audience=audience, relations=walk),
+            "policies": {**describe(analysis=analysis, use_kinds=prefer_kinds, use_audience=audience, relations=walk),
+                         "sparse_query": sparse_q},
             "timings_ms": res.timings, "candidate_ids": [c.chunk_id for c in res.candidates]}
 
 
