@@ -36,7 +36,9 @@ RANX_METRICS = {"hit@1": "hit_rate@1", "hit@3": "hit_rate@3", "hit@5": "hit_rate
                 "mrr@10": "mrr@10", "ndcg@10": "ndcg@10", "recall@100": "recall@100"}
 RUN_DEPTH = 100
 # rules-only and report-only columns, in table order; a column shows when any pipeline has it
-EXTRA_METRICS = ("evaluability", "cross_book_contamination", "answer_similarity", "answer_cosine")
+EXTRA_METRICS = ("evaluability", "hit@1_evaluable", "mrr@10_evaluable", "hit@1_expanded", "mrr@10_expanded",
+                 "ndcg@10_expanded", "recall@100_expanded", "cross_book_contamination", "answer_similarity",
+                 "answer_cosine")
 
 
 # ------------------------------------------------------------------------------------------------ metrics
@@ -210,6 +212,43 @@ def resolve_expected(query: RulesQuery, *, dataset_ids: list[int]) -> set[int]:
     return ids
 
 
+def expand_gold(ids: set[int], *, dataset_ids: list[int]) -> set[int]:
+    """The gold chunks plus their sections' children and the chunks that continue them (seed 002 "expanded gold").
+
+    Children: chunks of the same book whose section path extends a gold chunk's path (the gold "Grappling"
+    section's "Escaping a Grapple" subsection). Continuations: chunks a gold chunk's `next` edge leads to while
+    they stay inside its section (a long section split in two chunks, when the gold names one chunk id)."""
+    from search.models import Chunk, GraphEdge
+
+    if not ids:
+        return set()
+    gold = list(Chunk.objects.filter(id__in=ids, dataset_id__in=dataset_ids).values_list("id", "book_id",
+                                                                                        "section_path"))
+    out = set(ids)
+    paths = {(book, tuple(path)) for _, book, path in gold if path}
+    for book in {b for b, _ in paths}:
+        prefixes = [p for b, p in paths if b == book]
+        for cid, path in Chunk.objects.filter(dataset_id__in=dataset_ids, book_id=book).values_list(
+                "id", "section_path"):
+            if any(len(path) > len(p) and tuple(path[:len(p)]) == p for p in prefixes):
+                out.add(cid)
+    section_of = {cid: tuple(path) for cid, _, path in gold}
+    frontier = dict(section_of)
+    while frontier:
+        edges = GraphEdge.objects.filter(dataset_id__in=dataset_ids, relation="next",
+                                         source_id__in=[f"chunk:{c}" for c in frontier]).values_list(
+            "source_id", "target_id")
+        targets = {int(t.split(":", 1)[1]): frontier[int(src.split(":", 1)[1])] for src, t in edges}
+        rows = dict(Chunk.objects.filter(id__in=list(targets)).values_list("id", "section_path"))
+        frontier = {}
+        for cid, sect in targets.items():
+            path = tuple(rows.get(cid, ()))
+            if cid not in out and path[:len(sect)] == sect:
+                out.add(cid)
+                frontier[cid] = sect
+    return out
+
+
 def token_f1(a: str, b: str) -> float:
     """Answer similarity: SQuAD-style token F1 between a produced and an expected answer."""
     from collections import Counter
@@ -377,13 +416,16 @@ def write_report(report: EvalReport, *, report_dir: str | Path) -> dict[str, str
     js = out / f"{slug}.json"
     js.write_text(json.dumps(report.as_dict(), indent=2))
     names = list(report.pipelines)
-    metrics = ["ndcg@10", "mrr@10", "recall@100", "hit@1"]
+    metrics = ["ndcg@10", "mrr@10", "recall@100", "hit@1"] + [
+        m for m in ("mrr@10_expanded", "evaluability", "mrr@10_evaluable")
+        if any(report.pipelines[n].get(m) is not None for n in names)]
     x = np.arange(len(names))
-    width = 0.2
-    fig, ax = plt.subplots(figsize=(max(7, 1.3 * len(names)), 4))
+    width = 0.8 / len(metrics)
+    fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(names)), 4.5))
     for i, m in enumerate(metrics):
-        ax.bar(x + (i - 1.5) * width, [report.pipelines[n].get(m) or 0 for n in names], width, label=m)
-    ax.set_xticks(x, names, rotation=20)
+        ax.bar(x + (i - (len(metrics) - 1) / 2) * width, [report.pipelines[n].get(m) or 0 for n in names], width,
+               label=m)
+    ax.set_xticks(x, names, rotation=30, ha="right")
     ax.set_ylim(0, 1)
     ax.set_title(f"{report.collection} ({report.queries} queries)")
     ax.legend(loc="lower right", fontsize=8)

@@ -12,17 +12,21 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from search.chapter_routing import chapter_of
 from search.evaluation import (
     PIPELINES,
     EvalReport,
     answer_cosine,
     beir_documents,
+    compute_metrics,
     cross_book_contamination,
     evaluability,
+    expand_gold,
     load_beir,
     load_rules_queries,
     make_rankers,
     mean_or_none,
+    ranked_to_run,
     resolve_expected,
     run_pipelines,
     token_f1,
@@ -136,12 +140,22 @@ RULES_PIPELINES: dict[str, dict[str, Any]] = {
     "graph-similar": {"relations": list(SIMILARITY_RELATIONS)},
     "graph-both": {"relations": [*STRUCTURAL_RELATIONS, *SIMILARITY_RELATIONS]},
 }
-ALL_RULES_PIPELINES = (*PIPELINES, *RULES_PIPELINES)
+# `--chapter-routing-report`: the API default searching only the likeliest chapters (routing off = "default")
+ROUTING_PIPELINES: dict[str, dict[str, Any]] = {"routing-top1": {"route_chapters": 1},
+                                                "routing-top3": {"route_chapters": 3}}
+ALL_RULES_PIPELINES = (*PIPELINES, *RULES_PIPELINES, *ROUTING_PIPELINES)
 
 
 def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] | None = None,
-                   max_queries: int | None = None, progress: bool = True) -> EvalReport:
-    """Rulebook queries over the project's rules datasets, with contamination and answer similarity."""
+                   max_queries: int | None = None, progress: bool = True, expand: bool = False,
+                   chapter_routing_report: bool = False) -> EvalReport:
+    """Rulebook queries over the project's rules datasets, with contamination and answer similarity.
+
+    `expand` adds the metrics against expanded gold (`*_expanded`: a gold section's children and
+    continuations count as relevant) beside the plain ones. `chapter_routing_report` adds the routing rows
+    (top-1, top-3 chapters) with their evaluability (gold inside the routed chapters) and hit@1/MRR@10 over
+    the queries that stay evaluable; routing off is the `default` row. Without it the routing rows run only
+    when named in `pipelines`."""
     from projects.access import accessible_dataset_ids
     from projects.models import Project
     from search.answer import extractive_answer
@@ -157,24 +171,49 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
     dataset_ids = sorted(accessible_dataset_ids(project))
     apply_outbox(index=get_index())
     qrels, texts, evaluable = {}, {}, 0
+    expanded: dict[str, dict[str, int]] = {}
     for rq in queries:
         expected = resolve_expected(rq, dataset_ids=dataset_ids)
         texts[rq.id] = rq.query
         qrels[rq.id] = {str(c): 1 for c in expected}
         evaluable += bool(expected)
+        if expand:
+            expanded[rq.id] = {str(c): 1 for c in expand_gold(expected, dataset_ids=dataset_ids)}
+    routed: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (pipeline, query) -> chapters searched
 
-    def variant(**overrides: Any) -> Callable[[str, dict[str, Any]], list[tuple[int, float]]]:
+    def variant(name: str, **overrides: Any) -> Callable[[str, dict[str, Any]], list[tuple[int, float]]]:
         def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
             found = rules_search(user=None, project=project, q=q, log=False, top_k=50, **overrides)
+            routed[(name, q)] = {(c["book_id"], c["chapter"]) for c in found["routing"]["chapters"]}
             scores = {r["chunk_id"]: r["score"] for r in found["results"]}
             return [(cid, scores.get(cid, 0.0)) for cid in found["candidate_ids"]]
         return rank
 
     rankers = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter={"kind": ["rules"]},
-                           default=variant())
-    rankers.update({name: variant(**kw) for name, kw in RULES_PIPELINES.items()})
-    metrics, ranked, timings = run_pipelines(queries=texts, qrels=qrels, rankers=rankers,
-                                             pipelines=pipelines or list(ALL_RULES_PIPELINES), progress=progress)
+                           default=variant("default"))
+    rankers.update({name: variant(name, **kw) for name, kw in {**RULES_PIPELINES, **ROUTING_PIPELINES}.items()})
+    names = pipelines or [p for p in ALL_RULES_PIPELINES if chapter_routing_report or p not in ROUTING_PIPELINES]
+    if chapter_routing_report:
+        names = list(dict.fromkeys([*names, "default", *ROUTING_PIPELINES]))
+    metrics, ranked, timings = run_pipelines(queries=texts, qrels=qrels, rankers=rankers, pipelines=names,
+                                             progress=progress)
+    runs = {name: {qid: ranked_to_run(docs) for qid, docs in per.items()} for name, per in ranked.items()}
+    if expand:
+        for name in ranked:
+            full = compute_metrics(qrels=expanded, run=runs[name])
+            metrics[name].update({f"{k}_expanded": full[k] for k in ("hit@1", "mrr@10", "ndcg@10", "recall@100")})
+    if chapter_routing_report:
+        chapter_of_chunk = {cid: (book, chapter_of(list(path))) for cid, book, path in Chunk.objects.filter(
+            id__in={int(d) for docs in qrels.values() for d in docs}).values_list("id", "book_id", "section_path")}
+        for name in ranked:
+            if name not in ROUTING_PIPELINES and name != "default":
+                continue
+            reach = {qid for qid, docs in qrels.items() if docs and (name not in ROUTING_PIPELINES or any(
+                chapter_of_chunk.get(int(d)) in routed.get((name, texts[qid]), set()) for d in docs))}
+            within = compute_metrics(qrels={q: d for q, d in qrels.items() if q in reach}, run=runs[name])
+            metrics[name]["routing_evaluability"] = round(len(reach) / max(1, len(queries)), 4)
+            metrics[name]["hit@1_evaluable"] = within["hit@1"] if reach else None
+            metrics[name]["mrr@10_evaluable"] = within["mrr@10"] if reach else None
     all_ids = {int(d) for per in ranked.values() for docs in per.values() for d, _ in docs[:10]}
     rows = {r["id"]: r for r in Chunk.objects.filter(id__in=all_ids).values("id", "book_id", "text")}
     by_id = {rq.id: rq for rq in queries}
@@ -189,7 +228,9 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
             if rq.answer and top:
                 answer, _ = extractive_answer(q=rq.query, results=top[:5])
                 pairs.append((answer, rq.answer))
-        metrics[name]["evaluability"] = round(evaluable / max(1, len(queries)), 4)
+        routing_ev = metrics[name].pop("routing_evaluability", None)
+        metrics[name]["evaluability"] = routing_ev if routing_ev is not None else \
+            round(evaluable / max(1, len(queries)), 4)
         metrics[name]["cross_book_contamination"] = mean_or_none(contamination)
         metrics[name]["answer_similarity"] = mean_or_none([token_f1(a, b) for a, b in pairs])
         metrics[name]["answer_cosine"] = mean_or_none(answer_cosine(pairs))

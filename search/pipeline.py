@@ -28,7 +28,7 @@ MAX_Q = 2000
 MAX_TOP_K = 50
 MAX_CANDIDATES = 200
 FILTER_KEYS = {"repo", "path", "lang"}
-EXTRA_FILTER_KEYS = {"book_id", "ruleset_id", "kind", "repo", "lang"}
+EXTRA_FILTER_KEYS = {"book_id", "ruleset_id", "kind", "repo", "lang", "paths"}
 MAX_GLOB_PATHS = 20000
 LEGS = ("hybrid", "dense", "sparse")
 
@@ -124,7 +124,7 @@ def build_filter(*, dataset_ids: list[int], clean_filters: dict[str, Any] | None
         if key not in EXTRA_FILTER_KEYS:
             raise ValueError(f"unknown extra_filter key {key!r}")
         values = [value] if isinstance(value, str) else list(value)
-        if key in ("repo", "lang") and getattr(flt, key):
+        if key in ("repo", "lang", "paths") and getattr(flt, key):
             values = [v for v in getattr(flt, key) if v in values]  # intersect with the user's filter
         setattr(flt, key, values)
     return flt

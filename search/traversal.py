@@ -103,7 +103,7 @@ def aliases_from_chunks(*, ruleset_id: str, dataset_ids: list[int] | None = None
 
 def build_default_config(*, ruleset_id: str, dataset_ids: list[int] | None = None) -> TraversalConfig:
     """Default config from the ingested names and abbreviations; keeps a GM's edited keywords, patterns,
-    policies and aliases if one exists (an edited alias wins over a learned one)."""
+    policies and aliases if one exists (an edited alias wins over a learned one, a learned one over a default)."""
     prev = load_config(ruleset_id=ruleset_id)
     names = names_from_chunks(ruleset_id=ruleset_id, dataset_ids=dataset_ids)
     learned = aliases_from_chunks(ruleset_id=ruleset_id, dataset_ids=dataset_ids)
@@ -114,7 +114,7 @@ def build_default_config(*, ruleset_id: str, dataset_ids: list[int] | None = Non
         ruleset_id=ruleset_id, names=names,
         player_keywords=prev.player_keywords if prev else None, gm_keywords=prev.gm_keywords if prev else None,
         intent_patterns=prev.intent_patterns if prev else None, policies=prev.policies if prev else None,
-        aliases=merge_aliases(DEFAULT_ALIASES if prev is None else None, learned, prev.aliases if prev else None))
+        aliases=merge_aliases(DEFAULT_ALIASES, learned, prev.aliases if prev else None))
 
 
 def config_names(config: TraversalConfig | None) -> dict[str, list[str]]:

@@ -60,3 +60,53 @@ def test_evaluate_rules_reports_evaluability_contamination_and_both_answer_simil
     assert m["answer_similarity"] == 1.0
     assert m["answer_cosine"] == pytest.approx(1.0, abs=1e-4)
     assert report.pipelines["sparse"]["evaluability"] == 0.5
+
+
+def _chunk(**kw) -> int:
+    from search.models import Chunk
+
+    return Chunk.objects.get(ruleset_id="emberfall", **kw).pk
+
+
+def test_expand_gold_adds_children_and_continuations_but_not_siblings(demo_project, emberfall):
+    from search.evaluation import expand_gold
+    from search.models import Chunk
+
+    ds = [emberfall["dataset_id"]]
+    intro = Chunk.objects.get(ruleset_id="emberfall", book_id="core", section_path=["Conditions"]).pk
+    conditions = set(Chunk.objects.filter(ruleset_id="emberfall", book_id="core", section_path__0="Conditions")
+                     .values_list("id", flat=True))
+    assert len(conditions) > 3
+    assert expand_gold({intro}, dataset_ids=ds) == conditions          # the chapter's sections are its children
+    pinned, dazed = _chunk(symbol="Pinned", book_id="core"), _chunk(symbol="Dazed", book_id="core")
+    assert expand_gold({pinned}, dataset_ids=ds) == {pinned}            # the next section (Dazed) is a sibling
+    # a section split over two chunks: the second continues the first (same path, reached by `next`)
+    Chunk.objects.filter(pk=dazed).update(section_path=["Conditions", "Pinned"])
+    assert expand_gold({pinned}, dataset_ids=ds) == {pinned, dazed}
+    assert expand_gold(set(), dataset_ids=ds) == set()
+
+
+def test_evaluate_rules_reports_expanded_gold_and_the_chapter_routing_rows(demo_project, tmp_path):
+    from search.evaluation_runs import evaluate_rules
+    from search.models import Chunk
+
+    intro = Chunk.objects.get(ruleset_id="emberfall", book_id="core", section_path=["Conditions"]).pk
+    path = _queries(tmp_path, [
+        # gold is the chapter's introduction; the Dazed section that answers it is its child
+        {"id": "a", "query": "can a dazed character take reactions", "book_id": "core",
+         "expected_chunk_ids": [intro]},
+        {"id": "b", "query": "what happens when I'm pinned?", "book_id": "core",
+         "expected_sections": [["Conditions", "Pinned"]]},
+    ])
+    report = evaluate_rules(path=path, project_slug="demo", pipelines=["sparse"], progress=False, expand=True,
+                            chapter_routing_report=True)
+    assert list(report.pipelines) == ["sparse", "default", "routing-top1", "routing-top3"]
+    for name, m in report.pipelines.items():
+        assert m["hit@1"] == 0.5, name                      # a: the intro is not the best answer; b: Pinned is
+        assert m["hit@1_expanded"] == 1.0, name             # a: Dazed, a child of the gold intro, counts
+        assert m["mrr@10_expanded"] >= m["mrr@10"]
+    assert "mrr@10_evaluable" not in report.pipelines["sparse"]   # routing figures only on the routing rows
+    top1 = report.pipelines["routing-top1"]
+    assert top1["evaluability"] == 1.0                      # both golds sit in Conditions, the routed chapter
+    assert top1["mrr@10_evaluable"] == top1["mrr@10"]
+    assert report.pipelines["default"]["evaluability"] == 1.0

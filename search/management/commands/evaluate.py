@@ -1,4 +1,5 @@
-"""`manage.py evaluate [--beir DIR | --rules QUERIES.json] [--json] [--report-dir DIR]`: the ablation table.
+"""`manage.py evaluate [--beir DIR | --rules QUERIES.json [--expand-gold] [--chapter-routing-report]] [--json]
+[--report-dir DIR]`: the ablation table.
 
 BEIR: the corpus is ingested (incrementally, embeddings from the shared cache) into the dataset
 `beir:<name>` of the project `--project` (default `eval`), then every pipeline runs every test query.
@@ -29,6 +30,12 @@ class Command(BaseCommand):
         parser.add_argument("--pipelines", default="", help="comma-separated subset (default: every pipeline; "
                             f"BEIR: {', '.join(PIPELINES)}; rules also: {', '.join(RULES_PIPELINES)})")
         parser.add_argument("--max-queries", type=int, default=0)
+        parser.add_argument("--expand-gold", action="store_true",
+                            help="rules: also score against expanded gold (children and continuations of a gold "
+                                 "section count as relevant): *_expanded columns")
+        parser.add_argument("--chapter-routing-report", action="store_true",
+                            help="rules: add routing-top1/top3 rows with evaluability and hit@1/MRR@10 over the "
+                                 "queries whose gold stays inside the routed chapters")
         parser.add_argument("--json", action="store_true", help="print the JSON report on stdout")
         parser.add_argument("--report-dir", default="var/reports", help="where the .md/.json/.png go")
         parser.add_argument("--no-save", action="store_true", help="do not store an EvaluationRun row")
@@ -53,8 +60,10 @@ class Command(BaseCommand):
             else:
                 default_q = Path(__file__).resolve().parents[2] / "demo_rules" / "eval_queries.json"
                 report = evaluate_rules(path=opts["rules"] or str(default_q), project_slug=opts["project"] or "demo",
-                                        pipelines=pipelines, max_queries=opts["max_queries"] or None,
-                                        progress=progress)
+                                        pipelines=pipelines if opts["pipelines"] else None,
+                                        max_queries=opts["max_queries"] or None, progress=progress,
+                                        expand=opts["expand_gold"],
+                                        chapter_routing_report=opts["chapter_routing_report"])
         except (FileNotFoundError, LookupError, ValueError, NotReady) as exc:
             raise CommandError(str(exc)) from exc
         report.timings["wall_s"] = round(time.perf_counter() - t0, 2)
