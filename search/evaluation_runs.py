@@ -135,7 +135,7 @@ RULES_PIPELINES: dict[str, dict[str, Any]] = {
     "no-prefer-kinds": {"prefer_kinds": False},
     "no-audience": {"audience": False},
     "no-policies": {"prefer_kinds": False, "audience": False},
-    "no-aliases": {"aliases": False},
+    "no-aliases": {"expand_aliases": False},
     "graph-structural": {"relations": list(STRUCTURAL_RELATIONS)},
     "graph-similar": {"relations": list(SIMILARITY_RELATIONS)},
     "graph-both": {"relations": [*STRUCTURAL_RELATIONS, *SIMILARITY_RELATIONS]},

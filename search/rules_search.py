@@ -101,13 +101,14 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
                  graph_strength: float = DEFAULTS["graph_strength"], top_k: int = DEFAULTS["top_k"],
                  candidates: int = DEFAULTS["candidates"], rerank: bool = DEFAULTS["rerank"],
                  prefer_kinds: bool = True, audience: bool = True, relations: list[str] | None = None,
-                 aliases: bool = True, route_chapters: int = 0, log: bool = True, source: str = "api") -> dict[str, Any]:
+                 expand_aliases: bool = True, route_chapters: int = 0, log: bool = True,
+                 source: str = "api") -> dict[str, Any]:
     """Search the project's rulebooks. Returns {results, analysis, filters, graph, timings_ms, search_session_id}.
 
     `prefer_kinds`, `audience` and `relations` switch the traversal config's policies (search.rules_policies):
     the evaluation harness turns each off in its own ablation row; `relations=None` walks the edges the
-    config names (`policies["graph"]["relations"]`). `aliases` expands the sparse query with the config's
-    abbreviations (search.aliases). `route_chapters` > 0 searches only the query's likeliest chapters
+    config names (`policies["graph"]["relations"]`). `expand_aliases` expands the sparse query with the
+    config's abbreviations (search.aliases). `route_chapters` > 0 searches only the query's likeliest chapters
     (search.chapter_routing); 0 searches the whole book."""
     from projects.access import accessible_dataset_ids
     from search.aliases import expand_query
@@ -136,7 +137,7 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
                               books=books or None, rulesets=list(rulesets or []) or None)
         if paths:  # no chapter at all means no rules chunk to search: the filter above already finds nothing
             extra["paths"] = paths
-    sparse_q = expand_query(q, config.aliases or {}) if aliases and config is not None else q
+    sparse_q = expand_query(q, config.aliases or {}) if expand_aliases and config is not None else q
     walk = tuple(relations) if relations is not None else graph_relations(config)
     kind_strength, audience_strength = policy_strengths(config)
 

@@ -55,7 +55,7 @@ def test_aliases_reach_the_sparse_leg_and_nothing_else(demo_project):
     crawler = Chunk.objects.get(ruleset_id="emberfall", symbol="Ash Crawler").pk
     q = "which beast has the highest AC"
     on = rules_search(user=None, project=demo_project, q=q, log=False, top_k=30, graph=False)
-    off = rules_search(user=None, project=demo_project, q=q, log=False, top_k=30, graph=False, aliases=False)
+    off = rules_search(user=None, project=demo_project, q=q, log=False, top_k=30, graph=False, expand_aliases=False)
     assert on["policies"]["sparse_query"] == f"{q} armor class"
     assert off["policies"]["sparse_query"] == q
     why_on = {r["chunk_id"]: r["why"] for r in on["results"]}

@@ -210,8 +210,17 @@ def test_api_rules_search(demo_project, client_for, make_user):
     first = body["results"][0]
     assert {"base_score", "graph_boost", "graph_path", "book_id", "section_path", "page", "chunk_id"} <= set(first)
 
+    assert {"policy_boost"} <= set(first) and body["routing"] == {"top_n": 0, "chapters": []}
+    routed = api.post(url, {"q": PINNED_Q, "route_chapters": 1, "expand_aliases": False, "prefer_kinds": False,
+                            "audience": False}, format="json").json()
+    assert routed["routing"]["chapters"] == [{"book_id": "core", "chapter": "Conditions"}]
+    assert routed["policies"]["prefer_kinds"] == [] and routed["policies"]["sparse_query"] == PINNED_Q
+    assert all(r["policy_boost"] == 0.0 and r["section_path"][0] == "Conditions" for r in routed["results"])
+
     bad = api.post(url, {"q": PINNED_Q, "decay": 3}, format="json")
     assert bad.status_code == 400 and bad.json()["field"] == "decay" and bad.json()["code"]
+    too_many = api.post(url, {"q": PINNED_Q, "route_chapters": 99}, format="json")
+    assert too_many.status_code == 400 and too_many.json()["field"] == "route_chapters"
     unknown = api.post(url, {"q": PINNED_Q, "seeds": 3}, format="json")
     assert unknown.status_code == 400 and unknown.json()["field"] == "seeds"
     not_json = api.post(url, "[1, 2]", content_type="application/json")
