@@ -14,7 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ["bench_embedding.py", "bench_context.py", "bench_context.py --chunks 100000",
-           "bench_query_during_ingest.py", "bench_people.py",
+           "bench_query_during_ingest.py", "bench_people.py", "bench_people_relaxation.py",
            "bench_eval.py", "bench_load.py", "bench_health.py", "fuzz_api.py", "access_property.py"]
 
 

@@ -39,6 +39,11 @@ class PeopleSearchConstants:
     FALLBACK_TIER_TIME_SOFT: int = 1
     FALLBACK_TIER_LOCATION_SOFT: int = 2
     FALLBACK_TIER_COMPANY_TEAM_SOFT: int = 3
+    # Issue 17 §2: an optional last tier that also relaxes intent, domain, sub-domain and seniority. Off by default,
+    # as in the seed (a query for "ML engineers" that finds only designers is worse than an honest empty answer);
+    # when on, the response still says what was dropped.
+    FALLBACK_TIER_INTENT_SOFT: int = 4
+    RELAX_INTENT_TIER: bool = False
 
     SEARCH_RESULT_EXPIRY_HOURS: int = 24
     SEARCH_COST: int = 1
@@ -53,6 +58,10 @@ class PeopleSearchConstants:
     MAX_TOKEN_LEN: int = 80
 
     WHY_MAX_BULLETS: int = 6
+    # the vocabulary's fuzzy match (people/gazetteer.py): words shorter than this are never corrected ("ola" must
+    # stay "ola"); up to this many edits (OSA: a swap of two neighbours is one) for words of 8+ characters, one below
+    FUZZY_MIN_LEN: int = 5
+    FUZZY_MAX_EDITS_LONG: int = 2
     WHY_MAX_LINES_LLM: int = 3
     WHY_MAX_LINE_CHARS: int = 160
 
@@ -71,6 +80,10 @@ def validate_overrides(*, overrides: Mapping[str, Any]) -> None:
                                    f"{', '.join(sorted(types))}")
     for key, value in overrides.items():
         # annotations are strings (from __future__ import annotations): "int" or "float"; bool is not a number here
+        if types[key] == "bool":
+            if not isinstance(value, bool):
+                raise ImproperlyConfigured(f"PEOPLE_SEARCH[{key!r}] must be true or false, not {value!r}")
+            continue
         ok = (isinstance(value, int) if types[key] == "int" else isinstance(value, (int, float)))
         if not ok or isinstance(value, bool):
             raise ImproperlyConfigured(f"PEOPLE_SEARCH[{key!r}] must be {types[key]}, not {value!r}")

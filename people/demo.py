@@ -70,7 +70,7 @@ HUB_CITIES = ["bangalore"] * 5 + ["hyderabad"] * 2 + ["pune"] * 2 + ["mumbai"] *
 
 
 def _card(rng: random.Random, *, intent: str, sen: tuple, company: str, start: date, end: date | None,
-          city: str) -> dict[str, Any]:
+          city: str, country: str = "india") -> dict[str, Any]:
     role, skills, evidence = ROLES[intent]
     variant = rng.randrange(2)
     picked = skills[variant::2][:3] or skills[:3]
@@ -89,21 +89,27 @@ def _card(rng: random.Random, *, intent: str, sen: tuple, company: str, start: d
     return {
         "title": title, "summary": summary, "company_norm": company, "team_norm": team, "intent_primary": intent,
         "domain": COMPANY_DOMAIN.get(company, "saas"), "sub_domain": team, "employment_type": "full_time",
-        "seniority_level": sen[0], "city": city, "country": "india", "location_text": f"{city.title()}, India",
+        "seniority_level": sen[0], "city": city, "country": country,
+        "location_text": f"{city.title()}, {country.title()}",
         "start_date": start.isoformat(), "end_date": end.isoformat() if end else None, "is_current": end is None,
         "search_phrases": [f"{intent} engineer" if intent not in ("product", "analytics") else intent] + picked,
         "visibility": "public" if rng.random() > 0.03 else "hidden", "children": children,
     }
 
 
-def generate_records(count: int, *, seed: int = 7, cards_per_person: tuple[int, int] = (4, 8)) -> Iterator[dict]:
+def generate_records(count: int, *, seed: int = 7, cards_per_person: tuple[int, int] = (4, 8),
+                     companies: list[str] | None = None, cities: dict[str, str] | None = None) -> Iterator[dict]:
+    """`companies` and `cities` (city -> country) replace the Indian demo names: a directory the curated vocabulary
+    knows nothing about (what the parser must learn from the data, issue 17 §1)."""
     rng = random.Random(seed)
-    companies = list(vocab.COMPANIES)
+    companies = list(companies or vocab.COMPANIES)
+    hubs = list(cities) if cities else HUB_CITIES
+    country_of = cities or {}
     intents = list(ROLES)
     for i in range(count):
         first, last = rng.choice(FIRST), rng.choice(LAST)
         intent = rng.choice(intents)
-        home = rng.choice(HUB_CITIES)
+        home = rng.choice(hubs)
         n_cards = rng.randint(*cards_per_person)
         career_start = date(rng.randint(2008, 2020), rng.randint(1, 12), 1)
         cursor, cards, sen_idx = career_start, [], 0
@@ -114,11 +120,12 @@ def generate_records(count: int, *, seed: int = 7, cards_per_person: tuple[int, 
                 end = date(cursor.year + 1, cursor.month, 1)
             last_card = j == n_cards - 1 or end >= date(2025, 6, 1)
             is_current = last_card and rng.random() < 0.75
-            city = home if rng.random() < 0.7 else rng.choice(HUB_CITIES)
+            city = home if rng.random() < 0.7 else rng.choice(hubs)
             if rng.random() < 0.15:
                 intent = rng.choice(intents)
             cards.append(_card(rng, intent=intent, sen=SENIORITY[min(sen_idx, len(SENIORITY) - 1)],
-                               company=rng.choice(companies), start=cursor, end=None if is_current else end, city=city))
+                               company=rng.choice(companies), start=cursor, end=None if is_current else end, city=city,
+                               country=country_of.get(city, "india")))
             if rng.random() < 0.6:
                 sen_idx += 1
             cursor = end
@@ -137,7 +144,7 @@ def generate_records(count: int, *, seed: int = 7, cards_per_person: tuple[int, 
                 "bio": f"{cards[-1]['title']} based in {home.title()} with {len(cards)} roles across "
                        f"{', '.join(dict.fromkeys(c['company_norm'].title() for c in cards))}.",
                 "current_city": home, "open_to_work": otw, "open_to_contact": otw or rng.random() < 0.35,
-                "work_preferred_locations": [home] + ([rng.choice(HUB_CITIES)] if rng.random() < 0.4 else []),
+                "work_preferred_locations": [home] + ([rng.choice(hubs)] if rng.random() < 0.4 else []),
                 "work_preferred_salary_min": rng.randint(lo, hi) * 100_000 if rng.random() < 0.8 else None,
                 "contact_email": f"{slug}@example.in", "contact_phone": f"+91 9{rng.randint(100000000, 999999999)}"},
             "cards": cards,

@@ -26,6 +26,8 @@ class Person(models.Model):
     phone = models.CharField(max_length=40, blank=True, default="")
     linkedin_url = models.URLField(blank=True, default="")
     external_id = models.CharField(max_length=100, blank=True, default="", db_index=True)
+    import_hash = models.CharField(max_length=64, blank=True, default="", editable=False,
+                                   help_text="content hash of the imported record: a re-import of it changes nothing")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -163,3 +165,74 @@ class UnlockContact(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["searcher", "target_person", "search"],
                                                name="uniq_unlock")]
+
+
+class VocabTerm(models.Model):
+    """One entry of the parser's vocabulary, counted from the directory itself (people/vocabulary.py).
+
+    Why a table and not a module constant: a directory of people at Stripe in Berlin must be understood without
+    editing code; the counts rank ambiguous and fuzzy matches (the more common company wins a typo)."""
+
+    class Kind(models.TextChoices):
+        COMPANY = "company"
+        TEAM = "team"
+        CITY = "city"
+        COUNTRY = "country"
+        SKILL = "skill"
+        DOMAIN = "domain"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    norm = models.CharField(max_length=200, help_text="the normalised value the cards carry (filters compare it)")
+    count = models.PositiveIntegerField(default=0, help_text="public cards that carry it")
+    extra = models.JSONField(default=dict, blank=True, help_text="for a city: its most common country")
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "norm"], name="uniq_vocab_term")]
+        ordering = ["kind", "-count", "norm"]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.norm} ({self.count})"
+
+
+class VocabAlias(models.Model):
+    """An admin-editable alias ("big blue" -> ibm, "blr" -> bangalore): what the data cannot teach."""
+
+    kind = models.CharField(max_length=20, choices=VocabTerm.Kind.choices)
+    alias = models.CharField(max_length=200)
+    norm = models.CharField(max_length=200, help_text="the normalised value it stands for (as on the cards)")
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "alias"], name="uniq_vocab_alias")]
+        ordering = ["kind", "alias"]
+        verbose_name_plural = "vocab aliases"
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.alias} -> {self.norm}"
+
+
+class ImportJob(models.Model):
+    """One `import_people` run or admin upload: its report (rejected rows with line, field, reason) and the
+    progress of its embeddings, which Celery computes after the rows are written."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    source_name = models.CharField(max_length=300, blank=True, default="")
+    file_format = models.CharField(max_length=10, choices=[("jsonl", "JSONL"), ("csv", "CSV")], default="jsonl")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="people_imports")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created = models.PositiveIntegerField(default=0)
+    updated = models.PositiveIntegerField(default=0)
+    unchanged = models.PositiveIntegerField(default=0)
+    cards = models.PositiveIntegerField(default=0)
+    rejected = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True, help_text="[{line, field, reason}], the first 1000")
+    embed_total = models.PositiveIntegerField(default=0)
+    embed_done = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.source_name or self.pk} ({self.created_at:%Y-%m-%d %H:%M})"

@@ -112,6 +112,11 @@ def validate_and_normalize(payload: Any, *, query: str) -> dict[str, Any]:
     for key in ("parser", "parser_fallback_reason"):
         if key in src:
             out[key] = src[key]
+    # what the parser understood and what it could not use, shown to the searcher (issue 17 §1)
+    out["unused_terms"] = clean_list(src.get("unused_terms"))
+    out["understood"] = [{k: (v if isinstance(v, (int, float, bool)) else clean_token(v)) for k, v in item.items()
+                          if k in ("kind", "text", "value", "how")}
+                         for item in (src.get("understood") or [])[: k.MAX_LIST_ITEMS * 2] if isinstance(item, dict)]
     out["query_original"] = query
     qc = src.get("query_cleaned")
     out["query_cleaned"] = qc.strip() if isinstance(qc, str) and qc.strip() else query

@@ -73,13 +73,50 @@ class CardFamilySerializer(CardSerializer):
     children = CardChildSerializer(many=True)
 
 
+class UnderstoodSerializer(serializers.Serializer):
+    kind = _s(help_text="company | exclude_company | city | country | team | skill | intent | seniority | "
+                        "employment_type | domain | time | salary | open_to_work | exclude_keyword")
+    text = _s(help_text="the words of the query")
+    value = serializers.JSONField(help_text="what they became (a normalised name, a date range, INR per year)")
+    how = _s(help_text="exact | alias | fuzzy (a typo corrected against the directory's vocabulary) | rule")
+
+
+class ParsedSummarySerializer(serializers.Serializer):
+    parser = _s(help_text="deterministic | llm")
+    understood = UnderstoodSerializer(many=True)
+    unused_terms = serializers.ListField(child=serializers.CharField(), help_text=(
+        "Words that matched no company, place, skill or rule: used as free text only (lexical bonus, embedding), "
+        "never as a filter."))
+
+
+class ConstraintSerializer(serializers.Serializer):
+    constraint = _s(help_text="time | location | company | intent")
+    value = _s()
+
+
+class RelaxationSerializer(serializers.Serializer):
+    tier = serializers.IntegerField(allow_null=True, help_text="0 strict, 1 time, 2 location, 3 company/team, "
+                                                               "4 intent/domain/seniority (only with RELAX_INTENT_TIER)")
+    tier_name = _s()
+    people_per_tier = serializers.DictField(child=serializers.IntegerField(),
+                                            help_text="people each tier that ran found")
+    relaxed = ConstraintSerializer(many=True, help_text="no longer a filter, still ranked by (a penalty if missed)")
+    dropped = ConstraintSerializer(many=True, help_text="ignored entirely to find enough people")
+    demoted_to_should = serializers.ListField(child=serializers.CharField(),
+                                              help_text="parsed values kept as soft keywords, not filters")
+    notice = _s(help_text='e.g. "No one in Pune matched; showing people from other cities." Empty when strict.')
+
+
 class SearchPersonSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     name = serializers.CharField(allow_null=True)
     headline = serializers.CharField(allow_null=True)
     bio = serializers.CharField(allow_null=True)
     similarity_percent = serializers.IntegerField(min_value=0, max_value=100)
-    why_matched = serializers.ListField(child=serializers.CharField(), help_text="1-3 bullets.")
+    why_matched = serializers.ListField(child=serializers.CharField(), help_text="1-6 deterministic bullets.")
+    unmet = serializers.ListField(child=serializers.CharField(), help_text=(
+        "Relaxed or dropped constraints (time, location, company, intent) that none of this person's public cards "
+        "meets."))
     open_to_work = serializers.BooleanField()
     open_to_contact = serializers.BooleanField()
     work_preferred_locations = serializers.ListField(child=serializers.CharField())
@@ -89,6 +126,9 @@ class SearchPersonSerializer(serializers.Serializer):
 
 class SearchResponseSerializer(serializers.Serializer):
     search_id = serializers.UUIDField(help_text="Opens a 24 h session for profile views and unlocks.")
+    parsed = ParsedSummarySerializer()
+    relaxation = RelaxationSerializer()
+    refinement = _s(help_text="off | pending: LLM-refined why_matched will appear at GET /api/searches/{id}")
     people = SearchPersonSerializer(many=True)
 
 
@@ -99,8 +139,12 @@ class PastSearchPersonSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
     score = serializers.FloatField()
     similarity_percent = serializers.IntegerField(min_value=0, max_value=100)
-    why_matched = serializers.ListField(child=serializers.CharField())
+    why_matched = serializers.ListField(child=serializers.CharField(), help_text="the refined bullets once ready, "
+                                                                                  "else the deterministic ones")
+    why_matched_deterministic = serializers.ListField(child=serializers.CharField())
+    why_matched_refined = serializers.ListField(child=serializers.CharField(), help_text="empty until refined")
     why_source = serializers.CharField(help_text="deterministic | llm")
+    unmet = serializers.ListField(child=serializers.CharField())
     open_to_work = serializers.BooleanField()
     open_to_contact = serializers.BooleanField()
     matched_parent_ids = serializers.ListField(child=serializers.UUIDField())
@@ -113,6 +157,9 @@ class PastSearchSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField(allow_null=True)
     fallback_tier = serializers.IntegerField(allow_null=True)
+    relaxation = RelaxationSerializer()
+    refinement = _s(help_text="off | pending | done | failed (the deterministic bullets stay)")
+    parsed = ParsedSummarySerializer()
     parsed_constraints = serializers.DictField()
     people = PastSearchPersonSerializer(many=True)
 

@@ -23,11 +23,14 @@ from django.utils import timezone
 from config.errors import ApiError, DependencyDown
 from credits.ledger import deduct, require_balance
 from people.constants import C
+from people.gazetteer import current as current_gazetteer
 from people.lexical import lexical_bonus
 from people.models import ExperienceCard, Person, PersonProfile, Search, SearchResult
 from people.normalize import apply_overrides, validate_and_normalize
 from people.parsing import parse_query
 from people.ranking import apply_tiebreaks, collapse_and_rank, similarity_percent
+from people.relaxation import describe as describe_relaxation
+from people.relaxation import unmet_constraints
 from people.tiers import retrieve_with_fallback, set_scan_mode
 from people.why import deterministic_bullets
 
@@ -66,12 +69,13 @@ def embed_query_text(text: str) -> np.ndarray:
 
 
 def _create_search(*, user: User, query: str, parsed: dict, overrides: dict, tier: int | None,
-                   started: float) -> Search:
+                   started: float, relaxation: dict[str, Any], refinement: str) -> Search:
     k = C()
     search = Search.objects.create(
         searcher=user, query_text=query, parsed_constraints=parsed, filters=overrides,
         latency_ms=int((time.perf_counter() - started) * 1000),
-        extra={"fallback_tier": tier}, expires_at=timezone.now() + timedelta(hours=k.SEARCH_RESULT_EXPIRY_HOURS))
+        extra={"fallback_tier": tier, "relaxation": relaxation, "refinement": refinement},
+        expires_at=timezone.now() + timedelta(hours=k.SEARCH_RESULT_EXPIRY_HOURS))
     deduct(user=user, amount=k.SEARCH_COST, reason="search", reference_type="search_id", reference_id=str(search.pk))
     return search
 
@@ -105,7 +109,7 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
     require_balance(user=user, amount=k.SEARCH_COST)
     # 3. parse + normalise
     with _stage(timings, "parse"):
-        parsed = validate_and_normalize(parse_query(query), query=query)
+        parsed = validate_and_normalize(parse_query(query, gazetteer=current_gazetteer()), query=query)
         # 4. overrides
         parsed = apply_overrides(parsed, open_to_work_only=open_to_work_only, salary_max=salary_max,
                                  preferred_locations=preferred_locations)
@@ -115,12 +119,18 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
     text = parsed.get("query_embedding_text") or parsed.get("query_original") or query
     with _stage(timings, "embed"):
         qvec = embed_query_text(text) if text.strip() else np.zeros(0, dtype=np.float32)
+    from search.llm import is_configured
+
+    understanding = {"parser": parsed.get("parser", "deterministic"), "understood": parsed.get("understood", []),
+                     "unused_terms": parsed.get("unused_terms", [])}
     # 6. empty vector -> empty (charged) response
     if qvec.size == 0 or not np.isfinite(qvec).all() or float(np.linalg.norm(qvec)) == 0.0:
+        relaxation = describe_relaxation(parsed=parsed, tier=None, people_per_tier={})
         with _stage(timings, "persist"):
             search = _create_search(user=user, query=query, parsed=parsed, overrides=overrides, tier=None,
-                                    started=started)
-        return {"search_id": str(search.pk), "people": []}
+                                    started=started, relaxation=relaxation, refinement="off")
+        return {"search_id": str(search.pk), "parsed": understanding, "relaxation": relaxation,
+                "refinement": "off", "people": []}
     # 9. candidates with fallback tiers
     with _stage(timings, "tiers"):
         set_scan_mode(exact=exact_scan)
@@ -141,12 +151,17 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
             r.has_salary_min = bool(prof and prof.work_preferred_salary_min)
         # 14. tiebreaks
         ranked = apply_tiebreaks([r for r in ranked if r.person_id in persons], parsed=parsed)
+        # what the tiers gave up, per search and per person (issue 17 §2)
+        relaxation = describe_relaxation(parsed=parsed, tier=found.tier, people_per_tier=found.people_per_tier)
+        unmet = unmet_constraints(parsed=parsed, tier=found.tier, person_ids=[r.person_id for r in ranked])
+    refinement = "pending" if ranked and is_configured() else "off"
     with _stage(timings, "persist"):
         # 12 / 15. Search row + debit (an empty ranking is still charged, as the seed says)
         search = _create_search(user=user, query=query, parsed=parsed, overrides=overrides, tier=found.tier,
-                                started=started)
+                                started=started, relaxation=relaxation, refinement=refinement)
         if not ranked:
-            return {"search_id": str(search.pk), "people": []}
+            return {"search_id": str(search.pk), "parsed": understanding, "relaxation": relaxation,
+                    "refinement": refinement, "people": []}
         # 16-18. SearchResult rows with deterministic why_matched
         rows, whys = [], {}
         for rank, r in enumerate(ranked, start=1):
@@ -155,7 +170,8 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
                 search=search, person_id=r.person_id, rank=rank, score=round(r.score, 6),
                 extra={"matched_parent_ids": [str(c["id"]) for c in r.parents],
                        "matched_child_ids": [str(c["id"]) for c in r.children],
-                       "why_matched": whys[r.person_id], "why_source": "deterministic", "score_parts": r.parts()}))
+                       "why_matched": whys[r.person_id], "why_source": "deterministic", "score_parts": r.parts(),
+                       "unmet": unmet.get(r.person_id, [])}))
         SearchResult.objects.bulk_create(rows)
         # 19. matched cards, with the child-only fallback (show the parents behind matched children)
         want = {c["id"] for r in ranked for c in r.parents}
@@ -169,7 +185,7 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
             people_out.append({
                 "id": str(p.pk), "name": p.display_name or None, "headline": p.headline or None,
                 "bio": (prof.bio if prof else "") or None, "similarity_percent": similarity_percent(r.score),
-                "why_matched": whys[r.person_id], "open_to_work": otw,
+                "why_matched": whys[r.person_id], "unmet": unmet.get(r.person_id, []), "open_to_work": otw,
                 "open_to_contact": bool(prof and prof.open_to_contact),
                 "work_preferred_locations": list(prof.work_preferred_locations or []) if otw else [],
                 "work_preferred_salary_min": prof.work_preferred_salary_min if otw else None,
@@ -177,9 +193,7 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
                                   if i in cards],
             })
     # 17 (async). one batched LLM refinement after commit
-    from search.llm import is_configured
-
-    if is_configured():
+    if refinement == "pending":
         sid = str(search.pk)
 
         def _enqueue() -> None:
@@ -189,11 +203,15 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
                 refine_why_matched_task.delay(sid)
             except Exception as exc:  # noqa: BLE001 - deterministic bullets stay
                 log.warning("could not enqueue why_matched refinement: %s", exc)
+                from people.why import mark_refinement
+
+                mark_refinement(search_id=sid, state="failed")
 
         transaction.on_commit(_enqueue)
     # 20. response; the row's latency now covers results and why_matched too (the dashboard plots it)
     Search.objects.filter(pk=search.pk).update(latency_ms=int((time.perf_counter() - started) * 1000))
-    return {"search_id": str(search.pk), "people": people_out}
+    return {"search_id": str(search.pk), "parsed": understanding, "relaxation": relaxation,
+            "refinement": refinement, "people": people_out}
 
 
 def get_search(*, user: User, search_id: UUID | str) -> dict[str, Any]:
@@ -205,14 +223,24 @@ def get_search(*, user: User, search_id: UUID | str) -> dict[str, Any]:
     people = []
     for r in results:
         prof = getattr(r.person, "profile", None)
+        refined = r.extra.get("why_matched_refined") or []
         people.append({"id": str(r.person_id), "name": r.person.display_name, "headline": r.person.headline or None,
                        "rank": r.rank, "score": r.score, "similarity_percent": similarity_percent(r.score),
-                       "why_matched": r.extra.get("why_matched", []),
-                       "why_source": r.extra.get("why_source", "deterministic"),
+                       "why_matched": refined or r.extra.get("why_matched", []),
+                       "why_matched_deterministic": r.extra.get("why_matched", []),
+                       "why_matched_refined": refined,
+                       "why_source": "llm" if refined else "deterministic",
+                       "unmet": r.extra.get("unmet", []),
                        "open_to_work": bool(prof and prof.open_to_work),
                        "open_to_contact": bool(prof and prof.open_to_contact),
                        "matched_parent_ids": r.extra.get("matched_parent_ids", []),
                        "matched_child_ids": r.extra.get("matched_child_ids", [])})
     return {"search_id": str(search.pk), "query": search.query_text, "created_at": search.created_at.isoformat(),
             "expires_at": search.expires_at.isoformat(), "fallback_tier": search.extra.get("fallback_tier"),
+            "relaxation": search.extra.get("relaxation") or describe_relaxation(
+                parsed=search.parsed_constraints, tier=search.extra.get("fallback_tier"), people_per_tier={}),
+            "refinement": search.extra.get("refinement", "off"),
+            "parsed": {"parser": search.parsed_constraints.get("parser", "deterministic"),
+                       "understood": search.parsed_constraints.get("understood", []),
+                       "unused_terms": search.parsed_constraints.get("unused_terms", [])},
             "parsed_constraints": search.parsed_constraints, "people": people}

@@ -5,10 +5,19 @@ from celery import shared_task
 
 
 @shared_task(name="people.embed_cards", acks_late=True)
-def embed_cards_task(parent_ids: list[str] | None = None, child_ids: list[str] | None = None) -> int:
-    from people.indexing import embed_cards
+def embed_cards_task(parent_ids: list[str] | None = None, child_ids: list[str] | None = None,
+                     job_id: str | None = None) -> int:
+    """Embed the given cards; with an import's job id, advance its progress (shown in the admin)."""
+    from django.db.models import F
 
-    return embed_cards(parent_ids=parent_ids or [], child_ids=child_ids or [])
+    from people.indexing import embed_cards
+    from people.models import ImportJob
+
+    n = embed_cards(parent_ids=parent_ids or [], child_ids=child_ids or [])
+    if job_id:
+        ImportJob.objects.filter(pk=job_id).update(embed_done=F("embed_done") + len(parent_ids or [])
+                                                   + len(child_ids or []))
+    return n
 
 
 @shared_task(name="people.refine_why_matched", acks_late=True)

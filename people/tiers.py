@@ -4,8 +4,11 @@ Why HNSW with iterative scan: the tier filters are selective (one company, one
 city); a plain filtered HNSW scan stops after ef_search rows and returns too
 few. `hnsw.iterative_scan = relaxed_order` keeps scanning, and the outer
 ORDER BY restores exact order among what it found.
-Children come from their own ANN scan (not a per-person min over every child),
-which is what makes child-only matches possible without a full scan.
+Children come in two steps, as seed 001 §4.6 describes: their own ANN scan finds
+people through their evidence alone (child-only matches, no full scan), then a
+window over every candidate person (row_number per person) takes each one's best
+MATCHED_CARDS_PER_PERSON children exactly. A single global top-N of children
+misses a person's best evidence once other people's children crowd it out.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ class TierPolicy:
     apply_time: bool
     apply_location: bool
     apply_company_team: bool
+    apply_intent: bool = True
 
 
 def policy_for(tier: int) -> TierPolicy:
@@ -36,7 +40,17 @@ def policy_for(tier: int) -> TierPolicy:
         apply_time=tier < k.FALLBACK_TIER_TIME_SOFT,
         apply_location=tier < k.FALLBACK_TIER_LOCATION_SOFT,
         apply_company_team=tier < k.FALLBACK_TIER_COMPANY_TEAM_SOFT,
+        apply_intent=tier < k.FALLBACK_TIER_INTENT_SOFT,
     )
+
+
+INTENT_KEYS = ("intent_primary", "domain", "sub_domain", "seniority_level")
+
+
+def last_tier() -> int:
+    """The company/team tier, or the intent tier when RELAX_INTENT_TIER is on."""
+    k = C()
+    return k.FALLBACK_TIER_INTENT_SOFT if k.RELAX_INTENT_TIER else k.FALLBACK_TIER_COMPANY_TEAM_SOFT
 
 
 def has_time(must: dict) -> bool:
@@ -51,12 +65,24 @@ def has_company_team(must: dict) -> bool:
     return bool(must.get("company_norm") or must.get("team_norm"))
 
 
+def has_intent(must: dict) -> bool:
+    return any(must.get(key) for key in INTENT_KEYS)
+
+
+def relaxes_anything(tier: int, must: dict) -> bool:
+    """Whether `tier` lifts a filter this query has (a tier that lifts nothing returns the same rows)."""
+    k = C()
+    return {k.FALLBACK_TIER_TIME_SOFT: has_time(must), k.FALLBACK_TIER_LOCATION_SOFT: has_location(must),
+            k.FALLBACK_TIER_COMPANY_TEAM_SOFT: has_company_team(must),
+            k.FALLBACK_TIER_INTENT_SOFT: has_intent(must)}.get(tier, True)
+
+
 def card_filter_sql(parsed: dict[str, Any], policy: TierPolicy, alias: str = "c") -> tuple[str, list, bool]:
     """WHERE fragments over parent card `alias` (+ profile `p`); returns (sql, params, needs_profile_join)."""
     must, exclude = parsed["must"], parsed["exclude"]
     where: list[str] = [f"{alias}.visibility = 'public'"]
     params: list[Any] = []
-    for key in ("intent_primary", "domain", "sub_domain", "employment_type", "seniority_level"):
+    for key in (INTENT_KEYS if policy.apply_intent else ()) + ("employment_type",):
         if must.get(key):
             where.append(f"{alias}.{key} = ANY(%s)")
             params.append(list(must[key]))
@@ -114,6 +140,7 @@ class TierResult:
     tier: int
     parents: list[dict] = field(default_factory=list)
     children: list[dict] = field(default_factory=list)
+    people_per_tier: dict[int, int] = field(default_factory=dict)  # tiers that ran -> people they found
 
     @property
     def person_ids(self) -> set:
@@ -148,37 +175,49 @@ def fetch_tier(*, parsed: dict[str, Any], qvec: np.ndarray, tier: int) -> TierRe
         SELECT {cols} FROM x ORDER BY x.dist"""
     child_sql = f"""
         WITH x AS MATERIALIZED (
-          SELECT ch.id, ch.person_id, ch.embedding <=> %s::vector AS dist, ch.title, ch.summary, ch.search_phrases,
-                 c.company_norm, c.team_norm, c.city, c.country, c.location_text, c.start_date, c.end_date,
-                 c.is_current, ch.parent_id
+          SELECT ch.person_id, ch.embedding <=> %s::vector AS dist
           FROM people_experiencecardchild ch JOIN people_experiencecard c ON c.id = ch.parent_id {join}
           WHERE ch.embedding IS NOT NULL AND {where}
           ORDER BY ch.embedding <=> %s::vector LIMIT %s)
-        SELECT {cols}, x.parent_id FROM x ORDER BY x.dist"""
+        SELECT DISTINCT x.person_id FROM x"""
+    # the per-person window (seed 001 §4.6 step 3): every candidate's best children, exactly
+    window_sql = f"""
+        SELECT {cols}, x.parent_id FROM (
+          SELECT ch.id, ch.person_id, ch.embedding <=> %s::vector AS dist, ch.title, ch.summary, ch.search_phrases,
+                 c.company_norm, c.team_norm, c.city, c.country, c.location_text, c.start_date, c.end_date,
+                 c.is_current, ch.parent_id,
+                 row_number() OVER (PARTITION BY ch.person_id ORDER BY ch.embedding <=> %s::vector, ch.id) AS rn
+          FROM people_experiencecardchild ch JOIN people_experiencecard c ON c.id = ch.parent_id {join}
+          WHERE ch.embedding IS NOT NULL AND ch.person_id = ANY(%s) AND {where}) x
+        WHERE x.rn <= %s ORDER BY x.dist"""
     out = TierResult(tier=tier)
     with connection.cursor() as cur:
         cur.execute(parent_sql, [vec, *params, vec, k.OVERFETCH_CARDS])
         out.parents = [dict(zip(CARD_COLS, row, strict=True)) for row in cur.fetchall()]
         cur.execute(child_sql, [vec, *params, vec, k.OVERFETCH_CARDS * 2])
-        out.children = [dict(zip(CARD_COLS + ("parent_id",), row, strict=True)) for row in cur.fetchall()]
+        candidates = list(dict.fromkeys([r["person_id"] for r in out.parents] + [r[0] for r in cur.fetchall()]))
+        if candidates:
+            cur.execute(window_sql, [vec, vec, candidates, *params, k.MATCHED_CARDS_PER_PERSON])
+            out.children = [dict(zip(CARD_COLS + ("parent_id",), row, strict=True)) for row in cur.fetchall()]
     return out
 
 
 def retrieve_with_fallback(*, parsed: dict[str, Any], qvec: np.ndarray) -> TierResult:
     """Relax tier by tier until MIN_RESULTS people or the last tier. A tier that would relax nothing the
-    query asked for returns the same rows as the one before, so it is skipped (same answer, fewer queries)."""
+    query asked for returns the same rows as the one before, so it is skipped (same answer, fewer queries).
+    The result records how many people each tier that ran found: the relaxation notice is built from it."""
     k = C()
     must = parsed["must"]
     result = None
-    for tier in range(k.FALLBACK_TIER_STRICT, k.FALLBACK_TIER_COMPANY_TEAM_SOFT + 1):
-        if result is not None:
-            relaxes = {k.FALLBACK_TIER_TIME_SOFT: has_time(must), k.FALLBACK_TIER_LOCATION_SOFT: has_location(must),
-                       k.FALLBACK_TIER_COMPANY_TEAM_SOFT: has_company_team(must)}.get(tier, True)
-            if not relaxes:
-                result.tier = tier
-                continue
+    counts: dict[int, int] = {}
+    for tier in range(k.FALLBACK_TIER_STRICT, last_tier() + 1):
+        if result is not None and not relaxes_anything(tier, must):
+            result.tier = tier
+            continue
         result = fetch_tier(parsed=parsed, qvec=qvec, tier=tier)
-        if len(result.person_ids) >= k.MIN_RESULTS:
+        counts[tier] = len(result.person_ids)
+        if counts[tier] >= k.MIN_RESULTS:
             break
     assert result is not None
+    result.people_per_tier = counts
     return result

@@ -73,3 +73,19 @@ DOMAINS = {"fintech": ["fintech", "payments", "lending", "upi", "banking"], "eco
            "foodtech": ["food delivery", "foodtech"], "edtech": ["edtech"], "healthtech": ["healthtech", "healthcare"],
            "mobility": ["mobility", "ride hailing"], "saas": ["saas", "b2b"], "gaming": ["gaming", "fantasy sports"],
            "it services": ["it services", "consulting"], "adtech": ["adtech", "advertising"]}
+
+# Words that carry the query's grammar, not a name: the parser skips them, and a directory value spelled like one
+# (a company called "search", a team called "the") is not trusted as a name (people/gazetteer.py).
+STOP_WORDS = frozenset(
+    "a an the and or of in at for to with who whose which that from on by as is are was were be been having has "
+    "have worked working work experience experienced people person engineers engineer developers developer folks "
+    "candidates profiles someone anyone find show me get looking search for us our india based not no excluding "
+    "except exclude other apart".split())
+COMMON_WORDS = frozenset(
+    STOP_WORDS
+    | {w for table in (INTENT_WORDS, SENIORITY_WORDS, EMPLOYMENT_WORDS) for aliases in table.values()
+       for a in aliases for w in a.split()}
+    | set("team teams org group vertical squad years year yoe months open job jobs role roles lpa lakh lakhs crore "
+          "salary budget under below above after before since until between during currently current former ex "
+          "now previously who also only all any some more less than then near around remote hybrid onsite "
+          "good great best top strong expert skilled".split()))

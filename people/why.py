@@ -2,7 +2,8 @@
 
 Why two stages: the paid response must never wait on (or fail because of) an
 LLM; the refinement is written onto the SearchResult rows by one Celery task
-and GET /api/searches/{id} shows it.
+and GET /api/searches/{id} (and the page, which polls it) shows it beside the
+deterministic bullets, which are kept: the refined ones are marked as such.
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def _period(card: dict[str, Any]) -> str:
 
 
 def deterministic_bullets(*, ranked: RankedPerson, parsed: dict[str, Any], profile: PersonProfile | None) -> list[str]:
-    """Up to WHY_MAX_BULLETS candidate reasons, then sanitised to WHY_MAX_LINES_LLM."""
+    """Up to WHY_MAX_BULLETS (6, as seed 001 says) reasons grounded in the matched cards and the constraints."""
     must = parsed["must"]
     bullets: list[str] = []
     cards = ranked.parents or ranked.children
@@ -91,7 +92,7 @@ def deterministic_bullets(*, ranked: RankedPerson, parsed: dict[str, Any], profi
         bullets.append(f"Expects {profile.work_preferred_salary_min / 100_000:.0f} LPA, within budget")
     if ranked.lexical > 0:
         bullets.append("Profile text matches the query terms")
-    return sanitize(bullets[: C().WHY_MAX_BULLETS])
+    return sanitize(bullets, max_lines=C().WHY_MAX_BULLETS)
 
 
 def evidence_payload(*, search: Search, results: Iterable[SearchResult]) -> dict[str, Any]:
@@ -108,34 +109,45 @@ def evidence_payload(*, search: Search, results: Iterable[SearchResult]) -> dict
     return {"query": search.query_text, "people": people}
 
 
+def mark_refinement(*, search_id: str, state: str) -> None:
+    """Record the refinement's state on the search (pending, done, failed) for the detail endpoint and the page."""
+    from people.models import Search
+
+    search = Search.objects.filter(pk=search_id).first()
+    if search is not None:
+        search.extra = {**search.extra, "refinement": state}
+        search.save(update_fields=["extra"])
+
+
 def refine_with_llm(*, search_id: str) -> int:
     """One batched LLM call for all results of a search; returns how many rows got refined reasons."""
     from people.models import Search, SearchResult
     from search.llm import LLMError, chat_json, is_configured
 
-    if not is_configured():
-        return 0
     search = Search.objects.filter(pk=search_id).first()
     if search is None:
+        return 0
+    if not is_configured():  # a worker without the LLM settings: say so rather than leave the page waiting
+        mark_refinement(search_id=search_id, state="failed")
         return 0
     results = list(SearchResult.objects.filter(search=search).select_related("person"))
     if not results:
         return 0
     payload = evidence_payload(search=search, results=results)
+    n = 0
     try:
         reply = chat_json(system=PROMPT_WHY_MATCHED, user=json.dumps(payload, default=str))
     except LLMError as exc:
         log.info("why_matched refinement failed for %s: %s", search_id, exc)
-        return 0
-    items = reply.get("people")
-    if not isinstance(items, list):
-        return 0
-    by_id = {str(i.get("id")): i.get("why_matched") for i in items if isinstance(i, dict)}
-    n = 0
+        reply = {}
+    items = reply.get("people") if isinstance(reply, dict) else None
+    by_id = {str(i.get("id")): i.get("why_matched") for i in items if isinstance(i, dict)} \
+        if isinstance(items, list) else {}
     for r in results:
         lines = sanitize(by_id.get(str(r.person_id)))
-        if lines:
-            r.extra = {**r.extra, "why_matched": lines, "why_source": "llm"}
+        if lines:  # the deterministic bullets stay in why_matched; the refined ones sit beside them
+            r.extra = {**r.extra, "why_matched_refined": lines, "why_source": "llm"}
             r.save(update_fields=["extra"])
             n += 1
+    mark_refinement(search_id=search_id, state="done" if n else "failed")
     return n

@@ -77,11 +77,26 @@ def chunk_markdown(md: str) -> list[ChunkDraft]:
 
 def read_web_document(*, rel: str, abs_path: Path, repo: str = "") -> tuple[DocumentDraft | None, str]:
     data = abs_path.read_bytes()
-    raw = data.decode("utf-8", errors="replace")
-    if abs_path.suffix.lower() in {".md", ".markdown"}:
-        md, title, url = raw.replace("\r\n", "\n"), "", ""
+    return web_document_from_bytes(rel=rel, data=data, markdown=abs_path.suffix.lower() in {".md", ".markdown"},
+                                   repo=repo)
+
+
+def web_document_from_bytes(*, rel: str, data: bytes, markdown: bool, repo: str = "", url: str = "",
+                            encoding: str = "utf-8") -> tuple[DocumentDraft | None, str]:
+    """One page's bytes -> a draft (or None and why). Shared by saved files and the web crawler
+    (search/sources/crawler.py), so a crawled page is extracted exactly like the same page saved to disk.
+
+    `markdown`: the bytes are Markdown or plain text, kept as they are. `url`: the page's identity (a crawl's
+    canonical URL), which wins over the one trafilatura reads from the page and goes on every chunk."""
+    try:
+        raw = data.decode(encoding, errors="replace")
+    except LookupError:  # an unknown charset name in a Content-Type header
+        raw = data.decode("utf-8", errors="replace")
+    if markdown:
+        md, title, page_url = raw.replace("\r\n", "\n"), "", ""
     else:
-        md, title, url = html_to_markdown(raw)
+        md, title, page_url = html_to_markdown(raw)
+    url = url or page_url
     if not md.strip():
         return None, "no readable text"
     chunks = chunk_markdown(md)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fake_llm import fake_llm  # noqa: F401 - fixture
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -101,6 +103,42 @@ def test_people_search_profile_unlock_drops_balance(page, live_server, member, d
     page.wait_for_selector("#contact")
     assert int(page.inner_text("#balance")) == before - 1
     page.screenshot(path=str(SHOTS / "person-unlocked.png"), full_page=True)
+
+
+@pytest.fixture
+def llm_worker(fake_llm, monkeypatch, request):
+    """A Celery worker process that talks to this test's fake LLM (the live server thread reads settings)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
+    monkeypatch.setenv("LLM_MODEL", fake_llm.model)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    return request.getfixturevalue("celery_worker_proc")
+
+
+def test_people_search_shows_relaxation_notice_then_refined_reasons(page, live_server, member, directory,
+                                                                    fake_llm, llm_worker):
+    """Issue 17's done-when: the page says what the search relaxed, then shows the LLM's refined reasons (after
+    the paid response, from Celery, by polling), marked as refined, with the rule-based ones kept."""
+    import json
+
+    fake_llm.reply("not json", when="clean up a recruiter")  # query parsing falls back to the deterministic parser
+
+    def why(body):
+        people = json.loads(body["messages"][1]["content"])["people"]
+        return json.dumps({"people": [{"id": p["id"], "why_matched": [f"Refined: {p['name']} fits"]} for p in people]})
+
+    fake_llm.reply(why, when="explain why each person matches")
+    page.goto(f"{live_server.url}/people/")
+    page.fill("input[name=query]", "backend engineers at Flipkart in Pune")
+    page.click("form.people button[type=submit]")
+    page.wait_for_selector("#relaxation")
+    assert "showing people from other cities" in page.inner_text("#relaxation")
+    assert page.locator(".card.person .why.deterministic li").count() > 0
+    page.wait_for_selector(".why.refined li", timeout=60000)
+    assert page.locator(".why.refined li").first.inner_text().startswith("Refined: ")
+    assert page.locator(".badge").first.inner_text() == "refined by LLM"
+    assert page.locator(".card.person .why.deterministic li").count() > 0  # kept
+    assert "rule-based reasons kept" in page.inner_text("#refinement")
+    page.screenshot(path=str(SHOTS / "people-search-refined.png"), full_page=True)
 
 
 def _two_weeks_of_activity(*, staff, project) -> None:

@@ -118,3 +118,31 @@ def test_discover_lists_people(client, member, directory):
     resp = client.get("/people/discover")
     assert resp.status_code == 200 and "people with visible experience" in resp.content.decode()
     assert client.get("/people/discover", {"offset": "junk"}).status_code == 400  # one number parser (issue 20)
+
+
+def test_search_page_shows_what_was_understood_unused_and_relaxed(client, member, directory):
+    user, _ = member
+    client.force_login(user)
+    body = _search(client, query="backend engineers at Flipkrat in Pune with zorblax").content.decode()
+    assert 'id="parsed"' in body and "company <strong>flipkart</strong> (from “flipkrat”)" in body
+    assert "Not used as a filter (free text only): zorblax" in body
+    notice = re.search(r'<p class="notice" id="relaxation"[^>]*>([^<]+)</p>', body).group(1)
+    assert notice.startswith("No one at Flipkart in Pune matched") or notice.startswith("Only ")
+    assert "showing people from other cities" in notice
+    assert 'id="refinement"' not in body  # no LLM configured: nothing to wait for
+
+
+def test_a_past_search_page_shows_refined_reasons_beside_the_rule_based_ones(client, member, directory):
+    from people.models import Search, SearchResult
+
+    user, _ = member
+    client.force_login(user)
+    body = _search(client).content.decode()
+    search_id = re.search(r"Search <code>([0-9a-f-]+)</code>", body).group(1)
+    first = SearchResult.objects.filter(search_id=search_id).order_by("rank").first()
+    first.extra = {**first.extra, "why_matched_refined": ["A refined reason"], "why_source": "llm"}
+    first.save()
+    Search.objects.filter(pk=search_id).update(extra={**Search.objects.get(pk=search_id).extra, "refinement": "done"})
+    page = client.get("/people/", {"search_id": search_id}).content.decode()
+    assert '<ul class="why refined"><li>A refined reason</li></ul>' in page and "refined by LLM" in page
+    assert first.extra["why_matched"][0] in page  # the deterministic bullets are kept

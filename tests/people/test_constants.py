@@ -55,3 +55,12 @@ def test_a_non_object_in_the_environment_stops_start_up():
     proc = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "PEOPLE_SEARCH must be a JSON object" in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["true", 1, None])
+def test_a_flag_takes_only_true_or_false(settings, value):
+    settings.PEOPLE_SEARCH = {"RELAX_INTENT_TIER": value}
+    with pytest.raises(ImproperlyConfigured, match="RELAX_INTENT_TIER"):
+        C()
+    settings.PEOPLE_SEARCH = {"RELAX_INTENT_TIER": True}
+    assert C().RELAX_INTENT_TIER is True and PeopleSearchConstants().RELAX_INTENT_TIER is False

@@ -84,3 +84,52 @@ def test_skills_become_should_and_phrases():
     out = parsed("backend engineers with kafka and postgresql")
     assert {"kafka", "postgresql"} <= set(out["should"]["skills_or_tools"])
     assert "backend engineer" in out["search_phrases"]
+
+
+def _directory_gazetteer():
+    from people.gazetteer import build
+
+    return build(terms=[("company", "stripe", 40, {}), ("company", "kestrel robotics", 12, {}),
+                        ("company", "motorola", 5, {}), ("city", "berlin", 30, {"country": "germany"}),
+                        ("company", "berlin", 2, {}), ("skill", "kafka", 3, {})], aliases=[])
+
+
+def parsed_with(q):
+    from people.parsing import parse_deterministic as parse
+
+    return validate_and_normalize(parse(q, gazetteer=_directory_gazetteer()), query=q)
+
+
+def test_directory_names_typos_and_negation_parse_together():
+    out = parsed_with("backend engineers at Kestrel Robotcs in Berlin, not from Stirpe")
+    m = out["must"]
+    assert m["company_norm"] == ["kestrel robotics"] and m["city"] == "berlin" and m["country"] == "germany"
+    assert out["exclude"]["company_norm"] == ["stripe"]
+    hows = {(u["kind"], u["value"]): u["how"] for u in out["understood"]}
+    assert hows[("company", "kestrel robotics")] == "fuzzy" and hows[("exclude_company", "stripe")] == "fuzzy"
+    assert out["unused_terms"] == []
+
+
+def test_a_name_that_is_both_a_city_and_a_company_follows_the_word_before_it():
+    assert parsed_with("engineers in berlin")["must"]["city"] == "berlin"
+    out = parsed_with("engineers at berlin")
+    assert out["must"]["company_norm"] == ["berlin"] and out["must"]["city"] is None
+
+
+def test_ola_is_never_found_inside_motorola():
+    out = parsed_with("android engineers from motorola")
+    assert out["must"]["company_norm"] == ["motorola"]
+    assert parsed_with("ola drivers app team")["must"]["company_norm"] == ["ola"]
+
+
+def test_a_skill_spelled_like_a_company_stays_a_skill_unless_the_query_says_at():
+    assert parsed("devops engineers with aws and terraform")["must"]["company_norm"] == []
+    assert parsed("devops engineers who worked at aws")["must"]["company_norm"] == ["amazon"]
+
+
+def test_words_nothing_understood_are_reported_as_unused():
+    out = parsed_with("kafka engineers at zorblax in gotham")
+    assert out["unused_terms"] == ["zorblax", "gotham"]
+    assert {"zorblax", "gotham"} <= set(out["should"]["keywords"])  # still free text for the lexical bonus
+    assert out["must"]["company_norm"] == [] and out["must"]["city"] is None
+    assert parsed_with("engineers not in berlin")["unused_terms"] == ["berlin"]  # no "not in <city>" filter exists

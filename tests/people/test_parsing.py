@@ -95,3 +95,12 @@ def test_search_api_uses_llm_parse_and_survives_its_failure(fake_llm, user, api)
     s = Search.objects.get(pk=r.json()["search_id"])
     assert s.parsed_constraints["parser"] == "deterministic"
     assert get_balance(user=user) == 8  # both searches charged once each; the LLM failure cost nothing extra
+
+
+def test_llm_path_reports_words_no_extracted_value_uses(fake_llm):
+    fake_llm.reply(json.dumps({"query_cleaned": "backend engineers in Bangalore at Flipkart with zorblax"}),
+                   when="clean up")
+    fake_llm.reply(json.dumps(EXTRACT), when="extract structured")
+    raw = parse_query(Q)
+    assert raw["parser"] == "llm" and raw["unused_terms"] == ["zorblax"]
+    assert validate_and_normalize(raw, query=Q)["unused_terms"] == ["zorblax"]

@@ -133,3 +133,46 @@ def test_child_only_match_is_found_through_its_parent_filters():
     assert p.pk in {c["person_id"] for c in res.children}
     best = min(c["dist"] for c in res.children if c["person_id"] == p.pk)
     assert best == pytest.approx(0.05, abs=1e-4)
+
+
+def test_per_person_window_finds_evidence_a_global_child_scan_misses(settings):
+    """Seed 001 §4.6: the global child scan keeps OVERFETCH_CARDS*2 children (here 4), all of them other
+    people's; the per-person window still gives Target its best evidence (0.1), and at most
+    MATCHED_CARDS_PER_PERSON children per person."""
+    settings.PEOPLE_SEARCH = {"OVERFETCH_CARDS": 2, "MATCHED_CARDS_PER_PERSON": 2}
+    target = make_person("Target", cards=[BASE | {"dist": 0.0, "children": [
+        {"title": "best", "dist": 0.1}, {"title": "second", "dist": 0.3}, {"title": "third", "dist": 0.4}]}])
+    make_person("Runner", cards=[BASE | {"dist": 0.02}])
+    for i in range(5):  # their children crowd the global top-4; their parents lose the parent scan
+        make_person(f"Decoy{i}", cards=[BASE | {"dist": 0.9, "children": [{"title": f"d{i}", "dist": 0.01}]}])
+    q = validate_and_normalize({"must": {"intent_primary": ["backend"]}, "confidence_score": 0.9}, query="q")
+    with transaction.atomic():
+        set_scan_mode()
+        res = fetch_tier(parsed=q, qvec=E0, tier=0)
+    mine = sorted(c["dist"] for c in res.children if c["person_id"] == target.pk)
+    assert mine == [pytest.approx(0.1, abs=1e-4), pytest.approx(0.3, abs=1e-4)]  # best two, not the third
+    global_scan = sorted(c["dist"] for c in res.children)[:4]
+    assert all(d < 0.05 for d in global_scan)  # what one global top-4 would have kept: none of Target's
+    from collections import Counter
+
+    assert max(Counter(c["person_id"] for c in res.children).values()) <= 2
+
+
+def test_intent_tier_is_off_by_default_and_relaxes_intent_domain_seniority_when_on(directory, settings):
+    q = parsed_query(company_norm=[], city=None, country=None, time_start=None, time_end=None,
+                     intent_primary=["frontend"], seniority_level=["senior"])
+    settings.PEOPLE_SEARCH = {"MIN_RESULTS": 50}
+    res = retrieve_with_fallback(parsed=q, qvec=E0)
+    assert res.tier == 3 and names(res, directory) == set()  # nobody is a senior frontend engineer
+    assert res.people_per_tier == {0: 0}  # tiers 1-3 relax nothing this query has: skipped
+    settings.PEOPLE_SEARCH = {"MIN_RESULTS": 50, "RELAX_INTENT_TIER": True}
+    res = retrieve_with_fallback(parsed=q, qvec=E0)
+    assert res.tier == 4 and res.people_per_tier == {0: 0, 4: 6}
+    # intent and seniority dropped; exclusions and hidden cards still hold
+    assert names(res, directory) == {"A", "B", "C", "D", "G", "I"}
+
+
+def test_people_per_tier_records_each_tier_that_ran(directory, settings):
+    settings.PEOPLE_SEARCH = {"MIN_RESULTS": 50}
+    res = retrieve_with_fallback(parsed=parsed_query(), qvec=E0)
+    assert res.people_per_tier == {0: 1, 1: 3, 2: 4, 3: 5}

@@ -1,0 +1,308 @@
+"""Polite, SSRF-safe HTTP GETs for the web crawler: robots.txt, per-host delay and concurrency, pinned
+connections, redirects checked hop by hop, size caps enforced while streaming.
+
+Why redirects are followed here and not by httpx: each hop is a new URL that must be in the crawl's scope, allowed
+by robots.txt, and resolve to an address the platform may fetch from (netguard); httpx would follow a redirect to
+169.254.169.254 before anyone could look. Why the connection goes to an IP literal with the host in the Host header
+(and TLS SNI): the address that was checked is the address that is connected to, so a DNS answer that changes
+between the check and the connection (rebinding) changes nothing. Why `trust_env=False`: a proxy from the
+environment would make the connection somewhere else than the checked address.
+
+Fetching runs in worker threads; nothing here touches the database.
+"""
+from __future__ import annotations
+
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from protego import Protego
+
+from config.errors import BadInput
+from search.sources import netguard
+from search.sources.urls import normalize_url, origin
+
+MAX_REDIRECTS = 5
+MAX_ROBOTS_BYTES = 512 * 1024  # what RFC 9309 asks a crawler to read at least
+MAX_CRAWL_DELAY_S = 60.0  # a site asking for more is not crawled (we will not go faster than asked)
+PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/markdown", "text/x-markdown", "text/plain"})
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_CHUNK = 64 * 1024
+
+
+@dataclass
+class Fetched:
+    """What one GET (with its redirects) came to.
+
+    outcome: ok | not_modified | gone (404/410) | robots (disallowed, at the URL or a redirect hop) |
+    out_of_scope (a redirect left the crawl's scope) | too_large | content_type | budget (the crawl's total bytes
+    were spent; not requested) | error."""
+
+    url: str
+    outcome: str
+    final_url: str = ""
+    status: int = 0
+    body: bytes = b""
+    content_type: str = ""
+    charset: str = ""
+    etag: str = ""
+    last_modified: str = ""
+    error: str = ""
+
+
+class _Host:
+    """One origin's politeness: a semaphore for concurrency and a clock that spaces requests by the delay (the
+    larger of the setting and robots.txt's Crawl-delay).
+
+    The clock is the moment a request's headers were handed to the socket (httpx's trace hook calls `mark`), not
+    the moment a thread was given its turn: opening a connection, or waiting for the GIL while the crawl embeds,
+    takes time, and counting from the turn would let the next request follow closer than the delay. So one
+    request at a time is "sending" (between its turn and its headers), and the next turn waits for that and then
+    for the delay."""
+
+    def __init__(self, *, delay_s: float, concurrency: int) -> None:
+        self.delay_s = delay_s
+        self.slots = threading.BoundedSemaphore(max(1, concurrency))
+        self.clock = threading.Condition()
+        self.last_start: float | None = None
+        self.sending = False
+        self.robots: Protego | None = None
+        self.robots_lock = threading.Lock()
+        self.robots_note = ""
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        self.slots.acquire()
+        try:
+            with self.clock:
+                while True:
+                    now = time.monotonic()
+                    due = now if self.last_start is None else self.last_start + self.delay_s
+                    if not self.sending and now >= due:
+                        self.sending, self.last_start = True, now
+                        break
+                    self.clock.wait(None if self.sending else due - now)
+            try:
+                yield
+            finally:
+                self._sent()  # no headers went out (refused, failed to connect): the turn still counts
+        finally:
+            self.slots.release()
+
+    def _sent(self) -> None:
+        with self.clock:
+            if self.sending:
+                self.sending, self.last_start = False, time.monotonic()
+                self.clock.notify_all()
+
+    def mark(self, event: str, _info: dict) -> None:
+        if event.endswith("send_request_headers.complete"):
+            self._sent()
+
+
+class Fetcher:
+    """One crawl's HTTP side. `in_scope` decides whether a redirect may be followed."""
+
+    def __init__(self, *, user_agent: str, timeout_s: float, delay_s: float, per_host: int, max_page_bytes: int,
+                 in_scope: Callable[[str], bool], max_total_bytes: int = 0, verify: ssl.SSLContext | bool = True) -> None:
+        self.user_agent = user_agent
+        self.timeout_s = timeout_s
+        self.delay_s = delay_s
+        self.per_host = per_host
+        self.max_page_bytes = max_page_bytes
+        self.max_total_bytes = max_total_bytes  # 0: no limit
+        self.verify = verify  # certificates are checked against the URL's host name (sent as SNI), never the IP
+        self.in_scope = in_scope
+        self._hosts: dict[str, _Host] = {}
+        self._clients: dict[str, httpx.Client] = {}
+        self._lock = threading.Lock()
+        self._bytes = 0
+
+    # --- bookkeeping ----------------------------------------------------------------------------------------
+    @property
+    def bytes_read(self) -> int:
+        return self._bytes
+
+    @property
+    def exhausted(self) -> bool:
+        """The crawl has read its SOURCES_MAX_TOTAL_BYTES: nothing more is requested."""
+        return bool(self.max_total_bytes) and self._bytes >= self.max_total_bytes
+
+    def _count(self, n: int) -> None:
+        with self._lock:
+            self._bytes += n
+
+    def host(self, url: str) -> _Host:
+        key = origin(url)
+        with self._lock:
+            if key not in self._hosts:
+                self._hosts[key] = _Host(delay_s=self.delay_s, concurrency=self.per_host)
+            return self._hosts[key]
+
+    def _client(self, url: str) -> httpx.Client:
+        """One client per origin: its pooled connections were opened to that origin's checked address with that
+        origin's SNI, and must not be reused for another name that happens to share the address."""
+        key = origin(url)
+        with self._lock:
+            if key not in self._clients:
+                self._clients[key] = httpx.Client(
+                    follow_redirects=False, trust_env=False, timeout=httpx.Timeout(self.timeout_s), verify=self.verify,
+                    limits=httpx.Limits(max_connections=self.per_host, max_keepalive_connections=self.per_host))
+            return self._clients[key]
+
+    def close(self) -> None:
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for c in clients:
+            c.close()
+
+    # --- robots.txt -----------------------------------------------------------------------------------------
+    def robots(self, url: str) -> Protego:
+        """The origin's robots.txt, fetched once per crawl. Missing (4xx): everything is allowed. Unreachable
+        (5xx, timeout, refused address): nothing is, as RFC 9309 asks."""
+        host = self.host(url)
+        with host.robots_lock:
+            if host.robots is None:
+                got = self._get(origin(url) + "/robots.txt", accept=None, max_bytes=MAX_ROBOTS_BYTES,
+                                follow=lambda u: origin(u) == origin(url), check_robots=False)
+                if got.outcome == "ok":
+                    host.robots = Protego.parse(got.body.decode("utf-8", errors="replace"))
+                elif got.outcome in ("gone", "too_large", "content_type") or 400 <= got.status < 500:
+                    host.robots = Protego.parse("")
+                else:
+                    host.robots = Protego.parse("User-agent: *\nDisallow: /\n")
+                    host.robots_note = f"robots.txt unavailable ({got.error or got.outcome}); nothing fetched"
+                delay = host.robots.crawl_delay(self.user_agent)
+                if delay is not None:
+                    host.delay_s = max(self.delay_s, float(delay))
+            return host.robots
+
+    def allowed(self, url: str) -> bool:
+        """robots.txt lets this user agent fetch the URL (and the site's Crawl-delay is one we can honour)."""
+        rp = self.robots(url)
+        return self.host(url).delay_s <= MAX_CRAWL_DELAY_S and rp.can_fetch(url, self.user_agent)
+
+    def sitemaps(self, url: str) -> list[str]:
+        return list(self.robots(url).sitemaps)
+
+    # --- GET ------------------------------------------------------------------------------------------------
+    def get(self, url: str, *, etag: str = "", last_modified: str = "") -> Fetched:
+        """A page: conditional when the stored validators are given; redirects followed within scope."""
+        return self._get(url, accept=PAGE_TYPES, max_bytes=self.max_page_bytes, follow=self.in_scope,
+                         etag=etag, last_modified=last_modified)
+
+    def get_any(self, url: str) -> Fetched:
+        """A sitemap (any content type, same size cap, redirects within the URL's origin)."""
+        return self._get(url, accept=None, max_bytes=self.max_page_bytes, follow=lambda u: origin(u) == origin(url))
+
+    def _get(self, url: str, *, accept: frozenset[str] | None, max_bytes: int, follow: Callable[[str], bool],
+             etag: str = "", last_modified: str = "", check_robots: bool = True) -> Fetched:
+        current, seen = url, set()
+        if self.exhausted:  # checked here, in the thread, since fetches are queued ahead of the bytes they read
+            return Fetched(url=url, final_url=url, outcome="budget")
+        for hop in range(MAX_REDIRECTS + 1):
+            if current in seen:
+                return Fetched(url=url, final_url=current, outcome="error", error="redirect loop")
+            seen.add(current)
+            if hop and not follow(current):
+                return Fetched(url=url, final_url=current, outcome="out_of_scope")
+            try:  # before robots.txt: an unsafe host gets no request at all, not even for its robots.txt
+                address = netguard.pinned_address(current)
+            except BadInput as exc:  # unsafe_address, unresolvable_host
+                return Fetched(url=url, final_url=current, outcome="error", error=f"{exc.code}: {exc.detail}")
+            if check_robots and hop and not self.allowed(current):
+                return Fetched(url=url, final_url=current, outcome="robots")
+            got, location = self._request(current, address=address, accept=accept, max_bytes=max_bytes,
+                                          etag=etag, last_modified=last_modified)
+            got.url = url
+            if location is None:
+                return got
+            nxt = normalize_url(location, base=current)
+            if nxt is None:
+                return Fetched(url=url, final_url=current, outcome="error", status=got.status,
+                               error=f"redirect to an uncrawlable URL ({location[:200]})")
+            current = nxt
+        return Fetched(url=url, final_url=current, outcome="error", error=f"more than {MAX_REDIRECTS} redirects")
+
+    def _request(self, url: str, *, address: str, accept: frozenset[str] | None, max_bytes: int, etag: str,
+                 last_modified: str) -> tuple[Fetched, str | None]:
+        """One HTTP exchange with the pinned address; (result, redirect Location or None)."""
+        parts = urlsplit(url)
+        ip = f"[{address}]" if ":" in address else address
+        netloc = ip if parts.port is None else f"{ip}:{parts.port}"
+        target = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+        headers = {"Host": parts.netloc, "User-Agent": self.user_agent,
+                   "Accept": "text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9,*/*;q=0.1"}
+        if etag:
+            headers["If-None-Match"] = etag
+        if last_modified:
+            headers["If-Modified-Since"] = last_modified
+        host = self.host(url)
+        extensions: dict = {"trace": host.mark}
+        if parts.scheme == "https":
+            extensions["sni_hostname"] = parts.hostname
+        client = self._client(url)
+        out = Fetched(url=url, final_url=url, outcome="error")
+        started = time.monotonic()
+        try:
+            with host.slot():
+                request = client.build_request("GET", target, headers=headers, extensions=extensions)
+                response = client.send(request, stream=True)
+                try:
+                    out.status = response.status_code
+                    if response.status_code in REDIRECTS and response.headers.get("location"):
+                        return out, response.headers["location"]
+                    return self._read(out, response, accept=accept, max_bytes=max_bytes, started=started), None
+                finally:
+                    response.close()
+        except httpx.TimeoutException:
+            out.error = f"timeout after {self.timeout_s:g} s"
+        except httpx.HTTPError as exc:
+            out.error = f"{type(exc).__name__}: {exc}"[:300]
+        return out, None
+
+    def _read(self, out: Fetched, response: httpx.Response, *, accept: frozenset[str] | None, max_bytes: int,
+              started: float) -> Fetched:
+        status = response.status_code
+        if status == 304:
+            out.outcome = "not_modified"
+            return out
+        if status in (404, 410):
+            out.outcome = "gone"
+            return out
+        if status != 200:
+            out.error = f"HTTP {status}"
+            return out
+        ctype, _, params = response.headers.get("content-type", "").partition(";")
+        out.content_type = ctype.strip().lower()
+        for p in params.split(";"):
+            k, _, v = p.strip().partition("=")
+            if k.lower() == "charset" and v:
+                out.charset = v.strip("\"' ")
+        out.etag = response.headers.get("etag", "")[:500]
+        out.last_modified = response.headers.get("last-modified", "")[:100]
+        if accept is not None and out.content_type not in accept:
+            out.outcome = "content_type"
+            return out
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            out.outcome = "too_large"
+            return out
+        body = bytearray()
+        for chunk in response.iter_bytes(_CHUNK):  # decoded (gunzipped) bytes: the cap is on what we hold
+            body += chunk
+            self._count(len(chunk))
+            if len(body) > max_bytes:
+                out.outcome = "too_large"
+                return out
+            if time.monotonic() - started > self.timeout_s:
+                out.error = f"timeout after {self.timeout_s:g} s (body still arriving)"
+                return out
+        out.body = bytes(body)
+        out.outcome = "ok"
+        return out
