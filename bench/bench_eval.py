@@ -25,7 +25,7 @@ LABELS = {"dense": "dense only", "sparse": "sparse only (BM25)", "fused": "hybri
           "fused+graph": "hybrid + graph", "default": "API default (run_query)"}
 ORDER = ["dense", "sparse", "fused", "weighted", "fused+rerank", "fused+graph", "default"]
 METRICS = ["ndcg@10", "mrr@10", "hit@1", "hit@3", "hit@10", "recall@100"]
-EXTRA = ["cross_book_contamination", "answer_similarity"]
+EXTRA = ["cross_book_contamination", "answer_similarity", "answer_cosine"]
 
 
 def _run(args: list[str], report_dir: Path) -> dict:
@@ -112,7 +112,7 @@ def main() -> None:
             _table(rep, baseline="dense", extra=EXTRA), "",
             "- `API default` is rules_search (the product's rules retrieval); relevance = expected section paths.",
             "- cross_book_contamination: share of top-10 from another book than the query's; answer_similarity: "
-            "token F1 of the extractive answer vs the reference.",
+            "token F1 of the extractive answer vs the reference; answer_cosine: cosine of the two embedded.",
             "", mline, "",
         ])
         write_result("rules_demo", text)

@@ -35,6 +35,10 @@ PIPELINES = ("default", "sparse", "dense", "fused", "fused+rerank", "fused+graph
 RANX_METRICS = {"hit@1": "hit_rate@1", "hit@3": "hit_rate@3", "hit@5": "hit_rate@5", "hit@10": "hit_rate@10",
                 "mrr@10": "mrr@10", "ndcg@10": "ndcg@10", "recall@100": "recall@100"}
 RUN_DEPTH = 100
+# rules-only and report-only columns, in table order; a column shows when any pipeline has it
+EXTRA_METRICS = ("evaluability", "hit@1_evaluable", "mrr@10_evaluable", "hit@1_expanded", "mrr@10_expanded",
+                 "ndcg@10_expanded", "recall@100_expanded", "cross_book_contamination", "answer_similarity",
+                 "answer_cosine")
 
 
 # ------------------------------------------------------------------------------------------------ metrics
@@ -232,6 +236,43 @@ def resolve_expected(query: RulesQuery, *, dataset_ids: list[int]) -> set[int]:
     return ids
 
 
+def expand_gold(ids: set[int], *, dataset_ids: list[int]) -> set[int]:
+    """The gold chunks plus their sections' children and the chunks that continue them (seed 002 "expanded gold").
+
+    Children: chunks of the same book whose section path extends a gold chunk's path (the gold "Grappling"
+    section's "Escaping a Grapple" subsection). Continuations: chunks a gold chunk's `next` edge leads to while
+    they stay inside its section (a long section split in two chunks, when the gold names one chunk id)."""
+    from search.models import Chunk, GraphEdge
+
+    if not ids:
+        return set()
+    gold = list(Chunk.objects.filter(id__in=ids, dataset_id__in=dataset_ids).values_list("id", "book_id",
+                                                                                        "section_path"))
+    out = set(ids)
+    paths = {(book, tuple(path)) for _, book, path in gold if path}
+    for book in {b for b, _ in paths}:
+        prefixes = [p for b, p in paths if b == book]
+        for cid, path in Chunk.objects.filter(dataset_id__in=dataset_ids, book_id=book).values_list(
+                "id", "section_path"):
+            if any(len(path) > len(p) and tuple(path[:len(p)]) == p for p in prefixes):
+                out.add(cid)
+    section_of = {cid: tuple(path) for cid, _, path in gold}
+    frontier = dict(section_of)
+    while frontier:
+        edges = GraphEdge.objects.filter(dataset_id__in=dataset_ids, relation="next",
+                                         source_id__in=[f"chunk:{c}" for c in frontier]).values_list(
+            "source_id", "target_id")
+        targets = {int(t.split(":", 1)[1]): frontier[int(src.split(":", 1)[1])] for src, t in edges}
+        rows = dict(Chunk.objects.filter(id__in=list(targets)).values_list("id", "section_path"))
+        frontier = {}
+        for cid, sect in targets.items():
+            path = tuple(rows.get(cid, ()))
+            if cid not in out and path[:len(sect)] == sect:
+                out.add(cid)
+                frontier[cid] = sect
+    return out
+
+
 def token_f1(a: str, b: str) -> float:
     """Answer similarity: SQuAD-style token F1 between a produced and an expected answer."""
     from collections import Counter
@@ -245,6 +286,42 @@ def token_f1(a: str, b: str) -> float:
         return 0.0
     p, r = common / len(ta), common / len(tb)
     return 2 * p * r / (p + r)
+
+
+def answer_cosine(pairs: list[tuple[str, str]]) -> list[float]:
+    """Answer similarity as seed 002 defines it: cosine of the embedded produced and gold answers (one per pair).
+
+    Why beside token F1: an extractive answer quotes the book ("A pinned character's speed is 0") while the gold
+    answer paraphrases it; token F1 punishes the paraphrase, the embedding does not. Vectors come from the
+    embedding cache (search.encoders.embed_cached), so a re-run embeds nothing twice. An empty side scores 0."""
+    import numpy as np
+
+    from search.encoders import embed_cached
+
+    texts = sorted({t for pair in pairs for t in pair if t.strip()})
+    if not texts:
+        return [0.0 for _ in pairs]
+    vectors = dict(zip(texts, embed_cached(texts), strict=True))
+    out = []
+    for produced, gold in pairs:
+        if not produced.strip() or not gold.strip():
+            out.append(0.0)
+            continue
+        a, b = vectors[produced], vectors[gold]
+        out.append(float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0)))
+    return out
+
+
+def cross_book_contamination(*, book_id: str, top_books: list[str]) -> float | None:
+    """Share of the top results that come from another book than the query's; None when it cannot be judged."""
+    if not book_id or not top_books:
+        return None
+    return sum(1 for b in top_books if b != book_id) / len(top_books)
+
+
+def mean_or_none(values: list[float], *, places: int = 4) -> float | None:
+    """A rounded mean, or None for no values (a table cell left blank, never a misleading 0)."""
+    return round(sum(values) / len(values), places) if values else None
 
 
 # ------------------------------------------------------------------------------------------------ pipelines
@@ -336,7 +413,7 @@ def run_pipelines(*, queries: dict[str, str], qrels: dict[str, dict[str, int]], 
 # ------------------------------------------------------------------------------------------------ reports
 
 def markdown_table(report: EvalReport) -> str:
-    keys = list(RANX_METRICS) + [k for k in ("evaluability", "cross_book_contamination", "answer_similarity")
+    keys = list(RANX_METRICS) + [k for k in EXTRA_METRICS
                                  if any(k in m for m in report.pipelines.values())]
     lines = [f"**{report.collection}** — {report.queries} queries", "",
              "| pipeline | " + " | ".join(keys) + " | ms/query |", "|---|" + "---:|" * (len(keys) + 1)]
@@ -363,13 +440,16 @@ def write_report(report: EvalReport, *, report_dir: str | Path) -> dict[str, str
     js = out / f"{slug}.json"
     js.write_text(json.dumps(report.as_dict(), indent=2))
     names = list(report.pipelines)
-    metrics = ["ndcg@10", "mrr@10", "recall@100", "hit@1"]
+    metrics = ["ndcg@10", "mrr@10", "recall@100", "hit@1"] + [
+        m for m in ("mrr@10_expanded", "evaluability", "mrr@10_evaluable")
+        if any(report.pipelines[n].get(m) is not None for n in names)]
     x = np.arange(len(names))
-    width = 0.2
-    fig, ax = plt.subplots(figsize=(max(7, 1.3 * len(names)), 4))
+    width = 0.8 / len(metrics)
+    fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(names)), 4.5))
     for i, m in enumerate(metrics):
-        ax.bar(x + (i - 1.5) * width, [report.pipelines[n].get(m) or 0 for n in names], width, label=m)
-    ax.set_xticks(x, names, rotation=20)
+        ax.bar(x + (i - (len(metrics) - 1) / 2) * width, [report.pipelines[n].get(m) or 0 for n in names], width,
+               label=m)
+    ax.set_xticks(x, names, rotation=30, ha="right")
     ax.set_ylim(0, 1)
     ax.set_title(f"{report.collection} ({report.queries} queries)")
     ax.legend(loc="lower right", fontsize=8)

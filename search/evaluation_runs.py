@@ -6,26 +6,74 @@ hand-made fixtures); this one touches the database, the index and the projects.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from search.chapter_routing import chapter_of
 from search.evaluation import (
     PIPELINES,
     EvalReport,
+    answer_cosine,
     beir_documents,
+    compute_metrics,
+    cross_book_contamination,
     evaluability,
+    expand_gold,
     load_beir,
     load_rules_queries,
     make_rankers,
+    mean_or_none,
+    ranked_to_run,
     resolve_expected,
     run_pipelines,
     token_f1,
 )
+from search.rules_policies import SIMILARITY_RELATIONS, STRUCTURAL_RELATIONS
 
 if TYPE_CHECKING:
     from projects.models import Project
+
+
+class NotReady(RuntimeError):
+    """The database or the index cannot serve an evaluation; the message says what to run instead."""
+
+
+def check_ready() -> None:
+    """Fail with the command to run when Postgres is down or unmigrated, or the index cannot open.
+
+    Called after the input files are read (a bad file is named first) and before any other work.
+    Why before any work: without this the first ORM query of an evaluation raises a ProgrammingError
+    ("relation projects_project does not exist") or an OperationalError deep in a traceback, which tells a
+    new user nothing about `manage.py migrate` or `manage.py platform up`."""
+    from django.db import DatabaseError, connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    from config.errors import DependencyDown
+
+    name = connection.settings_dict.get("NAME") or "?"
+    try:
+        connection.ensure_connection()
+        executor = MigrationExecutor(connection)
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except DatabaseError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise NotReady(f"Postgres is not reachable ({first}). Start the services with `manage.py platform up` "
+                       "(or `make run`), or set DATABASE_URL to a running server.") from exc
+    if plan:
+        apps = sorted({m.app_label for m, _ in plan})
+        raise NotReady(f"the database {name!r} is not migrated ({len(plan)} migrations not applied: "
+                       f"{', '.join(apps)}). Run `manage.py migrate` first; `make demo` also loads the demo "
+                       "rulebook that `manage.py evaluate` searches by default.")
+    from search.index import get_index
+
+    try:
+        get_index()
+    except DependencyDown as exc:
+        raise NotReady(f"{exc.detail} Set QDRANT_URL to a running Qdrant, or stop the process that holds the "
+                       "embedded store (`make run` serves it; the embedded store admits one open handle).") from exc
 
 
 def _eval_project(slug: str) -> Project:
@@ -49,6 +97,7 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
     from search.ingest.runner import sync_documents
 
     coll = load_beir(path, max_queries=max_queries, kind=kind)
+    check_ready()
     project = _eval_project(project_slug)
     dataset, _ = Dataset.objects.get_or_create(project=project, name=beir_dataset_name(coll),
                                                defaults={"kind": coll.kind})
@@ -87,9 +136,32 @@ def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: li
                       timings=timings, extra={"corpus_docs": len(coll.corpus), "kind": coll.kind})
 
 
+# Rules-only ablations: the API default (rules_search) with one policy or experiment changed per row.
+RULES_PIPELINES: dict[str, dict[str, Any]] = {
+    "no-prefer-kinds": {"prefer_kinds": False},
+    "no-audience": {"audience": False},
+    "no-policies": {"prefer_kinds": False, "audience": False},
+    "no-aliases": {"expand_aliases": False},
+    "graph-structural": {"relations": list(STRUCTURAL_RELATIONS)},
+    "graph-similar": {"relations": list(SIMILARITY_RELATIONS)},
+    "graph-both": {"relations": [*STRUCTURAL_RELATIONS, *SIMILARITY_RELATIONS]},
+}
+# `--chapter-routing-report`: the API default searching only the likeliest chapters (routing off = "default")
+ROUTING_PIPELINES: dict[str, dict[str, Any]] = {"routing-top1": {"route_chapters": 1},
+                                                "routing-top3": {"route_chapters": 3}}
+ALL_RULES_PIPELINES = (*PIPELINES, *RULES_PIPELINES, *ROUTING_PIPELINES)
+
+
 def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] | None = None,
-                   max_queries: int | None = None, progress: bool = True) -> EvalReport:
-    """Rulebook queries over the project's rules datasets, with contamination and answer similarity."""
+                   max_queries: int | None = None, progress: bool = True, expand: bool = False,
+                   chapter_routing_report: bool = False) -> EvalReport:
+    """Rulebook queries over the project's rules datasets, with contamination and answer similarity.
+
+    `expand` adds the metrics against expanded gold (`*_expanded`: a gold section's children and
+    continuations count as relevant) beside the plain ones. `chapter_routing_report` adds the routing rows
+    (top-1, top-3 chapters) with their evaluability (gold inside the routed chapters) and hit@1/MRR@10 over
+    the queries that stay evaluable; routing off is the `default` row. Without it the routing rows run only
+    when named in `pipelines`."""
     from projects.access import accessible_dataset_ids
     from projects.models import Project
     from search.answer import extractive_answer
@@ -97,44 +169,76 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
     from search.models import Chunk
     from search.rules_search import rules_search
 
+    queries = load_rules_queries(path)[:max_queries or None]
+    check_ready()
     project = Project.objects.filter(slug=project_slug).first()
     if project is None:
         raise LookupError(f"project {project_slug!r} does not exist (run `manage.py demo` or ingest a rulebook)")
-    queries = load_rules_queries(path)[:max_queries or None]
     dataset_ids = sorted(accessible_dataset_ids(project))
     apply_outbox(index=get_index())
     qrels, texts, evaluable = {}, {}, 0
+    expanded: dict[str, dict[str, int]] = {}
     for rq in queries:
         expected = resolve_expected(rq, dataset_ids=dataset_ids)
         texts[rq.id] = rq.query
         qrels[rq.id] = {str(c): 1 for c in expected}
         evaluable += bool(expected)
+        if expand:
+            expanded[rq.id] = {str(c): 1 for c in expand_gold(expected, dataset_ids=dataset_ids)}
+    routed: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (pipeline, query) -> chapters searched
 
-    def default(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-        found = rules_search(user=None, project=project, q=q, log=False, top_k=50)
-        scores = {r["chunk_id"]: r["score"] for r in found["results"]}
-        return [(cid, scores.get(cid, 0.0)) for cid in found["candidate_ids"]]
+    def variant(name: str, **overrides: Any) -> Callable[[str, dict[str, Any]], list[tuple[int, float]]]:
+        def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
+            found = rules_search(user=None, project=project, q=q, log=False, top_k=50, **overrides)
+            routed[(name, q)] = {(c["book_id"], c["chapter"]) for c in found["routing"]["chapters"]}
+            scores = {r["chunk_id"]: r["score"] for r in found["results"]}
+            return [(cid, scores.get(cid, 0.0)) for cid in found["candidate_ids"]]
+        return rank
 
     rankers = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter={"kind": ["rules"]},
-                           default=default)
-    metrics, ranked, timings = run_pipelines(queries=texts, qrels=qrels, rankers=rankers,
-                                             pipelines=pipelines or list(PIPELINES), progress=progress)
+                           default=variant("default"))
+    rankers.update({name: variant(name, **kw) for name, kw in {**RULES_PIPELINES, **ROUTING_PIPELINES}.items()})
+    names = pipelines or [p for p in ALL_RULES_PIPELINES if chapter_routing_report or p not in ROUTING_PIPELINES]
+    if chapter_routing_report:
+        names = list(dict.fromkeys([*names, "default", *ROUTING_PIPELINES]))
+    metrics, ranked, timings = run_pipelines(queries=texts, qrels=qrels, rankers=rankers, pipelines=names,
+                                             progress=progress)
+    runs = {name: {qid: ranked_to_run(docs) for qid, docs in per.items()} for name, per in ranked.items()}
+    if expand:
+        for name in ranked:
+            full = compute_metrics(qrels=expanded, run=runs[name])
+            metrics[name].update({f"{k}_expanded": full[k] for k in ("hit@1", "mrr@10", "ndcg@10", "recall@100")})
+    if chapter_routing_report:
+        chapter_of_chunk = {cid: (book, chapter_of(list(path))) for cid, book, path in Chunk.objects.filter(
+            id__in={int(d) for docs in qrels.values() for d in docs}).values_list("id", "book_id", "section_path")}
+        for name in ranked:
+            if name not in ROUTING_PIPELINES and name != "default":
+                continue
+            reach = {qid for qid, docs in qrels.items() if docs and (name not in ROUTING_PIPELINES or any(
+                chapter_of_chunk.get(int(d)) in routed.get((name, texts[qid]), set()) for d in docs))}
+            within = compute_metrics(qrels={q: d for q, d in qrels.items() if q in reach}, run=runs[name])
+            metrics[name]["routing_evaluability"] = round(len(reach) / max(1, len(queries)), 4)
+            metrics[name]["hit@1_evaluable"] = within["hit@1"] if reach else None
+            metrics[name]["mrr@10_evaluable"] = within["mrr@10"] if reach else None
     all_ids = {int(d) for per in ranked.values() for docs in per.values() for d, _ in docs[:10]}
     rows = {r["id"]: r for r in Chunk.objects.filter(id__in=all_ids).values("id", "book_id", "text")}
     by_id = {rq.id: rq for rq in queries}
     for name, per in ranked.items():
-        contamination, sims = [], []
+        contamination, pairs = [], []
         for qid, docs in per.items():
             rq = by_id[qid]
             top = [rows[int(d)] for d, _ in docs[:10] if int(d) in rows]
-            if rq.book_id and top:
-                contamination.append(sum(1 for r in top if r["book_id"] != rq.book_id) / len(top))
+            share = cross_book_contamination(book_id=rq.book_id, top_books=[r["book_id"] for r in top])
+            if share is not None:
+                contamination.append(share)
             if rq.answer and top:
                 answer, _ = extractive_answer(q=rq.query, results=top[:5])
-                sims.append(token_f1(answer, rq.answer))
-        metrics[name]["evaluability"] = round(evaluable / max(1, len(queries)), 4)
-        metrics[name]["cross_book_contamination"] = round(sum(contamination) / len(contamination), 4) \
-            if contamination else None
-        metrics[name]["answer_similarity"] = round(sum(sims) / len(sims), 4) if sims else None
+                pairs.append((answer, rq.answer))
+        routing_ev = metrics[name].pop("routing_evaluability", None)
+        metrics[name]["evaluability"] = routing_ev if routing_ev is not None else \
+            round(evaluable / max(1, len(queries)), 4)
+        metrics[name]["cross_book_contamination"] = mean_or_none(contamination)
+        metrics[name]["answer_similarity"] = mean_or_none([token_f1(a, b) for a, b in pairs])
+        metrics[name]["answer_cosine"] = mean_or_none(answer_cosine(pairs))
     return EvalReport(collection=f"rules:{Path(path).stem}@{project_slug}", queries=len(queries), pipelines=metrics,
                       timings=timings)

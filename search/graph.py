@@ -13,6 +13,8 @@ Relations:
 * ``describes``  chunk -> term it is the definition of (its heading is a known name)
 * ``has_trait``  chunk -> trait (spell school/level, rarity, ...)
 * ``references`` chunk -> chunk, from "see X" phrases and from mentions of known names
+* ``similar_to`` chunk -> chunk, its nearest neighbours by the stored embeddings above a threshold (seed 002's
+  fix for "graph neighbours are not relevant enough": adjacency in the book is not relatedness in meaning)
 """
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ DEFAULT_DECAY = 0.4
 DEFAULT_TOP_K = 50
 DEFAULT_STRENGTH = 0.05  # seed 002's boost, relative to the best base score (1.0 on min-max scores)
 BOOST_RELATIONS = ("references", "next", "contains", "describes")
+DEFAULT_SIMILAR_K = 3
+DEFAULT_SIMILAR_THRESHOLD = 0.6
 
 _SEE = re.compile(r"\b[Ss]ee\s+(?:the\s+)?[\"*_]*([A-Z][\w'’-]*(?:\s+(?:of|and|the|a|an|[A-Z][\w'’-]*)\b)*)[\"*_]*")
 # spell and item names are italic in rulebook prose ("the *fireball* spell"); conditions/feats/actions are plain
@@ -61,7 +65,8 @@ def build_graph(*, dataset_id: int, ruleset_id: str, book_id: str, config: Trave
     """Rebuild every edge of one book in one dataset (delete + insert in one transaction: idempotent)."""
     chunks = list(Chunk.objects.filter(dataset_id=dataset_id, ruleset_id=ruleset_id, book_id=book_id)
                   .order_by("document_id", "ordinal")
-                  .values("id", "document_id", "ordinal", "symbol", "section_path", "text", "content_kind", "tags"))
+                  .values("id", "document_id", "ordinal", "symbol", "section_path", "text", "content_kind", "tags",
+                          "text_hash"))
     edges: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     def add(src: str, dst: str, rel: str, **meta: Any) -> None:
@@ -124,6 +129,13 @@ def build_graph(*, dataset_id: int, ruleset_id: str, book_id: str, config: Trave
                     continue  # "help", "dash", "search" are plain words unless "the Help action"
                 add(src, chunk_node(definition[n.lower()]), "references", via="mention", name=n.lower())
 
+    graph_policy = ((config.policies if config else None) or {}).get("graph", {}) or {}
+    for a, b, sim in similarity_edges(chunks=[(c["id"], c["text_hash"]) for c in chunks],
+                                      k=int(graph_policy.get("similar_k", DEFAULT_SIMILAR_K)),
+                                      threshold=float(graph_policy.get("similar_threshold",
+                                                                       DEFAULT_SIMILAR_THRESHOLD))):
+        add(chunk_node(a), chunk_node(b), "similar_to", sim=round(sim, 4))
+
     stats = GraphStats()
     rows = []
     for (src, dst, rel), meta in edges.items():
@@ -134,6 +146,50 @@ def build_graph(*, dataset_id: int, ruleset_id: str, book_id: str, config: Trave
         GraphEdge.objects.filter(dataset_id=dataset_id, ruleset_id=ruleset_id, book_id=book_id).delete()
         GraphEdge.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
     return stats
+
+
+def nearest_pairs(ids: list[int], vectors: Any, *, k: int, threshold: float) -> list[tuple[int, int, float]]:
+    """(a, b, cosine) with b among a's k nearest (a != b) at cosine >= threshold; each pair once, a < b.
+
+    Pure (numpy in, tuples out): the tests check it on hand-made vectors."""
+    import numpy as np
+
+    if len(ids) < 2 or k <= 0:
+        return []
+    m = np.asarray(vectors, dtype=np.float32)
+    m = m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+    sims = m @ m.T
+    np.fill_diagonal(sims, -np.inf)
+    out: dict[tuple[int, int], float] = {}
+    kk = min(k, len(ids) - 1)
+    for i in range(len(ids)):
+        for j in np.argsort(-sims[i], kind="stable")[:kk]:
+            s = float(sims[i, j])
+            if s < threshold:
+                break
+            a, b = sorted((ids[i], ids[int(j)]))
+            out[(a, b)] = s
+    return [(a, b, s) for (a, b), s in sorted(out.items())]
+
+
+def similarity_edges(*, chunks: list[tuple[int, str]], k: int = DEFAULT_SIMILAR_K,
+                     threshold: float = DEFAULT_SIMILAR_THRESHOLD) -> list[tuple[int, int, float]]:
+    """Nearest-neighbour pairs of the chunks from their cached embeddings (current model); nothing is embedded.
+
+    A chunk without a cached vector (not embedded yet, or another model) takes part in no pair."""
+    from search.encoders import dense_model_id
+    from search.models import EmbeddingCache
+
+    hashes = {h for _, h in chunks}
+    vectors: dict[str, list[float]] = {}
+    keys = list(hashes)
+    for i in range(0, len(keys), 2000):
+        vectors.update(EmbeddingCache.objects.filter(model_id=dense_model_id(), text_hash__in=keys[i:i + 2000])
+                       .values_list("text_hash", "vector"))
+    have = [(cid, vectors[h]) for cid, h in chunks if h in vectors]
+    if len(have) < 2:
+        return []
+    return nearest_pairs([cid for cid, _ in have], [v for _, v in have], k=k, threshold=threshold)
 
 
 def _resolve(phrase: str, by_symbol: dict[str, int]) -> int | None:

@@ -293,6 +293,7 @@ class GraphEdge(models.Model):
         DESCRIBES = "describes"
         HAS_TRAIT = "has_trait"
         REFERENCES = "references"
+        SIMILAR_TO = "similar_to"  # embedding neighbours above a threshold (search.graph.similarity_edges)
 
     dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="graph_edges")
     ruleset_id = models.CharField(max_length=100, db_index=True)
@@ -322,6 +323,8 @@ class TraversalConfig(models.Model):
     gm_keywords = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     intent_patterns = models.JSONField(default=dict, blank=True)
     policies = models.JSONField(default=dict, blank=True)
+    # {abbreviation: expansion} applied to the sparse query (search.aliases): learned from the books + edits
+    aliases = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -28,7 +28,7 @@ MAX_Q = 2000
 MAX_TOP_K = 50
 MAX_CANDIDATES = 200
 FILTER_KEYS = {"repo", "path", "lang"}
-EXTRA_FILTER_KEYS = {"book_id", "ruleset_id", "kind", "repo", "lang"}
+EXTRA_FILTER_KEYS = {"book_id", "ruleset_id", "kind", "repo", "lang", "paths"}
 MAX_GLOB_PATHS = 20000
 LEGS = ("hybrid", "dense", "sparse")
 
@@ -124,7 +124,7 @@ def build_filter(*, dataset_ids: list[int], clean_filters: dict[str, Any] | None
         if key not in EXTRA_FILTER_KEYS:
             raise ValueError(f"unknown extra_filter key {key!r}")
         values = [value] if isinstance(value, str) else list(value)
-        if key in ("repo", "lang") and getattr(flt, key):
+        if key in ("repo", "lang", "paths") and getattr(flt, key):
             values = [v for v in getattr(flt, key) if v in values]  # intersect with the user's filter
         setattr(flt, key, values)
     return flt
@@ -145,17 +145,21 @@ def searched_kinds(flt: IndexFilter) -> frozenset[str]:
 
 def retrieve(*, q: str, flt: IndexFilter, candidates: int = 100, fusion: str = "rrf", legs: str = "hybrid",
              index: VectorIndex | None = None, fusion_weights: dict[str, float] | None = None,
-             timings: dict[str, float] | None = None) -> list[Candidate]:
-    """Dense top-N + sparse top-N under one filter, fused. No access re-check, no logging (ablations)."""
+             timings: dict[str, float] | None = None, sparse_q: str | None = None) -> list[Candidate]:
+    """Dense top-N + sparse top-N under one filter, fused. No access re-check, no logging (ablations).
+
+    `sparse_q` replaces the query text of the sparse leg only (rules aliases expand "AC" for BM25 while the
+    dense leg embeds what the user wrote)."""
     index = index or get_index()
     timings = timings if timings is not None else {}
     with READ_GATE.reading():  # a background apply in this process steps aside while this runs
         return _retrieve(q=q, flt=flt, candidates=candidates, fusion=fusion, legs=legs, index=index,
-                         fusion_weights=fusion_weights, timings=timings)
+                         fusion_weights=fusion_weights, timings=timings, sparse_q=sparse_q)
 
 
 def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: str, index: VectorIndex,
-              fusion_weights: dict[str, float] | None, timings: dict[str, float]) -> list[Candidate]:
+              fusion_weights: dict[str, float] | None, timings: dict[str, float],
+              sparse_q: str | None = None) -> list[Candidate]:
     from search.encoders import embed_query
     from search.sparse import encode_query
 
@@ -170,7 +174,8 @@ def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: s
         timings["dense_ms"] = _ms(t)
     if legs in ("hybrid", "sparse"):
         t = time.perf_counter()
-        sparse = index.search_sparse(encode_query(q, kinds=searched_kinds(flt)), flt=flt, limit=candidates)
+        sparse = index.search_sparse(encode_query(sparse_q or q, kinds=searched_kinds(flt)), flt=flt,
+                                     limit=candidates)
         timings["sparse_ms"] = _ms(t)
     t = time.perf_counter()
     if legs == "dense":
@@ -262,7 +267,7 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
               extra_filter: dict[str, Any] | None = None,
               post_fusion_hook: Callable[[list[Candidate]], list[Candidate]] | None = None, log: bool = True,
               kind: str = "context", budget_tokens: int = DEFAULT_BUDGET, legs: str = "hybrid",
-              index: VectorIndex | None = None, source: str = "api") -> QueryResult:
+              index: VectorIndex | None = None, source: str = "api", sparse_q: str | None = None) -> QueryResult:
     """The one query service. Caller must already be authorised for `project` (membership).
 
     A read: it never applies the index outbox (that is the applier's job, search/applier.py), so it never
@@ -289,7 +294,8 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
     flt = build_filter(dataset_ids=list(dataset_ids), clean_filters=clean, extra_filter=extra_filter)
     timings["access_ms"] = _ms(t)
 
-    cands = retrieve(q=q, flt=flt, candidates=candidates, fusion=fusion, legs=legs, index=index, timings=timings)
+    cands = retrieve(q=q, flt=flt, candidates=candidates, fusion=fusion, legs=legs, index=index, timings=timings,
+                     sparse_q=sparse_q)
     if post_fusion_hook is not None:
         t = time.perf_counter()
         cands = post_fusion_hook(cands)

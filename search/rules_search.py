@@ -15,7 +15,6 @@ from config.errors import BadInput
 from config.fields import check_text
 from search.fusion import RULES_FUSIONS
 from search.graph import (
-    BOOST_RELATIONS,
     DEFAULT_DECAY,
     DEFAULT_DEPTH,
     DEFAULT_SEED_TOP_N,
@@ -101,11 +100,23 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
                  decay: float = DEFAULTS["decay"], graph_top_k: int = DEFAULTS["graph_top_k"],
                  graph_strength: float = DEFAULTS["graph_strength"], top_k: int = DEFAULTS["top_k"],
                  candidates: int = DEFAULTS["candidates"], rerank: bool = DEFAULTS["rerank"],
-                 log: bool = True, source: str = "api") -> dict[str, Any]:
-    """Search the project's rulebooks. Returns {results, analysis, filters, graph, timings_ms, search_session_id}."""
+                 prefer_kinds: bool = True, audience: bool = True, relations: list[str] | None = None,
+                 expand_aliases: bool = True, route_chapters: int = 0, log: bool = True,
+                 source: str = "api") -> dict[str, Any]:
+    """Search the project's rulebooks. Returns {results, analysis, filters, graph, timings_ms, search_session_id}.
+
+    `prefer_kinds`, `audience` and `relations` switch the traversal config's policies (search.rules_policies):
+    the evaluation harness turns each off in its own ablation row; `relations=None` walks the edges the
+    config names (`policies["graph"]["relations"]`). `expand_aliases` expands the sparse query with the
+    config's abbreviations (search.aliases). `route_chapters` > 0 searches only the query's likeliest chapters
+    (search.chapter_routing); 0 searches the whole book."""
     from projects.access import accessible_dataset_ids
+    from search.aliases import expand_query
+    from search.chapter_routing import in_chapters, route
     from search.pipeline import run_query
-    from search.traversal import detect
+    from search.rules_policies import apply_policies, chunk_facts, describe, graph_relations
+    from search.rules_policies import strengths as policy_strengths
+    from search.traversal import DEFAULT_GM_KEYWORDS, detect
 
     dataset_ids = sorted(accessible_dataset_ids(project))
     books = list(books or [])
@@ -120,17 +131,37 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
     if rulesets:
         extra["ruleset_id"] = list(rulesets)
 
+    routed: list[tuple[str, str]] = []
+    if route_chapters > 0:
+        routed, paths = route(q=q, top_n=route_chapters, dataset_ids=dataset_ids, analysis=analysis,
+                              books=books or None, rulesets=list(rulesets or []) or None)
+        if paths:  # no chapter at all means no rules chunk to search: the filter above already finds nothing
+            extra["paths"] = paths
+    sparse_q = expand_query(q, config.aliases or {}) if expand_aliases and config is not None else q
+    walk = tuple(relations) if relations is not None else graph_relations(config)
+    kind_strength, audience_strength = policy_strengths(config)
+
     def hook(cands: list) -> list:
-        if not graph:
-            return cands
-        return apply_graph_boost(cands, dataset_ids=dataset_ids, seed_top_n=seed_top_n, depth=depth, decay=decay,
-                                 top_k=graph_top_k, strength=graph_strength, relations=BOOST_RELATIONS,
-                                 missing_filter={"book_id": books, "ruleset_id": list(rulesets or []),
-                                                 "kind": ["rules"]})
+        if routed:  # two chapters can share a document (the path filter's unit): keep the routed ones only
+            cands = in_chapters(cands, chapters=routed)
+        if (prefer_kinds and analysis.prefer_kinds) or (audience and analysis.audience):
+            kind_of, audience_of = chunk_facts([c.chunk_id for c in cands],
+                                               gm_keywords=config.gm_keywords if config else DEFAULT_GM_KEYWORDS)
+            cands = apply_policies(cands, analysis=analysis, kind_of=kind_of, audience_of=audience_of,
+                                   use_kinds=prefer_kinds, use_audience=audience, kind_strength=kind_strength,
+                                   audience_strength=audience_strength)
+        if graph:
+            cands = apply_graph_boost(cands, dataset_ids=dataset_ids, seed_top_n=seed_top_n, depth=depth,
+                                      decay=decay, top_k=graph_top_k, strength=graph_strength, relations=walk,
+                                      missing_filter={"book_id": books, "ruleset_id": list(rulesets or []),
+                                                      "kind": ["rules"], "path": extra.get("paths", [])})
+            if routed:  # a linked neighbour joins only from inside the routed chapters
+                cands = in_chapters(cands, chapters=routed)
+        return cands
 
     res = run_query(user=user, project=project, q=q, top_k=top_k, candidates=candidates, fusion=fusion,
                     rerank=rerank, extra_filter=extra, post_fusion_hook=hook, log=log, kind="rules",
-                    source=source)
+                    source=source, sparse_q=sparse_q if sparse_q != q else None)
     by_id = {c.chunk_id: c for c in res.candidates}
     results = []
     for r in res.results:
@@ -139,7 +170,9 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
         extra_why = getattr(c, "extra", {}) or {}
         r.update(book_id=ch.book_id, ruleset_id=ch.ruleset_id, section_path=ch.section_path, page=ch.page,
                  content_kind=ch.content_kind, tags=ch.tags, traits=ch.traits, is_rule_bearing=ch.is_rule_bearing)
-        r["base_score"] = extra_why.get("base_score", c.fused_score)
+        # score = base (fusion) + policy boost + graph boost; the graph's own base already holds the policy boost
+        r["policy_boost"] = extra_why.get("policy_boost", 0.0)
+        r["base_score"] = extra_why.get("base_score", c.fused_score) - r["policy_boost"]
         r["graph_boost"] = extra_why.get("graph_boost", 0.0)
         r["graph_path"] = extra_why.get("graph_path", [])
         results.append(r)
@@ -148,6 +181,9 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
             "fusion": fusion, "reranker": res.reranker,
             "graph": {"enabled": graph, "seed_top_n": seed_top_n, "depth": depth, "decay": decay,
                       "top_k": graph_top_k, "strength": graph_strength},
+            "policies": {**describe(analysis=analysis, use_kinds=prefer_kinds, use_audience=audience, relations=walk),
+                         "sparse_query": sparse_q},
+            "routing": {"top_n": route_chapters, "chapters": [{"book_id": b, "chapter": c} for b, c in routed]},
             "timings_ms": res.timings, "candidate_ids": [c.chunk_id for c in res.candidates]}
 
 

@@ -147,6 +147,14 @@ class RulesRequestSerializer(InputSerializer):
     top_k = IntField(default=8, min_value=1, max_value=50)
     candidates = IntField(default=100, min_value=1, max_value=200)
     rerank = FlagField(default=False)
+    prefer_kinds = FlagField(default=True, help_text="false: no boost for the content kinds the question's "
+                                                     "intents prefer (traversal config policies).")
+    audience = FlagField(default=True, help_text="false: no boost for sections written for the detected reader "
+                                                 "(player or GM).")
+    expand_aliases = FlagField(default=True, help_text="false: the sparse leg does not expand abbreviations "
+                                                       "(AC -> armor class) from the traversal config.")
+    route_chapters = IntField(default=0, min_value=0, max_value=20,
+                              help_text="Search only the N likeliest chapters (0: the whole book).")
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
@@ -175,7 +183,8 @@ class RulesResultSerializer(ResultSerializer):
     tags = serializers.ListField(child=serializers.CharField())
     traits = serializers.DictField()
     is_rule_bearing = serializers.BooleanField()
-    base_score = serializers.FloatField(help_text="Fused score before the graph boost.")
+    base_score = serializers.FloatField(help_text="Fused score before the policy and graph boosts.")
+    policy_boost = serializers.FloatField(help_text="What the traversal policies (preferred kinds, audience) added.")
     graph_boost = serializers.FloatField()
     graph_path = serializers.ListField(child=serializers.JSONField(), help_text="How the boost reached this chunk.")
 
@@ -188,6 +197,9 @@ class RulesSearchResponseSerializer(serializers.Serializer):
     fusion = serializers.CharField()
     reranker = serializers.CharField(allow_null=True)
     graph = serializers.DictField()
+    policies = serializers.DictField(help_text="The policies applied: prefer_kinds, audience, graph_relations, "
+                                               "sparse_query (after aliases).")
+    routing = serializers.DictField(help_text="Chapter routing: top_n and the chapters searched.")
     timings_ms = serializers.DictField(child=serializers.FloatField())
     candidate_ids = serializers.ListField(child=serializers.IntegerField())
 

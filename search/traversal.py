@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from django.db import transaction
 
+from search.aliases import DEFAULT_ALIASES, learn_aliases, merge_aliases
 from search.models import Chunk, TraversalConfig
 
 NAME_FIELDS = {"condition": "condition_names", "spell": "spell_names", "feat": "feat_names",
@@ -73,7 +74,7 @@ def names_from_chunks(*, ruleset_id: str, dataset_ids: list[int] | None = None) 
 @transaction.atomic
 def save_config(*, ruleset_id: str, names: dict[str, list[str]], player_keywords: list[str] | None = None,
                 gm_keywords: list[str] | None = None, intent_patterns: dict[str, str] | None = None,
-                policies: dict | None = None) -> TraversalConfig:
+                policies: dict | None = None, aliases: dict[str, str] | None = None) -> TraversalConfig:
     """A new version (previous versions stay, inactive), so a config change is auditable and revertible."""
     for pattern in (intent_patterns or {}).values():
         re.compile(pattern)  # a bad pattern fails here, not at query time
@@ -86,22 +87,34 @@ def save_config(*, ruleset_id: str, names: dict[str, list[str]], player_keywords
         gm_keywords=gm_keywords if gm_keywords is not None else DEFAULT_GM_KEYWORDS,
         intent_patterns=intent_patterns if intent_patterns is not None else DEFAULT_INTENT_PATTERNS,
         policies=policies if policies is not None else DEFAULT_POLICIES,
+        aliases=merge_aliases(aliases if aliases is not None else DEFAULT_ALIASES),
     )
     _compiled.cache_clear()
     return cfg
 
 
+def aliases_from_chunks(*, ruleset_id: str, dataset_ids: list[int] | None = None) -> dict[str, str]:
+    """Abbreviations the ruleset's own text defines ("Armor Class (AC)"); only chunks with a "(" are read."""
+    qs = Chunk.objects.filter(ruleset_id=ruleset_id, text__contains="(")
+    if dataset_ids is not None:
+        qs = qs.filter(dataset_id__in=dataset_ids)
+    return learn_aliases(qs.values_list("text", flat=True).iterator(chunk_size=500))
+
+
 def build_default_config(*, ruleset_id: str, dataset_ids: list[int] | None = None) -> TraversalConfig:
-    """Default config from the ingested names; keeps a GM's edited keywords/patterns/policies if one exists."""
+    """Default config from the ingested names and abbreviations; keeps a GM's edited keywords, patterns,
+    policies and aliases if one exists (an edited alias wins over a learned one, a learned one over a default)."""
     prev = load_config(ruleset_id=ruleset_id)
     names = names_from_chunks(ruleset_id=ruleset_id, dataset_ids=dataset_ids)
+    learned = aliases_from_chunks(ruleset_id=ruleset_id, dataset_ids=dataset_ids)
     if prev is not None:
         for kind, fname in NAME_FIELDS.items():
             names[kind] = sorted(set(names[kind]) | set(getattr(prev, fname)))
     return save_config(
         ruleset_id=ruleset_id, names=names,
         player_keywords=prev.player_keywords if prev else None, gm_keywords=prev.gm_keywords if prev else None,
-        intent_patterns=prev.intent_patterns if prev else None, policies=prev.policies if prev else None)
+        intent_patterns=prev.intent_patterns if prev else None, policies=prev.policies if prev else None,
+        aliases=merge_aliases(DEFAULT_ALIASES, learned, prev.aliases if prev else None))
 
 
 def config_names(config: TraversalConfig | None) -> dict[str, list[str]]:

@@ -13,7 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from search.evaluation import RANX_METRICS, compute_metrics, load_beir, ranked_to_run
+from search.evaluation import (
+    RANX_METRICS,
+    BeirCollection,
+    compute_metrics,
+    cross_book_contamination,
+    evaluability,
+    load_beir,
+    mean_or_none,
+    ranked_to_run,
+    token_f1,
+)
 
 LOG2_3 = math.log2(3)  # discount at rank 2
 LOG2_5 = math.log2(5)  # discount at rank 4
@@ -289,3 +299,36 @@ def test_load_beir_reads_the_train_split_with_its_own_queries_file(tmp_path):
     assert coll.qrels == {"2": {"c1": 1}, "7": {"c2": 1}}
     with pytest.raises(ValueError, match="not a split name"):
         load_beir(root, split="../test")
+
+
+# ------------------------------------------------------------------------------------------------ rules-side figures
+
+def test_evaluability_is_the_share_of_judged_queries_with_a_relevant_document_in_the_corpus():
+    coll = BeirCollection(name="x", path=Path("."), corpus={"d1": {}, "d2": {}}, queries={},
+                          qrels={"q1": {"d1": 1},              # in the corpus
+                                 "q2": {"d9": 1},              # its only relevant document is missing
+                                 "q3": {"d2": 0, "d9": 2}})    # d2 is in the corpus but judged not relevant
+    assert evaluability(coll) == 0.3333
+    assert evaluability(BeirCollection(name="x", path=Path("."), corpus={}, queries={}, qrels={})) == 0.0
+
+
+def test_cross_book_contamination_is_the_share_of_top_results_from_other_books():
+    assert cross_book_contamination(book_id="core", top_books=["core", "gm-guide", "core", "gm-guide"]) == 0.5
+    assert cross_book_contamination(book_id="core", top_books=["gm-guide"] * 3) == 1.0
+    assert cross_book_contamination(book_id="core", top_books=["core"]) == 0.0
+    # a query that names no book, or a pipeline that returned nothing, cannot be judged: no value, not 0
+    assert cross_book_contamination(book_id="", top_books=["core"]) is None
+    assert cross_book_contamination(book_id="core", top_books=[]) is None
+
+
+def test_mean_or_none_rounds_and_leaves_an_empty_column_blank():
+    assert mean_or_none([1.0, 0.0, 0.0]) == 0.3333
+    assert mean_or_none([]) is None
+
+
+def test_token_f1_is_squad_style_overlap():
+    # produced: 4 tokens, gold: 6 tokens, 3 shared (the, speed, 0) -> P 3/4, R 3/6 -> F1 = 2*0.75*0.5/1.25 = 0.6
+    assert token_f1("The speed is 0", "the pinned character speed drops 0") == pytest.approx(0.6)
+    assert token_f1("Same words here", "same WORDS, here!") == 1.0
+    assert token_f1("", "anything") == 0.0
+    assert token_f1("nothing shared", "completely different") == 0.0

@@ -138,7 +138,7 @@ def test_graph_boost_changes_scores_and_is_off_when_disabled(demo_rules):
     boosted = [r for r in on["results"] if r["graph_boost"] > 0]
     assert boosted, "the default graph boost should lift a neighbour of the top seeds"
     for r in boosted:
-        assert r["score"] == pytest.approx(r["base_score"] + r["graph_boost"])
+        assert r["score"] == pytest.approx(r["base_score"] + r["policy_boost"] + r["graph_boost"])
         assert r["graph_path"][0].startswith("chunk:") and r["graph_path"][-1] == f"chunk:{r['chunk_id']}"
     stronger = rules_search(user=None, project=project, q=q, log=False, graph_strength=0.5, decay=1.0)
     top_boost = max(r["graph_boost"] for r in stronger["results"])
@@ -163,3 +163,50 @@ def test_apply_graph_boost_on_dicts_adds_linked_definitions(demo_rules):
     none = apply_graph_boost([{"chunk_id": pin, "score": 1.0}], dataset_ids=[ds.pk], seed_top_n=1, depth=1,
                              missing_filter={"book_id": ["gm-guide"]})
     assert [c["chunk_id"] for c in none] == [pin]  # neighbours outside the book filter are not added
+
+
+# ------------------------------------------------------------------------------------------------ similarity edges
+
+def test_nearest_pairs_keeps_the_k_nearest_above_the_threshold_once_per_pair():
+    from search.graph import nearest_pairs
+
+    # unit vectors at angles: 1 and 2 are 0.995 apart, 3 is 0.6 from 1, 4 is orthogonal to everything but 3
+    vecs = [[1.0, 0.0, 0.0], [0.995, 0.0998749, 0.0], [0.6, 0.8, 0.0], [0.0, 0.0, 1.0]]
+    pairs = nearest_pairs([1, 2, 3, 4], vecs, k=1, threshold=0.5)
+    assert [(a, b) for a, b, _ in pairs] == [(1, 2), (2, 3)]   # 1<->2 mutual; 3's nearest is 2 (0.677)
+    assert pairs[0][2] == pytest.approx(0.995, abs=1e-4)
+    assert [(a, b) for a, b, _ in nearest_pairs([1, 2, 3, 4], vecs, k=2, threshold=0.5)] == [(1, 2), (1, 3), (2, 3)]
+    assert nearest_pairs([1, 2, 3, 4], vecs, k=3, threshold=0.99) == [(1, 2, pytest.approx(0.995, abs=1e-4))]
+    assert nearest_pairs([1], [[1.0, 0.0]], k=3, threshold=0.0) == []
+
+
+def test_demo_graph_has_similarity_edges_from_the_stored_embeddings(demo_rules):
+    import numpy as np
+
+    from search.encoders import dense_model_id
+    from search.graph import DEFAULT_SIMILAR_THRESHOLD
+    from search.models import Chunk, EmbeddingCache, GraphEdge
+
+    edges = list(GraphEdge.objects.filter(relation="similar_to", ruleset_id="emberfall"))
+    assert edges
+    hashes = dict(Chunk.objects.filter(ruleset_id="emberfall").values_list("id", "text_hash"))
+    vectors = dict(EmbeddingCache.objects.filter(model_id=dense_model_id(), text_hash__in=hashes.values())
+                   .values_list("text_hash", "vector"))
+    for e in edges:
+        a, b = (int(n.split(":")[1]) for n in (e.source_id, e.target_id))
+        assert a < b
+        va, vb = np.asarray(vectors[hashes[a]]), np.asarray(vectors[hashes[b]])
+        cos = float(va @ vb / (np.linalg.norm(va) * np.linalg.norm(vb)))
+        assert e.metadata["sim"] == pytest.approx(cos, abs=1e-3)
+        assert cos >= DEFAULT_SIMILAR_THRESHOLD
+
+
+def test_boost_over_similarity_edges_only_walks_similar_to(demo_rules):
+    from projects.models import Project
+    from search.rules_search import rules_search
+
+    project = Project.objects.get(slug="demo")
+    res = rules_search(user=None, project=project, q="what happens when I'm pinned?", log=False, top_k=30,
+                       relations=["similar_to"])
+    walked = {rel for r in res["results"] for rel in r["graph_path"][1::2]}
+    assert walked == {"similar_to"}

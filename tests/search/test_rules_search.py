@@ -11,6 +11,9 @@ PINNED_Q = "what happens when I'm pinned?"
 
 
 def _search(project, q=PINNED_Q, **kw):
+    """Policies off unless a test turns them on: the graph arithmetic here is checked against the fused score
+    alone (the policies' own boosts are pinned in test_rules_policies.py)."""
+    kw = {"prefer_kinds": False, "audience": False, **kw}
     return rules_search(user=None, project=project, q=q, log=False, **kw)
 
 
@@ -59,10 +62,11 @@ def test_response_echoes_the_defaults_and_the_overrides(demo_project):
 # ------------------------------------------------------------------------------------------------ graph boost
 
 def test_every_result_carries_base_score_boost_and_path(demo_project):
-    res = _search(demo_project)
+    res = _search(demo_project, prefer_kinds=True, audience=True)
     assert res["results"]
+    assert any(r["policy_boost"] > 0 for r in res["results"])
     for r in res["results"]:
-        assert r["score"] == pytest.approx(r["base_score"] + r["graph_boost"])
+        assert r["score"] == pytest.approx(r["base_score"] + r["policy_boost"] + r["graph_boost"])
         if r["graph_boost"] > 0:
             assert r["graph_path"][0].startswith("chunk:") and r["graph_path"][-1] == f"chunk:{r['chunk_id']}"
             assert set(r["graph_path"][1::2]) <= {"references", "next", "contains", "describes"}
@@ -206,8 +210,17 @@ def test_api_rules_search(demo_project, client_for, make_user):
     first = body["results"][0]
     assert {"base_score", "graph_boost", "graph_path", "book_id", "section_path", "page", "chunk_id"} <= set(first)
 
+    assert {"policy_boost"} <= set(first) and body["routing"] == {"top_n": 0, "chapters": []}
+    routed = api.post(url, {"q": PINNED_Q, "route_chapters": 1, "expand_aliases": False, "prefer_kinds": False,
+                            "audience": False}, format="json").json()
+    assert routed["routing"]["chapters"] == [{"book_id": "core", "chapter": "Conditions"}]
+    assert routed["policies"]["prefer_kinds"] == [] and routed["policies"]["sparse_query"] == PINNED_Q
+    assert all(r["policy_boost"] == 0.0 and r["section_path"][0] == "Conditions" for r in routed["results"])
+
     bad = api.post(url, {"q": PINNED_Q, "decay": 3}, format="json")
     assert bad.status_code == 400 and bad.json()["field"] == "decay" and bad.json()["code"]
+    too_many = api.post(url, {"q": PINNED_Q, "route_chapters": 99}, format="json")
+    assert too_many.status_code == 400 and too_many.json()["field"] == "route_chapters"
     unknown = api.post(url, {"q": PINNED_Q, "seeds": 3}, format="json")
     assert unknown.status_code == 400 and unknown.json()["field"] == "seeds"
     not_json = api.post(url, "[1, 2]", content_type="application/json")

@@ -1,4 +1,5 @@
-"""`manage.py evaluate [--beir DIR | --rules QUERIES.json] [--json] [--report-dir DIR]`: the ablation table.
+"""`manage.py evaluate [--beir DIR | --rules QUERIES.json [--expand-gold] [--chapter-routing-report]] [--json]
+[--report-dir DIR]`: the ablation table.
 
 BEIR: the corpus is ingested (incrementally, embeddings from the shared cache) into the dataset
 `beir:<name>` of the project `--project` (default `eval`), then every pipeline runs every test query.
@@ -15,6 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from search.evaluation import PIPELINES
+from search.evaluation_runs import ALL_RULES_PIPELINES, RULES_PIPELINES
 
 
 class Command(BaseCommand):
@@ -27,8 +29,15 @@ class Command(BaseCommand):
         parser.add_argument("--kind", choices=("beir", "code"), default=None,
                             help="BEIR content kind (default: the folder's collection.json, else beir)")
         parser.add_argument("--project", default="", help="project slug (default: eval for BEIR, demo for rules)")
-        parser.add_argument("--pipelines", default=",".join(PIPELINES), help="comma-separated subset")
+        parser.add_argument("--pipelines", default="", help="comma-separated subset (default: every pipeline; "
+                            f"BEIR: {', '.join(PIPELINES)}; rules also: {', '.join(RULES_PIPELINES)})")
         parser.add_argument("--max-queries", type=int, default=0)
+        parser.add_argument("--expand-gold", action="store_true",
+                            help="rules: also score against expanded gold (children and continuations of a gold "
+                                 "section count as relevant): *_expanded columns")
+        parser.add_argument("--chapter-routing-report", action="store_true",
+                            help="rules: add routing-top1/top3 rows with evaluability and hit@1/MRR@10 over the "
+                                 "queries whose gold stays inside the routed chapters")
         parser.add_argument("--json", action="store_true", help="print the JSON report on stdout")
         parser.add_argument("--report-dir", default="var/reports", help="where the .md/.json/.png go")
         parser.add_argument("--no-save", action="store_true", help="do not store an EvaluationRun row")
@@ -36,12 +45,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **opts: Any) -> None:
         from search.evaluation import save_run, write_report
-        from search.evaluation_runs import evaluate_beir, evaluate_rules
+        from search.evaluation_runs import NotReady, evaluate_beir, evaluate_rules
 
-        pipelines = [p.strip() for p in opts["pipelines"].split(",") if p.strip()]
-        bad = [p for p in pipelines if p not in PIPELINES]
+        known = PIPELINES if opts["beir"] else ALL_RULES_PIPELINES
+        pipelines = [p.strip() for p in (opts["pipelines"] or ",".join(known)).split(",") if p.strip()]
+        bad = [p for p in pipelines if p not in known]
         if bad:
-            raise CommandError(f"unknown pipeline(s) {bad}; choose from {', '.join(PIPELINES)}")
+            raise CommandError(f"unknown pipeline(s) {bad}; choose from {', '.join(known)}")
         progress = not opts["no_progress"]
         t0 = time.perf_counter()
         try:
@@ -52,9 +62,11 @@ class Command(BaseCommand):
             else:
                 default_q = Path(__file__).resolve().parents[2] / "demo_rules" / "eval_queries.json"
                 report = evaluate_rules(path=opts["rules"] or str(default_q), project_slug=opts["project"] or "demo",
-                                        pipelines=pipelines, max_queries=opts["max_queries"] or None,
-                                        progress=progress)
-        except (FileNotFoundError, LookupError, ValueError) as exc:
+                                        pipelines=pipelines if opts["pipelines"] else None,
+                                        max_queries=opts["max_queries"] or None, progress=progress,
+                                        expand=opts["expand_gold"],
+                                        chapter_routing_report=opts["chapter_routing_report"])
+        except (FileNotFoundError, LookupError, ValueError, NotReady) as exc:
             raise CommandError(str(exc)) from exc
         report.timings["wall_s"] = round(time.perf_counter() - t0, 2)
         files = write_report(report, report_dir=opts["report_dir"])

@@ -1,0 +1,105 @@
+"""`manage.py evaluate` end to end (issue 16 §1): a BEIR run checked by hand, and the errors a new user meets.
+
+The tiny BEIR collection (tests/search/fixtures/tiny_beir) is ingested for real into the test's private
+embedded store; the numbers it must produce are worked out below from its qrels alone. The "not ready" cases
+run the command in a subprocess against a real database that was never migrated, and against a Postgres
+address where nothing listens, because that is how a user meets them.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from search.evaluation import PIPELINES
+from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = Path(__file__).parent / "fixtures" / "tiny_beir"
+
+
+def _hand_values() -> dict[str, float]:
+    """What every pipeline must score on tiny_beir when each query's relevant abstract ranks first.
+
+    Judged queries: q1 (d2), q2 (d4), q3 (d3 and d9; d9 is not in the corpus). q4 has no judgement: dropped.
+    q1, q2: rank 1 -> hit 1, RR 1, nDCG 1, recall 1.
+    q3: d3 at rank 1, d9 never retrievable -> hit 1, RR 1, DCG = 1, IDCG = 1 + 1/log2(3) = 1.630930,
+        nDCG = 0.613147, recall@100 = 1/2.
+    Means over 3: nDCG@10 = (2 + 0.613147) / 3 = 0.871049; recall@100 = 2.5 / 3 = 0.833333.
+    Evaluability: every judged query has at least one relevant document in the corpus -> 1.0.
+    """
+    ndcg_q3 = 1 / (1 + 1 / math.log2(3))
+    return {"hit@1": 1.0, "hit@3": 1.0, "hit@10": 1.0, "mrr@10": 1.0, "ndcg@10": (2 + ndcg_q3) / 3,
+            "recall@100": 2.5 / 3, "evaluability": 1.0}
+
+
+def test_evaluate_beir_on_the_tiny_collection_matches_hand_computed_values(edge_index, tmp_path):
+    out = StringIO()
+    call_command("evaluate", "--beir", str(TINY), "--json", "--no-progress", "--report-dir", str(tmp_path),
+                 stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["collection"] == "beir:tiny_beir"
+    assert report["queries"] == 3
+    assert set(report["pipelines"]) == set(PIPELINES)
+    expected = _hand_values()
+    assert expected["ndcg@10"] == pytest.approx(0.871049, abs=1e-6)
+    for name, metrics in report["pipelines"].items():
+        for key, value in expected.items():
+            assert metrics[key] == pytest.approx(value, abs=5e-4), (name, key)
+    assert report["extra"] == {"corpus_docs": 5}
+    for suffix in (".md", ".json", ".png"):
+        assert (tmp_path / f"beir_tiny_beir{suffix}").stat().st_size > 0
+    from search.models import EvaluationRun
+
+    run = EvaluationRun.objects.get(collection="beir:tiny_beir")
+    assert run.results["sparse"]["ndcg@10"] == pytest.approx(0.8710, abs=5e-4)
+
+
+def _run_evaluate(database_url: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DATABASE_URL": database_url}
+    return subprocess.run([sys.executable, "manage.py", "evaluate", "--no-progress", "--no-save", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture
+def empty_database(db):
+    """A new, empty database on the test session's own Postgres (dropped afterwards): a never-migrated install."""
+    import psycopg
+    from django.db import connection
+
+    s = connection.settings_dict
+    name = f"eval_fresh_{uuid.uuid4().hex[:10]}"
+    admin = psycopg.connect(dbname="postgres", user=s["USER"], host=s["HOST"], autocommit=True)
+    try:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        yield f"postgresql://{s['USER']}:@/{name}?host={s['HOST']}"
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+def test_evaluate_on_a_database_that_was_never_migrated_says_to_run_migrate(empty_database):
+    done = _run_evaluate(empty_database)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert "is not migrated" in done.stderr and "manage.py migrate" in done.stderr
+    assert done.stdout == ""
+
+
+def test_evaluate_with_postgres_down_says_to_start_the_services():
+    with socket.socket() as s:  # a port nothing listens on: bind, read it, close
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = _run_evaluate(f"postgresql://nobody:x@127.0.0.1:{port}/nothing", "--beir", str(TINY))
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert "Postgres is not reachable" in done.stderr and "manage.py platform up" in done.stderr
