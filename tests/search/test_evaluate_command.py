@@ -55,7 +55,7 @@ def test_evaluate_beir_on_the_tiny_collection_matches_hand_computed_values(edge_
     for name, metrics in report["pipelines"].items():
         for key, value in expected.items():
             assert metrics[key] == pytest.approx(value, abs=5e-4), (name, key)
-    assert report["extra"] == {"corpus_docs": 5}
+    assert report["extra"] == {"corpus_docs": 5, "kind": "beir"}
     for suffix in (".md", ".json", ".png"):
         assert (tmp_path / f"beir_tiny_beir{suffix}").stat().st_size > 0
     from search.models import EvaluationRun
