@@ -50,10 +50,22 @@ def _resolve_model_path(name: str) -> tuple[str, str]:
     )
 
 
-def dense_model_id() -> str:
-    """The model id (the index collection and the cache key depend on it); a bad setting is a 503, not a 500."""
+def _model_name(model: str | None) -> str:
+    """The model to use: `model` (a local path, e.g. `evaluate --model-id`) when given, else EMBEDDING_MODEL."""
+    return settings.EMBEDDING_MODEL if model is None else model
+
+
+def resolve_model(*, model: str | None = None) -> tuple[str, str]:
+    """(model id, local path) of `model`, else of EMBEDDING_MODEL; raises EmbeddingModelError (no network)."""
+    return _resolve_model_path(_model_name(model))
+
+
+def dense_model_id(*, model: str | None = None) -> str:
+    """The model id (the index collection and the cache key depend on it); a bad setting is a 503, not a 500.
+
+    `model`: another local model than the configured one (its folder name is its id)."""
     try:
-        return _resolve_model_path(settings.EMBEDDING_MODEL)[0]
+        return _resolve_model_path(_model_name(model))[0]
     except EmbeddingModelError as exc:
         raise DependencyDown("embeddings", str(exc)) from exc
 
@@ -123,35 +135,38 @@ def inference_context(mode: str) -> contextlib.AbstractContextManager:
     return contextlib.nullcontext()
 
 
-def get_dense_model() -> SentenceTransformer:
+def get_dense_model(*, model: str | None = None) -> SentenceTransformer:
     try:
         with _lock:
-            return _load(settings.EMBEDDING_MODEL)
+            return _load(_model_name(model))
     except EmbeddingModelError as exc:
         raise DependencyDown("embeddings", str(exc)) from exc
 
 
-def embed_texts(texts: list[str], *, batch_size: int | None = None, show_progress: bool = False) -> np.ndarray:
-    """L2-normalised float32 vectors, shape (n, dim). Sorting by length is done by sentence-transformers."""
+def embed_texts(texts: list[str], *, batch_size: int | None = None, show_progress: bool = False,
+                model: str | None = None) -> np.ndarray:
+    """L2-normalised float32 vectors, shape (n, dim). Sorting by length is done by sentence-transformers.
+
+    `model`: a local model path instead of EMBEDDING_MODEL (evaluation compares models side by side)."""
     if not texts:
-        return np.zeros((0, embedding_dim()), dtype=np.float32)
-    model = get_dense_model()
+        return np.zeros((0, embedding_dim(model=model)), dtype=np.float32)
+    encoder = get_dense_model(model=model)
     mode = precision()
     if mode == "bf16" and sum(map(len, texts)) < BF16_MIN_CHARS:
         mode = "fp32"  # a short query: autocast's per-call weight cast costs more than bf16 saves
     with inference_context(mode):
-        vecs = model.encode(texts, batch_size=batch_size or settings.EMBEDDING_BATCH_SIZE,
+        vecs = encoder.encode(texts, batch_size=batch_size or settings.EMBEDDING_BATCH_SIZE,
                             normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=show_progress)
     return vecs.astype(np.float32, copy=False)
 
 
-def embed_query(text: str) -> np.ndarray:
-    return embed_texts([text])[0]
+def embed_query(text: str, *, model: str | None = None) -> np.ndarray:
+    return embed_texts([text], model=model)[0]
 
 
-def embedding_dim() -> int:
-    model = get_dense_model()
-    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+def embedding_dim(*, model: str | None = None) -> int:
+    encoder = get_dense_model(model=model)
+    getter = getattr(encoder, "get_embedding_dimension", None) or encoder.get_sentence_embedding_dimension
     return int(getter())
 
 
@@ -162,11 +177,11 @@ _LOOKUP_BATCH = 5000
 _log = logging.getLogger(__name__)
 
 
-def _embed_with_retry(texts: list[str], *, show_progress: bool) -> np.ndarray:
+def _embed_with_retry(texts: list[str], *, show_progress: bool, model: str | None = None) -> np.ndarray:
     """A transient failure (a worker short of memory for one batch) costs a retry, not the whole job."""
     for attempt in range(1, EMBED_RETRIES + 1):
         try:
-            return embed_texts(texts, show_progress=show_progress)
+            return embed_texts(texts, show_progress=show_progress, model=model)
         except DependencyDown:
             raise  # a bad setting does not get better by retrying
         except Exception:
@@ -177,8 +192,8 @@ def _embed_with_retry(texts: list[str], *, show_progress: bool) -> np.ndarray:
     raise AssertionError("unreachable")
 
 
-def _fill_cache(texts: list[str], *, refresh: bool, load: bool,
-                show_progress: bool) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+def _fill_cache(texts: list[str], *, refresh: bool, load: bool, show_progress: bool,
+                model: str | None = None) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """The one embedding-cache fill behind embed_cached and fill_embedding_cache.
 
     Returns ({hash: vector} for the texts, loaded only when `load`) and {"embedded", "cached"} counts of
@@ -187,7 +202,7 @@ def _fill_cache(texts: list[str], *, refresh: bool, load: bool,
 
     from search.models import EmbeddingCache
 
-    model_id = dense_model_id()
+    model_id = dense_model_id(model=model)
     unique: dict[str, str] = {text_hash(t): t for t in texts}
     keys = list(unique)
     found: dict[str, np.ndarray] = {}
@@ -204,7 +219,7 @@ def _fill_cache(texts: list[str], *, refresh: bool, load: bool,
     missing = [h for h in keys if h not in present]
     for i in range(0, len(missing), CACHE_BATCH):
         part = missing[i:i + CACHE_BATCH]
-        vectors = _embed_with_retry([unique[h] for h in part], show_progress=show_progress)
+        vectors = _embed_with_retry([unique[h] for h in part], show_progress=show_progress, model=model)
         rows = [EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
                 for h, v in zip(part, vectors, strict=True)]
         with transaction.atomic():
@@ -227,12 +242,13 @@ def embed_cached(texts: list[str], *, show_progress: bool = False) -> np.ndarray
     return np.stack([found[text_hash(t)] for t in texts])
 
 
-def fill_embedding_cache(texts: list[str], *, refresh: bool = False,
-                         show_progress: bool = False) -> dict[str, int]:
+def fill_embedding_cache(texts: list[str], *, refresh: bool = False, show_progress: bool = False,
+                         model: str | None = None) -> dict[str, int]:
     """Make sure every text has a cached vector for the current model, without loading the vectors back.
 
     For ingestion and re-embedding, which only need the cache filled (the index applier reads it later).
-    `refresh` recomputes vectors already cached. -> {"embedded": computed, "cached": reused} (distinct texts)."""
+    `refresh` recomputes vectors already cached. `model`: fill another local model's cache (keyed by its id)
+    instead of the configured one's. -> {"embedded": computed, "cached": reused} (distinct texts)."""
     if not texts:
         return {"embedded": 0, "cached": 0}
-    return _fill_cache(texts, refresh=refresh, load=False, show_progress=show_progress)[1]
+    return _fill_cache(texts, refresh=refresh, load=False, show_progress=show_progress, model=model)[1]

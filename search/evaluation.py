@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 if TYPE_CHECKING:
     from projects.models import Project
+    from search.index import VectorIndex
     from search.models import EvaluationRun
 
 PIPELINES = ("default", "sparse", "dense", "fused", "fused+rerank", "fused+graph", "weighted")
@@ -330,8 +331,12 @@ Ranker = Callable[[str, dict[str, Any]], list[tuple[int, float]]]  # (query, ctx
 
 
 def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict[str, Any] | None = None,
-                 default: Ranker | None = None) -> dict[str, Ranker]:
-    """One callable per ablation, all over the same index and filter; `default` is what the API runs."""
+                 default: Ranker | None = None, index: VectorIndex | None = None,
+                 dense_model: str | None = None) -> dict[str, Ranker]:
+    """One callable per ablation, all over the same index and filter; `default` is what the API runs.
+
+    `index` + `dense_model`: the legs search another model's throwaway index with queries embedded by that model
+    (`evaluate --model-id`); the API `default` always runs the live configuration."""
     from search.fusion import Candidate
     from search.graph import apply_graph_boost
     from search.models import Chunk
@@ -341,12 +346,12 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
 
     def leg(legs: str, fusion: str = "rrf") -> Ranker:
         def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-            cands = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion=fusion, legs=legs)
+            cands = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion=fusion, legs=legs, index=index, dense_model=dense_model)
             return [(c.chunk_id, c.fused_score) for c in cands]
         return rank
 
     def fused_rerank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-        cands: list[Candidate] = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion="rrf")
+        cands: list[Candidate] = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion="rrf", index=index, dense_model=dense_model)
         rows = {c.pk: c for c in Chunk.objects.filter(pk__in=[c.chunk_id for c in cands])}
         cands = [c for c in cands if c.chunk_id in rows]
         for c in cands:
@@ -356,7 +361,7 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
         return [(c.chunk_id, c.rerank_score or 0.0) for c in cands]
 
     def fused_graph(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-        cands = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion="rrf")
+        cands = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion="rrf", index=index, dense_model=dense_model)
         boosted = apply_graph_boost(cands, dataset_ids=dataset_ids)
         return [(c.chunk_id, c.fused_score) for c in boosted]
 

@@ -6,7 +6,10 @@ hand-made fixtures); this one touches the database, the index and the projects.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +19,7 @@ from search.chapter_routing import chapter_of
 from search.evaluation import (
     PIPELINES,
     EvalReport,
+    Ranker,
     answer_cosine,
     beir_documents,
     compute_metrics,
@@ -35,6 +39,7 @@ from search.rules_policies import SIMILARITY_RELATIONS, STRUCTURAL_RELATIONS
 
 if TYPE_CHECKING:
     from projects.models import Project
+    from search.index import VectorIndex
 
 
 class NotReady(RuntimeError):
@@ -74,6 +79,96 @@ def check_ready() -> None:
     except DependencyDown as exc:
         raise NotReady(f"{exc.detail} Set QDRANT_URL to a running Qdrant, or stop the process that holds the "
                        "embedded store (`make run` serves it; the embedded store admits one open handle).") from exc
+
+
+# `--model-id`: the pipelines whose ranking depends on the embedding model, repeated as `<name>@<model id>` rows
+# (sparse is model-independent; the API default always runs the live configuration)
+MODEL_PIPELINES = ("dense", "fused", "weighted")
+_POINTS_BATCH = 2000
+
+
+def resolve_other_model(model: str) -> tuple[str, int]:
+    """(model id, dimension) of `--model-id`, loading its weights now, so that a hub name or a folder without a
+    model is named before any ingest or embedding work (a ValueError, which the command reports)."""
+    from config.errors import DependencyDown
+    from search.encoders import EmbeddingModelError, embedding_dim, resolve_model
+
+    try:
+        model_id, path = resolve_model(model=model)
+        dim = embedding_dim(model=model)
+    except EmbeddingModelError as exc:
+        raise ValueError(f"--model-id {model!r}: {exc}") from exc
+    except DependencyDown as exc:
+        raise ValueError(f"--model-id {model!r}: {exc.detail}") from exc
+    configured_id, configured = resolve_model()
+    if model_id == configured_id and Path(path).resolve() != Path(configured).resolve():
+        # the embedding cache is keyed by the folder name: two models with one name would share vectors
+        raise ValueError(f"--model-id {model!r}: its folder name {model_id!r} is the configured EMBEDDING_MODEL's id "
+                         "(the embedding cache is keyed by it); copy or link the model under another name")
+    return model_id, dim
+
+
+@contextmanager
+def other_model_index(*, model: str, dataset_ids: list[int],
+                      kinds: list[str] | None = None) -> Iterator[tuple[VectorIndex, dict[str, Any]]]:
+    """A throwaway index of the evaluated chunks embedded with `model`, dropped on exit; -> (index, stats).
+
+    Why throwaway: the live index holds the configured model's vectors and serves queries; another model's
+    collection must not join it. Vectors go through the per-model embedding cache (a second run embeds nothing).
+    The index is an embedded store in a temporary folder, or, with QDRANT_URL, a uniquely named collection on
+    that server, deleted afterwards. stats: model_id, embedded, cached (distinct texts), points."""
+    from django.conf import settings
+
+    from search.encoders import fill_embedding_cache
+    from search.index import build_points, open_index
+    from search.ingest.base import embed_input
+    from search.models import Chunk
+
+    model_id, dim = resolve_other_model(model)
+    qs = Chunk.objects.filter(dataset_id__in=dataset_ids)
+    if kinds:
+        qs = qs.filter(kind__in=kinds)
+    chunks = list(qs.order_by("pk").only("pk", "text", "micro_summary"))
+    stats = fill_embedding_cache([embed_input(c) for c in chunks], model=model)
+    with tempfile.TemporaryDirectory(prefix="eval-model-") as tmp:
+        if settings.QDRANT_URL:
+            index = open_index(url=settings.QDRANT_URL, model_id=f"eval-{uuid.uuid4().hex[:8]}-{model_id}", dim=dim)
+        else:
+            index = open_index(path=tmp, model_id=model_id, dim=dim)
+        try:
+            ids = [c.pk for c in chunks]
+            for i in range(0, len(ids), _POINTS_BATCH):
+                points, _ = build_points(ids[i:i + _POINTS_BATCH], model_id=model_id)
+                index.upsert(points)
+            if hasattr(index, "flush"):
+                index.flush()
+            yield index, {"model_id": model_id, **stats, "points": index.count()}
+        finally:
+            if settings.QDRANT_URL:
+                index.drop()
+            index.close()
+
+
+def run_pipelines_with_model(*, model: str | None, project: Project, dataset_ids: list[int],
+                              extra_filter: dict[str, Any], rankers: dict[str, Ranker], pipelines: list[str],
+                              queries: dict[str, str], qrels: dict[str, dict[str, int]],
+                              to_doc: Callable[[list[int]], dict[int, str]] | None = None, progress: bool = True,
+                              ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """run_pipelines, plus `<pipeline>@<model id>` rows for MODEL_PIPELINES when `model` is given: the same
+    rankers over `model`'s throwaway index, queries embedded by `model`. -> (metrics, ranked, timings, extra);
+    extra = {"other_model": the index stats} or {}."""
+    extra: dict[str, Any] = {}
+    with ExitStack() as stack:
+        if model:
+            index, extra["other_model"] = stack.enter_context(
+                other_model_index(model=model, dataset_ids=dataset_ids, kinds=extra_filter.get("kind")))
+            other = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter=extra_filter, index=index,
+                                 dense_model=model)
+            added = {f"{p}@{extra['other_model']['model_id']}": other[p] for p in MODEL_PIPELINES}
+            rankers, pipelines = {**rankers, **added}, [*pipelines, *added]
+        metrics, ranked, timings = run_pipelines(queries=queries, qrels=qrels, rankers=rankers, to_doc=to_doc,
+                                                 pipelines=pipelines, progress=progress)
+    return metrics, ranked, timings, extra
 
 
 def _eval_project(slug: str) -> Project:
@@ -118,22 +213,29 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
 
 
 def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: list[str] | None = None,
-                  max_queries: int | None = None, progress: bool = True, kind: str | None = None) -> EvalReport:
+                  max_queries: int | None = None, progress: bool = True, kind: str | None = None,
+                  model: str | None = None) -> EvalReport:
+    """`model` (a local sentence-transformers folder) adds `dense|fused|weighted@<model id>` rows: the same
+    queries over a throwaway index of that model's vectors, side by side with the configured model's."""
     from search.models import Chunk
 
+    if model:
+        resolve_other_model(model)  # a bad path is named before the ingest
     coll, dataset, stats = ingest_beir(path=path, project_slug=project_slug, progress=progress,
                                        max_queries=max_queries, kind=kind)
     id_to_doc = dict(Chunk.objects.filter(dataset=dataset).values_list("id", "path"))
-    rankers = make_rankers(project=dataset.project, dataset_ids=[dataset.pk], extra_filter={"kind": [coll.kind]})
-    metrics, _, timings = run_pipelines(queries=coll.queries, qrels=coll.qrels, rankers=rankers,
-                                        to_doc=lambda ids: {i: id_to_doc[i] for i in ids if i in id_to_doc},
-                                        pipelines=pipelines or list(PIPELINES), progress=progress)
+    extra_filter = {"kind": [coll.kind]}
+    rankers = make_rankers(project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter)
+    metrics, _, timings, extra = run_pipelines_with_model(
+        model=model, project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter, rankers=rankers,
+        pipelines=list(pipelines or PIPELINES), queries=coll.queries, qrels=coll.qrels,
+        to_doc=lambda ids: {i: id_to_doc[i] for i in ids if i in id_to_doc}, progress=progress)
     ev = evaluability(coll)
     for m in metrics.values():
         m["evaluability"] = ev
     timings["ingest"] = stats
     return EvalReport(collection=beir_dataset_name(coll), queries=len(coll.queries), pipelines=metrics,
-                      timings=timings, extra={"corpus_docs": len(coll.corpus), "kind": coll.kind})
+                      timings=timings, extra={"corpus_docs": len(coll.corpus), "kind": coll.kind, **extra})
 
 
 # Rules-only ablations: the API default (rules_search) with one policy or experiment changed per row.
@@ -150,18 +252,20 @@ RULES_PIPELINES: dict[str, dict[str, Any]] = {
 ROUTING_PIPELINES: dict[str, dict[str, Any]] = {"routing-top1": {"route_chapters": 1},
                                                 "routing-top3": {"route_chapters": 3}}
 ALL_RULES_PIPELINES = (*PIPELINES, *RULES_PIPELINES, *ROUTING_PIPELINES)
+RULES_FILTER: dict[str, Any] = {"kind": ["rules"]}
 
 
 def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] | None = None,
                    max_queries: int | None = None, progress: bool = True, expand: bool = False,
-                   chapter_routing_report: bool = False) -> EvalReport:
+                   chapter_routing_report: bool = False, model: str | None = None) -> EvalReport:
     """Rulebook queries over the project's rules datasets, with contamination and answer similarity.
 
     `expand` adds the metrics against expanded gold (`*_expanded`: a gold section's children and
     continuations count as relevant) beside the plain ones. `chapter_routing_report` adds the routing rows
     (top-1, top-3 chapters) with their evaluability (gold inside the routed chapters) and hit@1/MRR@10 over
     the queries that stay evaluable; routing off is the `default` row. Without it the routing rows run only
-    when named in `pipelines`."""
+    when named in `pipelines`. `model` (a local sentence-transformers folder) adds `dense|fused|weighted@<model
+    id>` rows over a throwaway index of the rules chunks embedded with that model."""
     from projects.access import accessible_dataset_ids
     from projects.models import Project
     from search.answer import extractive_answer
@@ -195,14 +299,15 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
             return [(cid, scores.get(cid, 0.0)) for cid in found["candidate_ids"]]
         return rank
 
-    rankers = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter={"kind": ["rules"]},
+    rankers = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter=RULES_FILTER,
                            default=variant("default"))
     rankers.update({name: variant(name, **kw) for name, kw in {**RULES_PIPELINES, **ROUTING_PIPELINES}.items()})
     names = pipelines or [p for p in ALL_RULES_PIPELINES if chapter_routing_report or p not in ROUTING_PIPELINES]
     if chapter_routing_report:
         names = list(dict.fromkeys([*names, "default", *ROUTING_PIPELINES]))
-    metrics, ranked, timings = run_pipelines(queries=texts, qrels=qrels, rankers=rankers, pipelines=names,
-                                             progress=progress)
+    metrics, ranked, timings, extra = run_pipelines_with_model(
+        model=model, project=project, dataset_ids=dataset_ids, extra_filter=RULES_FILTER, rankers=rankers,
+        pipelines=names, queries=texts, qrels=qrels, progress=progress)
     runs = {name: {qid: ranked_to_run(docs) for qid, docs in per.items()} for name, per in ranked.items()}
     if expand:
         for name in ranked:
@@ -241,4 +346,4 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
         metrics[name]["answer_similarity"] = mean_or_none([token_f1(a, b) for a, b in pairs])
         metrics[name]["answer_cosine"] = mean_or_none(answer_cosine(pairs))
     return EvalReport(collection=f"rules:{Path(path).stem}@{project_slug}", queries=len(queries), pipelines=metrics,
-                      timings=timings)
+                      timings=timings, extra=extra)

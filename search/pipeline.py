@@ -145,21 +145,23 @@ def searched_kinds(flt: IndexFilter) -> frozenset[str]:
 
 def retrieve(*, q: str, flt: IndexFilter, candidates: int = 100, fusion: str = "rrf", legs: str = "hybrid",
              index: VectorIndex | None = None, fusion_weights: dict[str, float] | None = None,
-             timings: dict[str, float] | None = None, sparse_q: str | None = None) -> list[Candidate]:
+             timings: dict[str, float] | None = None, sparse_q: str | None = None,
+             dense_model: str | None = None) -> list[Candidate]:
     """Dense top-N + sparse top-N under one filter, fused. No access re-check, no logging (ablations).
 
     `sparse_q` replaces the query text of the sparse leg only (rules aliases expand "AC" for BM25 while the
-    dense leg embeds what the user wrote)."""
+    dense leg embeds what the user wrote). `dense_model` embeds the query with another local model than
+    EMBEDDING_MODEL (`evaluate --model-id`); `index` must then hold that model's vectors."""
     index = index or get_index()
     timings = timings if timings is not None else {}
     with READ_GATE.reading():  # a background apply in this process steps aside while this runs
         return _retrieve(q=q, flt=flt, candidates=candidates, fusion=fusion, legs=legs, index=index,
-                         fusion_weights=fusion_weights, timings=timings, sparse_q=sparse_q)
+                         fusion_weights=fusion_weights, timings=timings, sparse_q=sparse_q, dense_model=dense_model)
 
 
 def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: str, index: VectorIndex,
               fusion_weights: dict[str, float] | None, timings: dict[str, float],
-              sparse_q: str | None = None) -> list[Candidate]:
+              sparse_q: str | None = None, dense_model: str | None = None) -> list[Candidate]:
     from search.encoders import embed_query
     from search.sparse import encode_query
 
@@ -167,7 +169,7 @@ def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: s
     sparse: list[tuple[int, float]] = []
     if legs in ("hybrid", "dense"):
         t = time.perf_counter()
-        vec = embed_query(q)
+        vec = embed_query(q, model=dense_model)
         timings["embed_ms"] = _ms(t)
         t = time.perf_counter()
         dense = index.search_dense(vec.tolist(), flt=flt, limit=candidates)

@@ -1,9 +1,11 @@
-"""`manage.py evaluate [--beir DIR | --rules QUERIES.json [--expand-gold] [--chapter-routing-report]] [--json]
-[--report-dir DIR]`: the ablation table.
+"""`manage.py evaluate [--beir DIR | --rules QUERIES.json [--expand-gold] [--chapter-routing-report]]
+[--model-id PATH] [--json] [--report-dir DIR]`: the ablation table.
 
 BEIR: the corpus is ingested (incrementally, embeddings from the shared cache) into the dataset
 `beir:<name>` of the project `--project` (default `eval`), then every pipeline runs every test query.
 Rulebook: queries name expected section paths or chunk ids; the project's rules datasets are searched.
+`--model-id PATH` (a local sentence-transformers folder) adds dense/fused/weighted rows for that model, suffixed
+`@<folder name>`, over a throwaway index (the live one is never touched), vectors from the per-model cache.
 """
 from __future__ import annotations
 
@@ -38,6 +40,10 @@ class Command(BaseCommand):
         parser.add_argument("--chapter-routing-report", action="store_true",
                             help="rules: add routing-top1/top3 rows with evaluability and hit@1/MRR@10 over the "
                                  "queries whose gold stays inside the routed chapters")
+        parser.add_argument("--model-id", default="", metavar="PATH",
+                            help="another local sentence-transformers model folder: adds dense/fused/weighted"
+                                 "@<folder name> rows beside the configured EMBEDDING_MODEL's (a throwaway index; "
+                                 "vectors cached per model, so a second run embeds nothing)")
         parser.add_argument("--json", action="store_true", help="print the JSON report on stdout")
         parser.add_argument("--report-dir", default="var/reports", help="where the .md/.json/.png go")
         parser.add_argument("--no-save", action="store_true", help="do not store an EvaluationRun row")
@@ -45,7 +51,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **opts: Any) -> None:
         from search.evaluation import save_run, write_report
-        from search.evaluation_runs import NotReady, evaluate_beir, evaluate_rules
+        from search.evaluation_runs import NotReady, evaluate_beir, evaluate_rules, resolve_other_model
 
         known = PIPELINES if opts["beir"] else ALL_RULES_PIPELINES
         pipelines = [p.strip() for p in (opts["pipelines"] or ",".join(known)).split(",") if p.strip()]
@@ -54,18 +60,21 @@ class Command(BaseCommand):
             raise CommandError(f"unknown pipeline(s) {bad}; choose from {', '.join(known)}")
         progress = not opts["no_progress"]
         t0 = time.perf_counter()
+        model = opts["model_id"] or None
         try:
+            if model:
+                resolve_other_model(model)  # a hub name or a folder without a model fails before any work
             if opts["beir"]:
                 report = evaluate_beir(path=opts["beir"], project_slug=opts["project"] or "eval",
                                        pipelines=pipelines, max_queries=opts["max_queries"] or None,
-                                       progress=progress, kind=opts["kind"])
+                                       progress=progress, kind=opts["kind"], model=model)
             else:
                 default_q = Path(__file__).resolve().parents[2] / "demo_rules" / "eval_queries.json"
                 report = evaluate_rules(path=opts["rules"] or str(default_q), project_slug=opts["project"] or "demo",
                                         pipelines=pipelines if opts["pipelines"] else None,
                                         max_queries=opts["max_queries"] or None, progress=progress,
                                         expand=opts["expand_gold"],
-                                        chapter_routing_report=opts["chapter_routing_report"])
+                                        chapter_routing_report=opts["chapter_routing_report"], model=model)
         except (FileNotFoundError, LookupError, ValueError, NotReady) as exc:
             raise CommandError(str(exc)) from exc
         report.timings["wall_s"] = round(time.perf_counter() - t0, 2)
