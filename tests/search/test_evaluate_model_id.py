@@ -19,6 +19,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from search.evaluation import RANX_METRICS
 from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture behind rules_index
 from tests.search.rules_fixtures import demo_project, emberfall, rules_index  # noqa: F401 - fixtures
 
@@ -74,7 +75,7 @@ def test_beir_model_id_rows_equal_the_configured_model_reuse_the_cache_and_leave
     assert EmbeddingCache.objects.filter(model_id=COPY).count() == 5
 
 
-def test_rules_model_id_rows_equal_the_configured_model_on_the_demo_rulebook(demo_project, rules_index, models):
+def test_rules_model_id_rows_rank_like_the_configured_model_on_the_demo_rulebook(demo_project, rules_index, models):
     from search.evaluation_runs import evaluate_rules
     from search.models import Chunk
 
@@ -86,8 +87,13 @@ def test_rules_model_id_rows_equal_the_configured_model_on_the_demo_rulebook(dem
     assert list(rows) == [*SIDE, *(f"{p}@{COPY}" for p in SIDE)]
     # not a trivial collection: the dense leg misses some queries, so equality compares real rankings
     assert rows["dense"]["mrr@10"] < 1.0
+    # Ranked metrics only: the sparse engine returns exact score ties in its segment order, and the fresh side
+    # store's segments differ from the live store's (which saw the ingest's rewrites), so two tied chunks can swap
+    # ("what does the Dash action give": chunks at BM25 1.0906 both); that moves the fused top-5 behind the gold
+    # and with it the answer metrics, not the gold's rank.
+    ranked = [*RANX_METRICS, "evaluability"]
     for p in SIDE:
-        assert rows[f"{p}@{COPY}"] == rows[p], p
+        assert {k: rows[f"{p}@{COPY}"][k] for k in ranked} == {k: rows[p][k] for k in ranked}, p
     rules_chunks = Chunk.objects.filter(dataset__project=demo_project, kind="rules").count()
     assert report.extra["other_model"]["points"] == rules_chunks
     assert rules_index.count() == before
