@@ -121,7 +121,7 @@ def other_model_index(*, model: str, dataset_ids: list[int],
 
     from search.encoders import fill_embedding_cache
     from search.index import build_points, open_index
-    from search.ingest.base import embed_input
+    from search.maintenance import chunk_embed_input
     from search.models import Chunk
 
     model_id, dim = resolve_other_model(model)
@@ -129,7 +129,7 @@ def other_model_index(*, model: str, dataset_ids: list[int],
     if kinds:
         qs = qs.filter(kind__in=kinds)
     chunks = list(qs.order_by("pk").only("pk", "text", "micro_summary"))
-    stats = fill_embedding_cache([embed_input(c) for c in chunks], model=model)
+    stats = fill_embedding_cache([chunk_embed_input(c) for c in chunks], model=model)
     with tempfile.TemporaryDirectory(prefix="eval-model-") as tmp:
         if settings.QDRANT_URL:
             index = open_index(url=settings.QDRANT_URL, model_id=f"eval-{uuid.uuid4().hex[:8]}-{model_id}", dim=dim)

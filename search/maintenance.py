@@ -8,7 +8,6 @@ leave applying them to the process that owns the store.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -17,7 +16,6 @@ from django.db.models import Count, Max
 if TYPE_CHECKING:
     from accounts.models import User
     from projects.models import Dataset
-    from search.ingest.base import ChunkDraft
     from search.models import Chunk, IngestJob
 
 
@@ -50,20 +48,20 @@ def reembed(*, dataset_id: int, force: bool = False) -> dict[str, int]:
     running this gives every chunk a vector for the new model without re-chunking.
     """
     from search.encoders import dense_model_id, fill_embedding_cache
-    from search.ingest.base import embed_input
     from search.models import Chunk, IndexOutbox
 
     model_id = dense_model_id()
     chunks = list(Chunk.objects.filter(dataset_id=dataset_id).only("pk", "text_hash", "text", "micro_summary"))
-    stats = fill_embedding_cache([_chunk_input(c, embed_input) for c in chunks], refresh=force)
+    stats = fill_embedding_cache([chunk_embed_input(c) for c in chunks], refresh=force)
     IndexOutbox.objects.bulk_create(
         [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in chunks], batch_size=1000)
     return {"chunks": len(chunks), "embedded": stats["embedded"], "model": model_id}
 
 
-def _chunk_input(chunk: Chunk, embed_input: Callable[[ChunkDraft], str]) -> str:
-    """The exact text ingestion embedded, so the recomputed vector matches the chunk's text hash."""
-    from search.ingest.base import ChunkDraft
+def chunk_embed_input(chunk: Chunk) -> str:
+    """The exact text ingestion embedded, so the recomputed vector matches the chunk's text hash (re-embedding,
+    and `evaluate --model-id` embedding stored chunks with another model)."""
+    from search.ingest.base import ChunkDraft, embed_input
 
     return embed_input(ChunkDraft(text=chunk.text, start_line=1, end_line=1, micro_summary=chunk.micro_summary))
 
