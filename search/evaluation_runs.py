@@ -83,7 +83,7 @@ def check_ready() -> None:
 
 # `--model-id`: the pipelines whose ranking depends on the embedding model, repeated as `<name>@<model id>` rows
 # (sparse is model-independent; the API default always runs the live configuration)
-MODEL_PIPELINES = ("dense", "fused", "weighted")
+MODEL_PIPELINES = ("dense", "fused", "weighted", "fused+rerank", "fused+graph")
 _POINTS_BATCH = 2000
 
 
@@ -164,7 +164,7 @@ def run_pipelines_with_model(*, model: str | None, project: Project, dataset_ids
                 other_model_index(model=model, dataset_ids=dataset_ids, kinds=extra_filter.get("kind")))
             other = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter=extra_filter, index=index,
                                  dense_model=model)
-            added = {f"{p}@{extra['other_model']['model_id']}": other[p] for p in MODEL_PIPELINES}
+            added = {f"{p}@{extra['other_model']['model_id']}": other[p] for p in MODEL_PIPELINES if p in pipelines}
             rankers, pipelines = {**rankers, **added}, [*pipelines, *added]
         metrics, ranked, timings = run_pipelines(queries=queries, qrels=qrels, rankers=rankers, to_doc=to_doc,
                                                  pipelines=pipelines, progress=progress)
