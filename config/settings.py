@@ -178,11 +178,6 @@ CELERY_BEAT_SCHEDULE: dict = {
         "schedule": timedelta(hours=1),
     },
     # an ingest whose worker died is re-queued (also done at every worker start); see search/ingest/recovery.py
-    # sources whose next sync is due get a sync job; see search/sources/sync.py
-    "enqueue-due-syncs": {
-        "task": "search.tasks.enqueue_due_syncs",
-        "schedule": timedelta(seconds=env_int("SOURCES_SCHEDULER_INTERVAL_S", 60)),
-    },
     "recover-ingest-jobs": {
         "task": "search.tasks.recover_ingest_jobs",
         "schedule": timedelta(seconds=env_int("INGEST_RECOVERY_INTERVAL_S", 60)),
@@ -208,6 +203,9 @@ SOURCES_MAX_TOTAL_BYTES = env_int("SOURCES_MAX_TOTAL_BYTES", 200_000_000)  # one
 SOURCES_MAX_PAGES = env_int("SOURCES_MAX_PAGES", 5_000)  # the most a web source may ask for (max_pages)
 SOURCES_MIN_INTERVAL_S = env_int("SOURCES_MIN_INTERVAL_S", 300)  # the shortest sync interval a source may set
 SOURCES_SCHEDULER_INTERVAL_S = env_int("SOURCES_SCHEDULER_INTERVAL_S", 60)  # how often beat looks for due syncs
+# sources whose next sync is due get a sync job; see search/sources/sync.py
+CELERY_BEAT_SCHEDULE["enqueue-due-syncs"] = {"task": "search.tasks.enqueue_due_syncs",
+                                             "schedule": timedelta(seconds=SOURCES_SCHEDULER_INTERVAL_S)}
 
 # --- Qdrant ---------------------------------------------------------------
 QDRANT_URL = env_str("QDRANT_URL")
