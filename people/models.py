@@ -13,6 +13,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.db.models.functions import Lower
 from pgvector.django import HnswIndex, VectorField
 
 EMBEDDING_DIM = 384
@@ -104,6 +105,13 @@ class ExperienceCard(CardBase):
             GinIndex(fields=["search_document"], name="card_search_doc_gin"),
             GinIndex(fields=["search_phrases"], name="card_phrases_gin"),
             models.Index(fields=["person", "visibility"], name="card_person_vis"),
+            # the tier filters' columns: counting and exact scans of a selective tier use them (people/tiers.py)
+            models.Index(fields=["intent_primary"], name="card_intent"),
+            models.Index(fields=["seniority_level"], name="card_seniority"),
+            models.Index(fields=["domain"], name="card_domain"),
+            models.Index(fields=["team_norm"], name="card_team"),
+            models.Index(Lower("city"), name="card_city_lower"),
+            models.Index(Lower("country"), name="card_country_lower"),
         ]
 
     def save(self, *args: Any, **kwargs: Any) -> None:

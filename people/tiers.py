@@ -9,6 +9,14 @@ people through their evidence alone (child-only matches, no full scan), then a
 window over every candidate person (row_number per person) takes each one's best
 MATCHED_CARDS_PER_PERSON children exactly. A single global top-N of children
 misses a person's best evidence once other people's children crowd it out.
+Why B-tree indexes on the filter columns (people/models.py, issue 17 §6): an
+iterative HNSW scan visits about LIMIT / selectivity tuples, so without them
+"QA engineers in Pune" (one card in ~100) walked thousands of graph nodes, 70-90
+ms per tier at 10k people and growing with the directory. With them the planner
+picks a bitmap scan plus an exact sort of the few matching cards for a
+selective tier and keeps the HNSW walk for a loose one; counting first and
+choosing the plan by hand was measured too, and was slower on every query
+(bench/bench_people.py).
 """
 from __future__ import annotations
 

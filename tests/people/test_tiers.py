@@ -176,3 +176,29 @@ def test_people_per_tier_records_each_tier_that_ran(directory, settings):
     settings.PEOPLE_SEARCH = {"MIN_RESULTS": 50}
     res = retrieve_with_fallback(parsed=parsed_query(), qvec=E0)
     assert res.people_per_tier == {0: 1, 1: 3, 2: 4, 3: 5}
+
+
+@pytest.mark.parametrize(("must", "index"), [
+    ({"intent_primary": ["backend"]}, "card_intent"),
+    ({"seniority_level": ["senior"]}, "card_seniority"),
+    ({"domain": ["fintech"]}, "card_domain"),
+    ({"team_norm": ["payments"]}, "card_team"),
+    ({"city": "pune"}, "card_city_lower"),
+    ({"country": "india"}, "card_country_lower"),
+    ({"company_norm": ["flipkart"]}, "people_experiencecard_company_norm"),
+])
+def test_each_tier_filter_can_use_its_btree_index(directory, must, index):
+    """The planner can serve a selective tier from a bitmap scan only if the SQL card_filter_sql writes matches
+    an index's expression (`lower(c.city) = ...` needs the index on lower(city)); without one, a selective tier
+    walks the HNSW graph for thousands of nodes (bench/results/people-100k.md, "before")."""
+    from django.db import connection
+
+    from people.tiers import card_filter_sql, policy_for
+
+    parsed = validate_and_normalize({"must": must, "exclude": {}, "confidence_score": 0.9}, query="q")
+    where, params, _ = card_filter_sql(parsed, policy_for(0))
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute("SET LOCAL enable_seqscan = off")
+        cur.execute(f"EXPLAIN SELECT 1 FROM people_experiencecard c WHERE {where}", params)
+        plan = "\n".join(r[0] for r in cur.fetchall())
+    assert index in plan, plan
