@@ -234,6 +234,8 @@ async def search_context(
     repo: Annotated[str | list[str] | None, Field(description="Only these repo(s).")] = None,
     path: Annotated[str | None, Field(description="Path prefix (`src/`) or glob (`src/**/*.py`).")] = None,
     lang: Annotated[str | list[str] | None, Field(description="Only these language(s), e.g. python.")] = None,
+    dataset: Annotated[str | list[str] | None,
+                       Field(description="Only these dataset(s), by name or id (list_datasets shows them).")] = None,
     top_k: Annotated[int | None, Field(description="Results to return (1-50, default 15).")] = None,
     budget_tokens: Annotated[int | None, Field(description="Token budget of the pack (default 8000).")] = None,
 ) -> CallToolResult:
@@ -248,7 +250,7 @@ async def search_context(
 
         caller = _authorised("query", "context_query")
         proj = project_for_member(user=caller.user, slug=project)
-        filters = _drop_none({"repo": repo, "path": path, "lang": lang})
+        filters = _drop_none({"repo": repo, "path": path, "lang": lang, "dataset": dataset})
         ser = QueryRequestSerializer(data=_drop_none({"q": q, "filters": filters or None, "top_k": top_k,
                                                       "budget_tokens": budget_tokens}))
         ser.is_valid(raise_exception=True)

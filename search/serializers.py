@@ -21,6 +21,9 @@ class QueryFiltersSerializer(InputSerializer):
     path = TextField(required=False, max_length=MAX_GLOB_LENGTH,
                      help_text="Path prefix (`search/`) or glob (`search/**/*.py`, at most 10 wildcards).")
     lang = TextListField(required=False, help_text="Language(s), e.g. python; a string works too.")
+    dataset = TextListField(required=False, help_text="Only these datasets (names as listed by the project's "
+                                                      "datasets endpoint, or ids); a string works too. A name the "
+                                                      "project cannot search is a 400 on `filters.dataset`.")
 
 
 class QueryRequestSerializer(InputSerializer):

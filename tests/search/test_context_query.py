@@ -158,3 +158,22 @@ def test_qdrant_down_is_503_and_nothing_logged(world, client_for, settings):
     assert resp.status_code == 503
     assert resp.json()["dependency"] == "qdrant"
     assert QuerySession.objects.count() == before
+
+
+def test_a_dataset_filter_searches_only_the_named_datasets_and_names_no_other(world, client_for):
+    client = client_for(world["alice"])
+    everything = {r["why"]["dataset_id"] for r in _query(client, q="shared helper tool", top_k=20).json()["results"]}
+    assert {world["glob"].pk, world["shared"].pk} <= everything  # without the filter: own, global and shared
+    by_name = _query(client, q="shared helper tool", top_k=20, filters={"dataset": "ds-shared"}).json()["results"]
+    assert by_name and {r["why"]["dataset_id"] for r in by_name} == {world["shared"].pk}
+    by_id = _query(client, q="shared helper tool", top_k=20,
+                   filters={"dataset": [str(world["glob"].pk), "shop-src"]}).json()["results"]
+    assert {r["why"]["dataset_id"] for r in by_id} <= {world["glob"].pk, world["own"].pk}
+    assert world["glob"].pk in {r["why"]["dataset_id"] for r in by_id}
+    # a typo, a dataset the project cannot read (never shared, revoked) and a global one with include_global off
+    # are the same 400: nothing is revealed about datasets out of reach
+    for wanted, extra in (("shop-srcc", {}), ("ds-never", {}), ("ds-revoked", {}),
+                          (str(world["never"].pk), {}), ("ds-glob", {"include_global": False})):
+        resp = _query(client, filters={"dataset": wanted}, **extra)
+        assert resp.status_code == 400 and resp.json()["field"] == "filters.dataset", (wanted, resp.content)
+    assert not QuerySession.objects.filter(query="take credits from a wallet").exists()

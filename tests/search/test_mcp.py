@@ -90,7 +90,7 @@ def test_tools_are_listed_with_their_arguments(shop):
     assert TOOLS <= set(tools)
     schema = tools["search_context"].input_schema
     assert {"project", "q"} <= set(schema["required"])
-    assert {"repo", "path", "lang", "top_k", "budget_tokens"} <= set(schema["properties"])
+    assert {"repo", "path", "lang", "dataset", "top_k", "budget_tokens"} <= set(schema["properties"])
 
 
 def test_search_context_finds_the_function_and_read_span_returns_its_exact_lines(shop):
