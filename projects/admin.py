@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from django import forms
 from django.contrib import admin, messages
 
 from projects.models import Membership, Project, ProjectShare
@@ -19,15 +20,39 @@ class MembershipInline(admin.TabularInline):
     autocomplete_fields = ("user",)
 
 
+class ProjectForm(forms.ModelForm):
+    """The reranker is picked from the models trained here, each labelled with its held-out evidence."""
+
+    class Meta:
+        model = Project
+        fields = "__all__"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from search.reranker_training import trained_rerankers
+
+        choices = [("", "none (RERANKER_MODEL, else the embedded reranker on request)")]
+        for m in trained_rerankers():
+            h = m.get("heldout") or {}
+            choices.append((m["name"], f"{m['name']} — held-out nDCG@10 {h.get('reranked_ndcg@10')} vs fused "
+                                       f"{h.get('fused_ndcg@10')}"))
+        current = self.instance.reranker if self.instance and self.instance.pk else ""
+        if current and current not in {c[0] for c in choices}:
+            choices.append((current, f"{current} (missing on this machine)"))
+        self.fields["reranker"] = forms.ChoiceField(choices=choices, required=False,
+                                                    help_text=Project._meta.get_field("reranker").help_text)
+
+
 @admin.register(Project)
 class ProjectAdmin(DeletesOwnedContent, admin.ModelAdmin):
-    list_display = ("slug", "name", "member_count", "created_at")
+    form = ProjectForm
+    list_display = ("slug", "name", "member_count", "reranker", "created_at")
     list_filter = ("created_at",)
     search_fields = ("slug", "name", "memberships__user__email")
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]
     readonly_fields = ("usage",)
-    fieldsets = ((None, {"fields": ("slug", "name")}),
+    fieldsets = ((None, {"fields": ("slug", "name", "reranker")}),
                  ("Quotas (empty: the QUOTA_* settings)", {"fields": ("quota_documents", "quota_chunks", "quota_bytes",
                                                                       "usage")}))
 

@@ -48,8 +48,7 @@ class ProjectListView(APIView):
     @extend_schema(operation_id="projects_list", responses={200: ProjectSerializer(many=True), **ERROR_RESPONSES},
                    tags=["projects"])
     def get(self, request: Request) -> Response:
-        rows = [{"slug": p["project"].slug, "name": p["project"].name, "role": p["role"],
-                 "created_at": p["project"].created_at} for p in sharing.projects_of(user=request.user)]
+        rows = [_project_row(p["project"], p["role"]) for p in sharing.projects_of(user=request.user)]
         return Response(ProjectSerializer(rows, many=True).data)
 
     @extend_schema(operation_id="projects_create", request=ProjectCreateSerializer,
@@ -75,18 +74,24 @@ class ProjectDetailView(APIView):
         members = Membership.objects.filter(project=project).select_related("user").order_by("user__email")
         role = next((m.role for m in members if m.user_id == request.user.pk), None)
         data = {"slug": project.slug, "name": project.name, "role": role, "created_at": project.created_at,
-                "members": [{"email": m.user.email, "role": m.role} for m in members],
+                "reranker": project.reranker, "members": [{"email": m.user.email, "role": m.role} for m in members],
                 "dataset_count": len(accessible_dataset_ids(project)), **quotas.report(project)}
         return Response(ProjectDetailSerializer(data).data)
 
     @extend_schema(operation_id="projects_update", request=ProjectUpdateSerializer,
                    responses={200: ProjectSerializer, **_WRITE_ERRORS}, tags=["projects"],
-                   description="Rename the project (owners). The slug never changes.")
+                   description="Rename the project or set its reranker (owners). The slug never changes.")
     def patch(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         ser = ProjectUpdateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
-        project = membership.rename_project(user=request.user, project=project, name=ser.validated_data["name"])
+        reranker = ser.validated_data.get("reranker")
+        if reranker:
+            from search.reranker_training import model_path
+
+            model_path(reranker)  # a name not trained here is a 400 on `reranker`
+        project = membership.update_project(user=request.user, project=project, name=ser.validated_data.get("name"),
+                                            reranker=reranker)
         return Response(ProjectSerializer(_project_row(project, "owner")).data)
 
     @extend_schema(operation_id="projects_destroy", request=None,
@@ -199,7 +204,8 @@ class ShareDetailView(APIView):
 
 
 def _project_row(project: Project, role: str) -> dict[str, Any]:
-    return {"slug": project.slug, "name": project.name, "role": role, "created_at": project.created_at}
+    return {"slug": project.slug, "name": project.name, "role": role, "created_at": project.created_at,
+            "reranker": project.reranker}
 
 
 class MemberListView(APIView):

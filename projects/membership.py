@@ -111,9 +111,22 @@ def create_project(*, user: User, name: str, slug: str | None = None) -> Project
 
 def rename_project(*, user: User, project: Project, name: str) -> Project:
     """Owners change the display name; the slug (in every URL and API key limit) never changes."""
-    _require_role(user=user, project=project, roles={OWNER}, action="rename it")
-    project.name = _clean_name(name)
-    project.save(update_fields=["name"])
+    return update_project(user=user, project=project, name=name)
+
+
+def update_project(*, user: User, project: Project, name: str | None = None, reranker: str | None = None) -> Project:
+    """Owners change the display name and the project's reranker (a name the caller has checked is trained
+    here; '' for none). The slug (in every URL and API key limit) never changes."""
+    _require_role(user=user, project=project, roles={OWNER}, action="change it")
+    fields = []
+    if name is not None:
+        project.name = _clean_name(name)
+        fields.append("name")
+    if reranker is not None:
+        project.reranker = reranker
+        fields.append("reranker")
+    if fields:
+        project.save(update_fields=fields)
     return project
 
 

@@ -14,6 +14,10 @@ class Project(models.Model):
     quota_documents = models.PositiveBigIntegerField(null=True, blank=True)
     quota_chunks = models.PositiveBigIntegerField(null=True, blank=True)
     quota_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+    # a cross-encoder trained here (manage.py train_reranker; a folder under var/models/rerankers/): this project's
+    # queries rerank with it by default. Blank: RERANKER_MODEL, else the embedded reranker (opt-in).
+    reranker = models.CharField(max_length=64, blank=True, default="",
+                                help_text="Name of a reranker trained with manage.py train_reranker (blank: none).")
 
     GLOBAL_SLUG = "global"
 

@@ -11,6 +11,8 @@ class ProjectSerializer(serializers.Serializer):
     name = serializers.CharField()
     role = serializers.CharField()
     created_at = serializers.DateTimeField()
+    reranker = serializers.CharField(allow_blank=True, help_text="The trained reranker this project's queries use by "
+                                                                 "default ('' for none).")
 
 
 class UsageSerializer(serializers.Serializer):
@@ -88,7 +90,15 @@ class ProjectCreateSerializer(InputSerializer):
 
 
 class ProjectUpdateSerializer(InputSerializer):
-    name = TextField(max_length=200, help_text="The new display name (the slug never changes).")
+    name = TextField(max_length=200, required=False, help_text="The new display name (the slug never changes).")
+    reranker = TextField(max_length=64, required=False, allow_blank=True,
+                         help_text="A reranker trained here (manage.py train_reranker) for this project's queries; "
+                                   "'' for none. An unknown name is 400 with field `reranker`.")
+
+    def validate(self, attrs: dict) -> dict:
+        if not attrs:
+            raise serializers.ValidationError({"name": ["Give name, reranker or both."]})
+        return attrs
 
 
 class MemberSerializer(serializers.Serializer):

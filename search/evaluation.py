@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from search.index import VectorIndex
     from search.models import EvaluationRun
 
-PIPELINES = ("default", "sparse", "dense", "fused", "fused+rerank", "fused+graph", "weighted")
+PIPELINES = ("default", "sparse", "dense", "fused", "fused+rerank", "fused+graph", "weighted", "trained-rerank")
 RANX_METRICS = {"hit@1": "hit_rate@1", "hit@3": "hit_rate@3", "hit@5": "hit_rate@5", "hit@10": "hit_rate@10",
                 "mrr@10": "mrr@10", "ndcg@10": "ndcg@10", "recall@100": "recall@100"}
 RUN_DEPTH = 100
@@ -332,15 +332,17 @@ Ranker = Callable[[str, dict[str, Any]], list[tuple[int, float]]]  # (query, ctx
 
 def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict[str, Any] | None = None,
                  default: Ranker | None = None, index: VectorIndex | None = None,
-                 dense_model: str | None = None) -> dict[str, Ranker]:
+                 dense_model: str | None = None, trained: Any = None) -> dict[str, Ranker]:
     """One callable per ablation, all over the same index and filter; `default` is what the API runs.
 
     `index` + `dense_model`: the legs search another model's throwaway index with queries embedded by that model
-    (`evaluate --model-id`); the API `default` always runs the live configuration."""
+    (`evaluate --model-id`); the API `default` always runs the live configuration. `trained`: a cross-encoder
+    (`evaluate --reranker`) for the `trained-rerank` row: the fused ranking, its top RERANK_DEPTH reordered."""
     from search.fusion import Candidate
     from search.graph import apply_graph_boost
     from search.models import Chunk
     from search.pipeline import build_filter, rerank_candidates, retrieve, run_query
+    from search.rerank import get_reranker
 
     flt = build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter)
 
@@ -350,15 +352,21 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
             return [(c.chunk_id, c.fused_score) for c in cands]
         return rank
 
+    def reranked(reranker: Any) -> Ranker:
+        def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
+            cands: list[Candidate] = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion="rrf", index=index,
+                                              dense_model=dense_model)
+            rows = {c.pk: c for c in Chunk.objects.filter(pk__in=[c.chunk_id for c in cands])}
+            cands = [c for c in cands if c.chunk_id in rows]
+            for c in cands:
+                c.chunk = rows[c.chunk_id]
+            if cands:
+                rerank_candidates(q=q, cands=cands, project=project, reranker=reranker)
+            return [(c.chunk_id, c.rerank_score or 0.0) for c in cands]
+        return rank
+
     def fused_rerank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-        cands: list[Candidate] = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion="rrf", index=index, dense_model=dense_model)
-        rows = {c.pk: c for c in Chunk.objects.filter(pk__in=[c.chunk_id for c in cands])}
-        cands = [c for c in cands if c.chunk_id in rows]
-        for c in cands:
-            c.chunk = rows[c.chunk_id]
-        if cands:
-            rerank_candidates(q=q, cands=cands)
-        return [(c.chunk_id, c.rerank_score or 0.0) for c in cands]
+        return reranked(get_reranker())(q, ctx)  # the configured reranker: RERANKER_MODEL, else the embedded one
 
     def fused_graph(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
         cands = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion="rrf", index=index, dense_model=dense_model)
@@ -370,8 +378,11 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
                         candidates=RUN_DEPTH, log=False, extra_filter=extra_filter, kind="eval")
         return [(c.chunk_id, c.rerank_score if c.rerank_score is not None else c.fused_score) for c in res.candidates]
 
-    return {"default": default or api_default, "sparse": leg("sparse"), "dense": leg("dense"), "fused": leg("hybrid"),
-            "fused+rerank": fused_rerank, "fused+graph": fused_graph, "weighted": leg("hybrid", "weighted")}
+    out = {"default": default or api_default, "sparse": leg("sparse"), "dense": leg("dense"), "fused": leg("hybrid"),
+           "fused+rerank": fused_rerank, "fused+graph": fused_graph, "weighted": leg("hybrid", "weighted")}
+    if trained is not None:
+        out["trained-rerank"] = reranked(trained)
+    return out
 
 
 @dataclass

@@ -185,13 +185,15 @@ def beir_dataset_name(coll: Any) -> str:
 
 
 def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool = True,
-                max_queries: int | None = None, kind: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
-    """(collection, dataset, stats). Re-running skips unchanged documents and reuses cached embeddings."""
+                max_queries: int | None = None, kind: str | None = None,
+                split: str = "test") -> tuple[Any, Any, dict[str, Any]]:
+    """(collection, dataset, stats). Re-running skips unchanged documents and reuses cached embeddings. `split`
+    picks the judged queries (train for `train_reranker`); the corpus and its dataset are the same."""
     from projects.models import Dataset
     from search.index import apply_outbox, get_index
     from search.ingest.runner import sync_documents
 
-    coll = load_beir(path, max_queries=max_queries, kind=kind)
+    coll = load_beir(path, max_queries=max_queries, kind=kind, split=split)
     check_ready()
     project = _eval_project(project_slug)
     dataset, _ = Dataset.objects.get_or_create(project=project, name=beir_dataset_name(coll),
@@ -214,18 +216,24 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
 
 def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: list[str] | None = None,
                   max_queries: int | None = None, progress: bool = True, kind: str | None = None,
-                  model: str | None = None) -> EvalReport:
+                  model: str | None = None, reranker: str | None = None) -> EvalReport:
     """`model` (a local sentence-transformers folder) adds `dense|fused|weighted@<model id>` rows: the same
     queries over a throwaway index of that model's vectors, side by side with the configured model's."""
     from search.models import Chunk
 
     if model:
         resolve_other_model(model)  # a bad path is named before the ingest
+    trained = None
+    if reranker:
+        from search.rerank import load_reranker
+
+        trained = load_reranker(reranker)  # a bad name is named before the ingest too
     coll, dataset, stats = ingest_beir(path=path, project_slug=project_slug, progress=progress,
                                        max_queries=max_queries, kind=kind)
     id_to_doc = dict(Chunk.objects.filter(dataset=dataset).values_list("id", "path"))
     extra_filter = {"kind": [coll.kind]}
-    rankers = make_rankers(project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter)
+    rankers = make_rankers(project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter,
+                           trained=trained)
     metrics, _, timings, extra = run_pipelines_with_model(
         model=model, project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter, rankers=rankers,
         pipelines=list(pipelines or PIPELINES), queries=coll.queries, qrels=coll.qrels,
@@ -234,6 +242,10 @@ def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: li
     for m in metrics.values():
         m["evaluability"] = ev
     timings["ingest"] = stats
+    if trained is not None:
+        from django.conf import settings
+
+        extra["trained_reranker"] = {"name": trained.name, "rerank_depth": settings.RERANK_DEPTH}
     return EvalReport(collection=beir_dataset_name(coll), queries=len(coll.queries), pipelines=metrics,
                       timings=timings, extra={"corpus_docs": len(coll.corpus), "kind": coll.kind, **extra})
 

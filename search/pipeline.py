@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 MAX_Q = 2000
 MAX_TOP_K = 50
 MAX_CANDIDATES = 200
-FILTER_KEYS = {"repo", "path", "lang"}
+FILTER_KEYS = {"repo", "path", "lang", "dataset"}
 EXTRA_FILTER_KEYS = {"book_id", "ruleset_id", "kind", "repo", "lang", "paths"}
 MAX_GLOB_PATHS = 20000
 LEGS = ("hybrid", "dense", "sparse")
@@ -84,9 +84,10 @@ def validate_query(*, q: Any, filters: Any = None, top_k: Any = 15, candidates: 
             raise BadInput("Must be an object.", field="filters")
         unknown = set(filters) - FILTER_KEYS
         if unknown:
-            raise BadInput(f"Unknown filter key(s): {', '.join(sorted(unknown))}; allowed: repo, path, lang.",
+            raise BadInput(f"Unknown filter key(s): {', '.join(sorted(unknown))}; allowed: repo, path, lang, "
+                           "dataset.",
                            field=f"filters.{sorted(unknown)[0]}")
-        for key in ("repo", "lang"):
+        for key in ("repo", "lang", "dataset"):
             if filters.get(key) is not None:
                 clean[key] = _str_list(filters[key], f"filters.{key}")
         if filters.get("path") is not None:
@@ -108,6 +109,21 @@ def _resolve_glob(dataset_ids: list[int], glob: Glob) -> list[str]:
         cur.execute("SELECT DISTINCT path FROM search_chunk WHERE dataset_id = ANY(%s) AND path LIKE %s AND path ~ %s"
                     " LIMIT %s", [list(dataset_ids), glob.like, glob.regex, MAX_GLOB_PATHS + 1])
         return [r[0] for r in cur.fetchall()]
+
+
+def narrow_datasets(*, dataset_ids: set[int] | list[int], wanted: list[str]) -> list[int]:
+    """The searchable datasets a `filters.dataset` names (by name or id). A value that names none of them is a
+    400: a typo must not silently search nothing, and a dataset the project cannot read is not revealed."""
+    from projects.models import Dataset
+
+    rows = list(Dataset.objects.filter(pk__in=list(dataset_ids)).values_list("id", "name"))
+    out: set[int] = set()
+    for value in wanted:
+        hits = {pk for pk, name in rows if name == value or str(pk) == value}
+        if not hits:
+            raise BadInput(f"No dataset {value!r} among those this project can search.", field="filters.dataset")
+        out |= hits
+    return sorted(out)
 
 
 def build_filter(*, dataset_ids: list[int], clean_filters: dict[str, Any] | None = None,
@@ -221,17 +237,29 @@ def apply_path_prior(cands: list[Candidate], *, q: str) -> list[Candidate]:
     return cands
 
 
-def rerank_candidates(*, q: str, cands: list[Candidate]) -> str:
-    """Score loaded candidates in place (rerank_score, rank_after) and re-sort them; returns the reranker name."""
-    from search.rerank import get_reranker, rerank_text
+def rerank_candidates(*, q: str, cands: list[Candidate], project: Project | None = None,
+                      reranker: Any = None) -> str:
+    """Score loaded candidates in place (rerank_score, rank_after) and re-sort them; returns the reranker name.
+    `reranker`: a given one (evaluation); else the project's (search.rerank.get_reranker)."""
+    from django.conf import settings
 
-    reranker = get_reranker()
+    from search.rerank import CrossEncoderReranker, get_reranker, rerank_text
+
+    reranker = reranker or get_reranker(project=project)
+    # a cross-encoder costs a forward pass per candidate: it reorders the fused top RERANK_DEPTH, and the rest keep
+    # their fused order below them (the cheap embedded reranker sees every candidate)
+    depth = settings.RERANK_DEPTH if isinstance(reranker, CrossEncoderReranker) else len(cands)
+    head, tail = cands[:depth], cands[depth:]
     docs = [rerank_text(micro_summary=c.chunk.micro_summary, text=c.chunk.text, path=c.chunk.path,
-                        symbol=c.chunk.symbol) for c in cands]
-    scores = reranker.score(q, docs, prior=[c.fused_score for c in cands])
-    for c, s in zip(cands, scores, strict=True):
+                        symbol=c.chunk.symbol) for c in head]
+    scores = reranker.score(q, docs, prior=[c.fused_score for c in head])
+    for c, s in zip(head, scores, strict=True):
         c.rerank_score = s
-    cands.sort(key=lambda c: (-(c.rerank_score or 0.0), c.rank_before))
+    head.sort(key=lambda c: (-(c.rerank_score or 0.0), c.rank_before))
+    low = min((c.rerank_score or 0.0 for c in head), default=0.0)
+    for n, c in enumerate(tail, start=1):
+        c.rerank_score = low - n  # below every reranked candidate, in fused order
+    cands[:] = head + tail
     for i, c in enumerate(cands, start=1):
         c.rank_after = i
     return reranker.name
@@ -286,13 +314,15 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
                            include_global=include_global, rerank=rerank)
     if legs not in LEGS:
         raise BadInput(f"Must be one of {', '.join(LEGS)}.", field="legs")
-    do_rerank = rerank_default() if rerank is None else rerank
+    do_rerank = rerank_default(project=project) if rerank is None else rerank
     timings: dict[str, float] = {}
 
     index = index or get_index()
 
     t = time.perf_counter()
     dataset_ids = accessible_dataset_ids(project, include_global=include_global)
+    if clean.get("dataset"):
+        dataset_ids = narrow_datasets(dataset_ids=dataset_ids, wanted=clean["dataset"])
     flt = build_filter(dataset_ids=list(dataset_ids), clean_filters=clean, extra_filter=extra_filter)
     timings["access_ms"] = _ms(t)
 
@@ -319,7 +349,7 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
     reranker_name = None
     if do_rerank and cands:
         t = time.perf_counter()
-        reranker_name = rerank_candidates(q=q, cands=cands)
+        reranker_name = rerank_candidates(q=q, cands=cands, project=project)
         timings["rerank_ms"] = _ms(t)
     top = cands[:top_k]
     for i, c in enumerate(top, start=1):

@@ -15,11 +15,11 @@ import os
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.conf import settings
 
-from config.errors import DependencyDown
+from config.errors import BadInput, DependencyDown
 from search.encoders import inference_context, precision
 from search.sparse import tokenize
 
@@ -40,18 +40,33 @@ def rerank_text(*, micro_summary: str, text: str, path: str = "", symbol: str = 
 
 
 class CrossEncoderReranker:
+    """A local CrossEncoder. A model trained here (its folder has manifest.json) ships with `blend`, the share of
+    the fused score mixed into its own (search/reranker_training.py); any other CrossEncoder scores alone."""
+
     def __init__(self, path: str) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import CrossEncoder
 
         self.name = f"cross-encoder:{Path(path).name}"
         self.model = CrossEncoder(path, device="cpu")
+        self.blend: float | None = None
+        manifest = Path(path) / "manifest.json"
+        if manifest.is_file():
+            import json
+
+            blend = json.loads(manifest.read_text()).get("blend")
+            self.blend = float(blend) if isinstance(blend, int | float) else None
 
     def score(self, query: str, docs: list[str], *, prior: list[float]) -> list[float]:
         if not docs:
             return []
         with _lock, inference_context(precision()):
-            return [float(s) for s in self.model.predict([(query, d) for d in docs], show_progress_bar=False)]
+            scores = [float(s) for s in self.model.predict([(query, d) for d in docs], show_progress_bar=False)]
+        if self.blend is None:
+            return scores
+        from search.reranker_training import blend_scores
+
+        return blend_scores(model=scores, prior=prior, blend=self.blend)
 
 
 class CoverageReranker:
@@ -74,12 +89,25 @@ class CoverageReranker:
         return out
 
 
-@lru_cache(maxsize=2)
-def _cross_encoder(path: str) -> CrossEncoderReranker:
-    return CrossEncoderReranker(path)
+@lru_cache(maxsize=4)
+def _cross_encoder(path: str, label: str = "") -> CrossEncoderReranker:
+    ce = CrossEncoderReranker(path)
+    if label:
+        ce.name = label
+    return ce
 
 
-def get_reranker() -> Reranker:
+def get_reranker(*, project: Any = None) -> Reranker:
+    """The project's trained reranker when it has one, else RERANKER_MODEL, else the embedded one."""
+    if project is not None and getattr(project, "reranker", ""):
+        from search.reranker_training import model_path
+
+        try:
+            path = model_path(project.reranker)
+        except BadInput as exc:
+            raise DependencyDown("reranker", f"project {project.slug!r} names reranker {project.reranker!r}, which "
+                                             "is not trained on this machine (var/models/rerankers/).") from exc
+        return _cross_encoder(str(path), label=f"trained:{project.reranker}")
     path = settings.RERANKER_MODEL
     if path:
         if not Path(path).expanduser().exists():
@@ -93,6 +121,21 @@ def get_reranker() -> Reranker:
     return CoverageReranker()
 
 
-def rerank_default() -> bool:
-    """Rerank by default only with a real cross-encoder configured (the embedded one is opt-in)."""
-    return bool(settings.RERANKER_MODEL)
+def load_reranker(name_or_path: str) -> CrossEncoderReranker:
+    """A cross-encoder by trained name (var/models/rerankers/<name>) or local folder; BadInput (field `reranker`)
+    for anything else: weights are never downloaded."""
+    from search.reranker_training import NAME_RE, model_path, models_dir
+
+    if NAME_RE.fullmatch(name_or_path) and (models_dir() / name_or_path / "manifest.json").is_file():
+        return _cross_encoder(str(model_path(name_or_path)), label=f"trained:{name_or_path}")
+    path = Path(name_or_path).expanduser()
+    if not (path / "config.json").is_file():
+        raise BadInput(f"{name_or_path!r} is neither a reranker trained here (manage.py train_reranker) nor a local "
+                       "CrossEncoder folder; this platform never downloads weights.", field="reranker")
+    return _cross_encoder(str(path.resolve()), label=f"cross-encoder:{path.name}")
+
+
+def rerank_default(*, project: Any = None) -> bool:
+    """Rerank by default only with a real cross-encoder: the project's trained one or RERANKER_MODEL (the embedded
+    one is opt-in)."""
+    return bool(getattr(project, "reranker", "") or settings.RERANKER_MODEL)

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from config.errors import BadInput
 from search.evaluation import PIPELINES
 from search.evaluation_runs import ALL_RULES_PIPELINES, RULES_PIPELINES
 
@@ -44,6 +45,9 @@ class Command(BaseCommand):
                             help="another local sentence-transformers model folder: adds dense/fused/weighted"
                                  "@<folder name> rows beside the configured EMBEDDING_MODEL's (a throwaway index; "
                                  "vectors cached per model, so a second run embeds nothing)")
+        parser.add_argument("--reranker", default="", metavar="NAME|PATH",
+                            help="BEIR: a reranker trained here (manage.py train_reranker) or a local CrossEncoder "
+                                 "folder: adds the trained-rerank row (fused, top RERANK_DEPTH reordered by it)")
         parser.add_argument("--json", action="store_true", help="print the JSON report on stdout")
         parser.add_argument("--report-dir", default="var/reports", help="where the .md/.json/.png go")
         parser.add_argument("--no-save", action="store_true", help="do not store an EvaluationRun row")
@@ -58,6 +62,12 @@ class Command(BaseCommand):
         bad = [p for p in pipelines if p not in known]
         if bad:
             raise CommandError(f"unknown pipeline(s) {bad}; choose from {', '.join(known)}")
+        if opts["reranker"] and not opts["beir"]:
+            raise CommandError("--reranker applies to --beir collections")
+        if "trained-rerank" in pipelines and not opts["reranker"]:
+            if opts["pipelines"]:
+                raise CommandError("the trained-rerank pipeline needs --reranker NAME|PATH")
+            pipelines.remove("trained-rerank")
         progress = not opts["no_progress"]
         t0 = time.perf_counter()
         model = opts["model_id"] or None
@@ -67,7 +77,8 @@ class Command(BaseCommand):
             if opts["beir"]:
                 report = evaluate_beir(path=opts["beir"], project_slug=opts["project"] or "eval",
                                        pipelines=pipelines, max_queries=opts["max_queries"] or None,
-                                       progress=progress, kind=opts["kind"], model=model)
+                                       progress=progress, kind=opts["kind"], model=model,
+                                       reranker=opts["reranker"] or None)
             else:
                 default_q = Path(__file__).resolve().parents[2] / "demo_rules" / "eval_queries.json"
                 report = evaluate_rules(path=opts["rules"] or str(default_q), project_slug=opts["project"] or "demo",
@@ -77,6 +88,8 @@ class Command(BaseCommand):
                                         chapter_routing_report=opts["chapter_routing_report"], model=model)
         except (FileNotFoundError, LookupError, ValueError, NotReady) as exc:
             raise CommandError(str(exc)) from exc
+        except BadInput as exc:
+            raise CommandError(exc.detail) from exc
         report.timings["wall_s"] = round(time.perf_counter() - t0, 2)
         files = write_report(report, report_dir=opts["report_dir"])
         if not opts["no_save"]:
