@@ -253,3 +253,21 @@ def test_staff_pick_a_projects_reranker_in_the_admin_among_the_trained_ones(make
     assert client.post(url, {**form, "reranker": "sci-ce"}).status_code == 302
     project.refresh_from_db()
     assert project.reranker == "sci-ce"
+
+
+def test_a_projects_feedback_is_the_positives_once_it_has_enough(toy_project, models_home):
+    from search.models import Chunk, Feedback, QuerySession
+
+    project, owner = toy_project
+    by_doc = dict(Chunk.objects.filter(dataset__project=project).values_list("path", "id"))
+    for n in range(12):  # ▲ on the right paper for 12 questions, and one ▼ that must not count
+        session = QuerySession.objects.create(user=owner, project=project, query=QUESTIONS[n])
+        Feedback.objects.create(session=session, chunk_id=by_doc[f"d{n}"], user=owner, relevance=3)
+    low = QuerySession.objects.create(user=owner, project=project, query=QUESTIONS[20])
+    Feedback.objects.create(session=low, chunk_id=by_doc["d20"], user=owner, relevance=0)
+    assert {e.query for e in rt.feedback_examples(project_id=project.pk)} == set(QUESTIONS[:12])
+    call_command("train_reranker", "--project", "sci", "--name", "fb-ce", "--min-feedback", "10", "--no-activate",
+                 *TRAIN_ARGS, stdout=StringIO(), stderr=StringIO())
+    data = json.loads((models_home / "fb-ce" / "manifest.json").read_text())["data"]
+    assert data["positives"] == "feedback" and data["feedback_queries"] == 12
+    assert data["queries_by_source"] == {"feedback": 12}
