@@ -56,10 +56,6 @@ def model_path(name: str) -> Path:
     return path
 
 
-def read_manifest(name: str) -> dict[str, Any]:
-    return json.loads((model_path(name) / "manifest.json").read_text())
-
-
 def trained_rerankers() -> list[dict[str, Any]]:
     """Every trained reranker's manifest, newest first (a folder with a broken manifest is skipped)."""
     out = []
