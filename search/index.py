@@ -2,10 +2,16 @@
 
 Why two adapters: the embedded engine (qdrant-edge-py) needs no setup and
 answers a filtered hybrid query in milliseconds, while a Qdrant server or
-cluster (qdrant-client, QDRANT_URL) scales out. Both store one collection per
-embedding model with a named dense vector (cosine) and a named sparse vector
-with the IDF modifier, keyed by the chunk id (deterministic point ids make
-upserts and deletes idempotent).
+cluster (qdrant-client, QDRANT_URL) scales out. Both keep, per embedding model,
+one collection per kind of content as seed 000 does (`code_context`,
+`web_context`, `rules_context`; other prose kinds go with web), each with a
+named dense vector (cosine) and a named sparse vector, keyed by the chunk id
+(deterministic point ids make upserts and deletes idempotent). A query reads
+only the collections of the kinds it can return and merges them by score: the
+dense scores are cosines, and the sparse query carries its IDF over the
+searched datasets (search.term_stats), so both are comparable across
+collections. There is no IDF modifier: a collection-wide IDF would let one
+tenant's or an evaluation's corpus move everyone's scores.
 
 Postgres is the truth; this index is a projection written only by
 `apply_outbox()`. The embedded store admits one open handle, so the process
@@ -87,19 +93,46 @@ class VectorIndex(Protocol):
     def search_dense(self, vector: list[float], *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]: ...
     def search_sparse(self, vector: SparseVec, *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]: ...
     def count(self) -> int: ...
+    def counts(self) -> dict[str, int]: ...
     def optimize(self) -> float: ...
     def drop(self) -> None: ...
     def health(self) -> str: ...
     def close(self) -> None: ...
 
 
-def collection_name(model_id: str, dim: int) -> str:
-    return "chunks_" + re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_") + f"_{dim}"
+PARTITIONS = ("code", "web", "rules")
+
+
+def partition_of(kind: str | None) -> str:
+    """The collection a chunk of this kind lives in: code and rules have their own, every prose kind goes with
+    web (a BEIR abstract is analysed like a web page)."""
+    return kind if kind in ("code", "rules") else "web"
+
+
+def partitions_for(flt: IndexFilter) -> tuple[str, ...]:
+    """The collections a filter can find anything in: those of its kinds, or all of them."""
+    if flt.kind:
+        return tuple(p for p in PARTITIONS if p in {partition_of(k) for k in flt.kind})
+    return PARTITIONS
+
+
+def model_slug(model_id: str, dim: int) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_") + f"_{dim}"
+
+
+def collection_name(model_id: str, dim: int, *, partition: str) -> str:
+    return f"{partition}_context_{model_slug(model_id, dim)}"
+
+
+def merge_hits(per_partition: list[list[tuple[int, float]]], *, limit: int) -> list[tuple[int, float]]:
+    """The best `limit` hits over several collections (scores on one scale), best first, ties by id."""
+    hits = [h for part in per_partition for h in part]
+    return sorted(hits, key=lambda h: (-h[1], h[0]))[:limit]
 
 
 # --------------------------------------------------------------------------- embedded (qdrant-edge-py)
 class EdgeIndex:
-    """Qdrant's engine in-process. One handle per store directory."""
+    """Qdrant's engine in-process: one shard per partition under the store directory, one handle each."""
 
     def __init__(self, *, path: Path, model_id: str, dim: int) -> None:
         import qdrant_edge as qe
@@ -107,30 +140,31 @@ class EdgeIndex:
         self._qe = qe
         self.model_id = model_id
         self.dim = dim
-        self.path = Path(path) / collection_name(model_id, dim)
-        self.store_key = f"edge:{self.path.resolve()}"
+        self.root = Path(path)
+        self.paths = {p: self.root / collection_name(model_id, dim, partition=p) for p in PARTITIONS}
+        self.store_key = f"edge:{self.root.resolve()}/context_{model_slug(model_id, dim)}"
         self._lock = threading.RLock()
-        self._shard = self._open()
+        self._shards = {p: self._open(p) for p in PARTITIONS}
 
     def _config(self) -> qe.EdgeConfig:
         qe = self._qe
         return qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=self.dim, distance=qe.Distance.Cosine)},
-            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams()},
         )
 
-    def _open(self) -> qe.EdgeShard:
+    def _open(self, partition: str) -> qe.EdgeShard:
         qe = self._qe
-        self.path.mkdir(parents=True, exist_ok=True)
-        if any(self.path.iterdir()):
-            shard = qe.EdgeShard.load(str(self.path))
-        else:
-            shard = qe.EdgeShard.create(str(self.path), self._config())
-            for name in KEYWORD_FIELDS:
-                schema = qe.KeywordIndexParams(prefix=True) if name == "path" else qe.PayloadSchemaType.Keyword
-                shard.update(qe.UpdateOperation.create_field_index(name, schema))
-            for name in INTEGER_FIELDS:
-                shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Integer))
+        path = self.paths[partition]
+        path.mkdir(parents=True, exist_ok=True)
+        if any(path.iterdir()):
+            return qe.EdgeShard.load(str(path))
+        shard = qe.EdgeShard.create(str(path), self._config())
+        for name in KEYWORD_FIELDS:
+            schema = qe.KeywordIndexParams(prefix=True) if name == "path" else qe.PayloadSchemaType.Keyword
+            shard.update(qe.UpdateOperation.create_field_index(name, schema))
+        for name in INTEGER_FIELDS:
+            shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Integer))
         return shard
 
     def _filter(self, flt: IndexFilter) -> qe.Filter:
@@ -148,49 +182,57 @@ class EdgeIndex:
 
     def upsert(self, points: list[IndexPoint]) -> None:
         qe = self._qe
-        if not points:
-            return
-        batch = [qe.Point(p.id, {DENSE: list(map(float, p.dense)),
-                                 SPARSE: qe.SparseVector(p.sparse.indices, p.sparse.values)}, p.payload)
-                 for p in points]
+        groups: dict[str, list[Any]] = {}
+        for p in points:
+            groups.setdefault(partition_of(p.payload.get("kind")), []).append(
+                qe.Point(p.id, {DENSE: list(map(float, p.dense)),
+                                SPARSE: qe.SparseVector(p.sparse.indices, p.sparse.values)}, p.payload))
         with self._lock:
-            self._shard.update(qe.UpdateOperation.upsert_points(batch))
+            for partition, batch in groups.items():
+                self._shards[partition].update(qe.UpdateOperation.upsert_points(batch))
 
     def delete(self, ids: list[int]) -> None:
+        """A deleted chunk's kind is gone with its row, so every partition drops the ids (a miss is a no-op)."""
         if ids:
+            op = self._qe.UpdateOperation.delete_points([int(i) for i in ids])
             with self._lock:
-                self._shard.update(self._qe.UpdateOperation.delete_points([int(i) for i in ids]))
+                for shard in self._shards.values():
+                    shard.update(op)
 
     def set_payload(self, ids: list[int], payload: dict[str, Any]) -> None:
         """Replace the whole payload of these points (vectors untouched): how a stale payload is repaired."""
         if ids:
             with self._lock:
-                self._shard.update(self._qe.UpdateOperation.overwrite_payload([int(i) for i in ids], payload))
+                self._shards[partition_of(payload.get("kind"))].update(
+                    self._qe.UpdateOperation.overwrite_payload([int(i) for i in ids], payload))
 
     def iter_payloads(self, *, batch: int = SCROLL_BATCH) -> Iterator[list[tuple[int, dict[str, Any]]]]:
         """Every point as (id, payload), a batch at a time; the lock is held per batch, so queries interleave."""
-        offset = None
-        while True:
-            req = self._qe.ScrollRequest(offset=offset, limit=batch, with_payload=True, with_vector=False)
-            with self._lock:
-                records, offset = self._shard.scroll(req)
-            if records:
-                yield [(int(r.id), dict(r.payload or {})) for r in records]
-            if offset is None or not records:
-                return
+        for partition in PARTITIONS:
+            offset = None
+            while True:
+                req = self._qe.ScrollRequest(offset=offset, limit=batch, with_payload=True, with_vector=False)
+                with self._lock:
+                    records, offset = self._shards[partition].scroll(req)
+                if records:
+                    yield [(int(r.id), dict(r.payload or {})) for r in records]
+                if offset is None or not records:
+                    break
 
     def _query(self, query: qe.Query, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:
         if not flt.dataset_ids or (flt.paths is not None and not flt.paths):
             return []
         req = self._qe.QueryRequest(limit=limit, query=query, filter=self._filter(flt), with_payload=False,
                                     with_vector=False)
+        parts = []
         try:
             with self._lock:
-                hits = self._shard.query(req)
+                for partition in partitions_for(flt):
+                    parts.append([(int(h.id), float(h.score)) for h in self._shards[partition].query(req)])
         except Exception as exc:
             log.warning("qdrant query failed: %r", exc)  # the text may name collections: log, don't return it
             raise DependencyDown("qdrant", "The vector index (qdrant) failed to answer; try again.") from exc
-        return [(int(h.id), float(h.score)) for h in hits]
+        return merge_hits(parts, limit=limit)
 
     def search_dense(self, vector: list[float], *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:
         return self._query(self._qe.Query.Nearest(list(map(float, vector)), using=DENSE), flt, limit)
@@ -203,41 +245,52 @@ class EdgeIndex:
 
     def count(self) -> int:
         with self._lock:
-            return int(self._shard.info().points_count)
+            return sum(int(shard.info().points_count) for shard in self._shards.values())
+
+    def counts(self) -> dict[str, int]:
+        """Points per collection (the admin and `health` show the split)."""
+        with self._lock:
+            return {collection_name(self.model_id, self.dim, partition=p): int(shard.info().points_count)
+                    for p, shard in self._shards.items()}
 
     def optimize(self) -> float:
         t0 = time.perf_counter()
         with self._lock:
-            self._shard.optimize()
-            self._shard.flush()
+            for shard in self._shards.values():
+                shard.optimize()
+                shard.flush()
         return time.perf_counter() - t0
 
     def flush(self) -> None:
         with self._lock:
-            self._shard.flush()
+            for shard in self._shards.values():
+                shard.flush()
 
     def drop(self) -> None:
         import shutil
 
         with self._lock:
-            self._shard.close()
-            shutil.rmtree(self.path, ignore_errors=True)
-            self._shard = self._open()
+            for partition, shard in self._shards.items():
+                shard.close()
+                shutil.rmtree(self.paths[partition], ignore_errors=True)
+                self._shards[partition] = self._open(partition)
 
     def health(self) -> str:
-        return f"edge {self.path.name}: {self.count()} points"
+        return "edge " + ", ".join(f"{name}: {n} points" for name, n in self.counts().items())
 
     def close(self) -> None:
         with self._lock:
-            try:
-                self._shard.flush()
-            finally:
-                self._shard.close()
+            for shard in self._shards.values():
+                try:
+                    shard.flush()
+                finally:
+                    shard.close()
 
 
 # --------------------------------------------------------------------------- server (qdrant-client)
 class ClientIndex:
-    """A Qdrant server or cluster through qdrant-client; `location=":memory:"`/`path=` is its local mode."""
+    """A Qdrant server or cluster through qdrant-client (one collection per partition);
+    `location=":memory:"`/`path=` is its local mode."""
 
     def __init__(self, *, model_id: str, dim: int, url: str | None = None, path: str | None = None,
                  location: str | None = None, api_key: str | None = None, timeout: float = 5.0) -> None:
@@ -246,7 +299,8 @@ class ClientIndex:
         self.m = models
         self.model_id = model_id
         self.dim = dim
-        self.collection = collection_name(model_id, dim)
+        self.collections = {p: collection_name(model_id, dim, partition=p) for p in PARTITIONS}
+        self.collection = f"context_{model_slug(model_id, dim)}"  # the family's name, for health and store keys
         if url:
             self.client = QdrantClient(url=url, api_key=api_key, timeout=int(max(1, timeout)))
             self.store_key = f"qdrant:{url}/{self.collection}"
@@ -272,19 +326,21 @@ class ClientIndex:
         if self._ensured:
             return
         m = self.m
-        if not self.client.collection_exists(self.collection):
+        for collection in self.collections.values():
+            if self.client.collection_exists(collection):
+                continue
             self.client.create_collection(
-                self.collection,
+                collection,
                 vectors_config={DENSE: m.VectorParams(size=self.dim, distance=m.Distance.COSINE)},
-                sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+                sparse_vectors_config={SPARSE: m.SparseVectorParams()},
             )
             for name in KEYWORD_FIELDS:
                 schema = (m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, prefix=True)
                           if name == "path" and hasattr(m.KeywordIndexParams, "model_fields")
                           and "prefix" in m.KeywordIndexParams.model_fields else m.PayloadSchemaType.KEYWORD)
-                self.client.create_payload_index(self.collection, name, field_schema=schema)
+                self.client.create_payload_index(collection, name, field_schema=schema)
             for name in INTEGER_FIELDS:
-                self.client.create_payload_index(self.collection, name, field_schema=m.PayloadSchemaType.INTEGER)
+                self.client.create_payload_index(collection, name, field_schema=m.PayloadSchemaType.INTEGER)
         self._ensured = True
 
     def _filter(self, flt: IndexFilter) -> qm.Filter:
@@ -302,43 +358,51 @@ class ClientIndex:
 
     def upsert(self, points: list[IndexPoint]) -> None:
         m = self.m
-        if not points:
-            return
-        batch = [m.PointStruct(id=p.id, payload=p.payload,
-                               vector={DENSE: list(map(float, p.dense)),
-                                       SPARSE: m.SparseVector(indices=p.sparse.indices, values=p.sparse.values)})
-                 for p in points]
-        self._call(self.client.upsert, self.collection, points=batch, wait=True)
+        groups: dict[str, list[Any]] = {}
+        for p in points:
+            groups.setdefault(partition_of(p.payload.get("kind")), []).append(
+                m.PointStruct(id=p.id, payload=p.payload,
+                              vector={DENSE: list(map(float, p.dense)),
+                                      SPARSE: m.SparseVector(indices=p.sparse.indices, values=p.sparse.values)}))
+        for partition, batch in groups.items():
+            self._call(self.client.upsert, self.collections[partition], points=batch, wait=True)
 
     def delete(self, ids: list[int]) -> None:
+        """A deleted chunk's kind is gone with its row, so every partition drops the ids (a miss is a no-op)."""
         if ids:
-            self._call(self.client.delete, self.collection,
-                       points_selector=self.m.PointIdsList(points=[int(i) for i in ids]), wait=True)
+            selector = self.m.PointIdsList(points=[int(i) for i in ids])
+            for collection in self.collections.values():
+                self._call(self.client.delete, collection, points_selector=selector, wait=True)
 
     def set_payload(self, ids: list[int], payload: dict[str, Any]) -> None:
         """Replace the whole payload of these points (vectors untouched): how a stale payload is repaired."""
         if ids:
-            self._call(self.client.overwrite_payload, self.collection, payload=payload,
-                       points=[int(i) for i in ids], wait=True)
+            self._call(self.client.overwrite_payload, self.collections[partition_of(payload.get("kind"))],
+                       payload=payload, points=[int(i) for i in ids], wait=True)
 
     def iter_payloads(self, *, batch: int = SCROLL_BATCH) -> Iterator[list[tuple[int, dict[str, Any]]]]:
-        """Every point as (id, payload), a batch at a time (scroll pages by point id)."""
-        offset = None
-        while True:
-            records, offset = self._call(self.client.scroll, self.collection, limit=batch, offset=offset,
-                                         with_payload=True, with_vectors=False)
-            if records:
-                yield [(int(r.id), dict(r.payload or {})) for r in records]
-            if offset is None or not records:
-                return
+        """Every point as (id, payload), a batch at a time (scroll pages by point id), collection by collection."""
+        for collection in self.collections.values():
+            offset = None
+            while True:
+                records, offset = self._call(self.client.scroll, collection, limit=batch, offset=offset,
+                                             with_payload=True, with_vectors=False)
+                if records:
+                    yield [(int(r.id), dict(r.payload or {})) for r in records]
+                if offset is None or not records:
+                    break
 
     def _query(self, query: list[float] | qm.SparseVector, using: str, flt: IndexFilter,
                limit: int) -> list[tuple[int, float]]:
         if not flt.dataset_ids or (flt.paths is not None and not flt.paths):
             return []
-        res = self._call(self.client.query_points, self.collection, query=query, using=using,
-                         query_filter=self._filter(flt), limit=limit, with_payload=False)
-        return [(int(p.id), float(p.score)) for p in res.points]
+        qfilter = self._filter(flt)
+        parts = []
+        for partition in partitions_for(flt):
+            res = self._call(self.client.query_points, self.collections[partition], query=query, using=using,
+                             query_filter=qfilter, limit=limit, with_payload=False)
+            parts.append([(int(p.id), float(p.score)) for p in res.points])
+        return merge_hits(parts, limit=limit)
 
     def search_dense(self, vector: list[float], *, flt: IndexFilter, limit: int) -> list[tuple[int, float]]:
         return self._query(list(map(float, vector)), DENSE, flt, limit)
@@ -349,28 +413,34 @@ class ClientIndex:
         return self._query(self.m.SparseVector(indices=vector.indices, values=vector.values), SPARSE, flt, limit)
 
     def count(self) -> int:
-        return int(self._call(self.client.count, self.collection, exact=True).count)
+        return sum(self.counts().values())
+
+    def counts(self) -> dict[str, int]:
+        """Points per collection (the admin and `health` show the split)."""
+        return {c: int(self._call(self.client.count, c, exact=True).count) for c in self.collections.values()}
 
     def optimize(self) -> float:
-        """A server builds HNSW in the background; we only wait until the collection reports green."""
+        """A server builds HNSW in the background; we only wait until every collection reports green."""
         t0 = time.perf_counter()
         deadline = t0 + 600
-        while time.perf_counter() < deadline:
-            info = self._call(self.client.get_collection, self.collection)
-            if str(getattr(info, "status", "green")).lower().endswith("green"):
-                break
-            time.sleep(0.5)
+        for collection in self.collections.values():
+            while time.perf_counter() < deadline:
+                info = self._call(self.client.get_collection, collection)
+                if str(getattr(info, "status", "green")).lower().endswith("green"):
+                    break
+                time.sleep(0.5)
         return time.perf_counter() - t0
 
     def flush(self) -> None:
         return None
 
     def drop(self) -> None:
-        self._call(self.client.delete_collection, self.collection)
+        for collection in self.collections.values():
+            self._call(self.client.delete_collection, collection)
         self._ensured = False
 
     def health(self) -> str:
-        return f"qdrant {self.collection}: {self.count()} points"
+        return "qdrant " + ", ".join(f"{name}: {n} points" for name, n in self.counts().items())
 
     def close(self) -> None:
         try:
@@ -444,7 +514,7 @@ def index_status() -> str:
     if index is None:
         raise DependencyDown("qdrant", "the embedded index is not open in this process yet (the web process opens "
                                        "it at start, or the first query does)")
-    name = getattr(index, "collection", None) or Path(getattr(index, "path", "index")).name
+    name = getattr(index, "collection", None) or index.store_key.rsplit("/", 1)[-1]
     return f"{index.store_key.split(':', 1)[0]} {name}: open"
 
 

@@ -57,6 +57,9 @@ class Chunk(models.Model):
     text = models.TextField()
     micro_summary = models.TextField(blank=True, default="")
     text_hash = models.CharField(max_length=64, db_index=True)
+    # distinct sparse term indices (search.sparse.document_term_ids), set by the ingest runner; triggers turn them
+    # into per-dataset document frequencies (search.term_stats, migration 0010)
+    terms = ArrayField(models.BigIntegerField(), default=list, blank=True)
     # rulebook enrichment (seed 002); empty for code/web
     ruleset_id = models.CharField(max_length=100, blank=True, default="", db_index=True)
     book_id = models.CharField(max_length=100, blank=True, default="", db_index=True)

@@ -179,7 +179,7 @@ def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: s
               fusion_weights: dict[str, float] | None, timings: dict[str, float],
               sparse_q: str | None = None, dense_model: str | None = None) -> list[Candidate]:
     from search.encoders import embed_query
-    from search.sparse import encode_query
+    from search.term_stats import weighted_query
 
     dense: list[tuple[int, float]] = []
     sparse: list[tuple[int, float]] = []
@@ -192,8 +192,8 @@ def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: s
         timings["dense_ms"] = _ms(t)
     if legs in ("hybrid", "sparse"):
         t = time.perf_counter()
-        sparse = index.search_sparse(encode_query(sparse_q or q, kinds=searched_kinds(flt)), flt=flt,
-                                     limit=candidates)
+        query_vec = weighted_query(sparse_q or q, kinds=searched_kinds(flt), dataset_ids=flt.dataset_ids)
+        sparse = index.search_sparse(query_vec, flt=flt, limit=candidates)
         timings["sparse_ms"] = _ms(t)
     t = time.perf_counter()
     if legs == "dense":

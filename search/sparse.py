@@ -1,8 +1,11 @@
-"""Sparse (BM25-style) term weights for Qdrant's sparse vector with the IDF modifier.
+"""Sparse (BM25-style) term weights for Qdrant's sparse vector.
 
-Why client-side weights: Qdrant multiplies by IDF (the IDF modifier) at query
-time, so the document side only needs the BM25 term-frequency saturation with
-length normalisation; the query side is a bag of unique terms with weight 1.
+Why client-side weights on both sides: the document side carries the BM25
+term-frequency saturation with length normalisation, and the query side
+carries each term's IDF over the datasets being searched (search.term_stats),
+so a score depends only on the searched datasets: not on another tenant's
+corpus, another kind of content, or an evaluation sharing the store (which is
+what Qdrant's collection-wide IDF modifier would make it depend on).
 Code needs its own tokenizer: `get_model_path` and `getModelPath` must match
 "model path", so identifiers are split (snake_case, camelCase, dotted, `::` and
 a/b/c.py path names) and the whole identifier is kept as a term too. Prose kinds
@@ -16,7 +19,7 @@ import re
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import Stemmer
@@ -123,7 +126,7 @@ def _collapse(weights: dict[int, float]) -> SparseVec:
 
 
 def encode_document(text: str, *, kind: str = "code") -> SparseVec:
-    """BM25 document-side weights tf*(k1+1)/(tf+k1*(1-b+b*len/avg)); IDF comes from Qdrant."""
+    """BM25 document-side weights tf*(k1+1)/(tf+k1*(1-b+b*len/avg)); the query side carries the IDF."""
     tokens = tokenize(text, code=kind == "code")
     if not tokens:
         return SparseVec([], [])
@@ -158,10 +161,20 @@ def query_terms(text: str, *, kinds: Collection[str]) -> list[str]:
     return list(dict.fromkeys(terms))
 
 
-def encode_query(text: str, *, kinds: Collection[str]) -> SparseVec:
-    """Unique query terms with weight 1 (Qdrant's IDF modifier supplies the rest), analysed for `kinds`."""
-    weights = {term_index(t): 1.0 for t in query_terms(text, kinds=kinds)}
-    return _collapse(weights)
+def document_term_ids(text: str, *, kind: str) -> list[int]:
+    """The distinct term indices a document's sparse vector has (sorted): what its chunk row stores in `terms`,
+    so Postgres can keep per-dataset document frequencies (search.term_stats) in the chunk's own transaction."""
+    return sorted({term_index(t) for t in tokenize(text, code=kind == "code")})
+
+
+def encode_query(text: str, *, kinds: Collection[str], idf: Mapping[int, float] | None = None) -> SparseVec:
+    """Unique query terms analysed for `kinds`, each weighted by its IDF over the searched datasets (`idf`,
+    from search.term_stats; a term absent from it occurs in none of them and is left out). Without `idf`
+    every term weighs 1 (a toy index, or tests of the analyzer)."""
+    terms = {term_index(t) for t in query_terms(text, kinds=kinds)}
+    if idf is None:
+        return _collapse(dict.fromkeys(terms, 1.0))
+    return _collapse({t: idf[t] for t in terms if t in idf})
 
 
 def sparse_document_text(*, text: str, path: str = "", symbol: str = "", heading_path: list[str] | None = None,

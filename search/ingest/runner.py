@@ -50,6 +50,7 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
     """
     from search.encoders import dense_model_id, text_hash
     from search.models import Chunk, Document, IndexOutbox
+    from search.sparse import document_term_ids, sparse_document_text
 
     model_id = dense_model_id()
     stats = {"chunks": 0, **cache_vectors(drafts=drafts)}
@@ -72,7 +73,10 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
                     start_line=c.start_line, end_line=c.end_line, text=c.text, micro_summary=c.micro_summary,
                     text_hash=text_hash(embed_input(c)), ruleset_id=c.ruleset_id, book_id=c.book_id,
                     section_path=[s[:500] for s in c.section_path], page=c.page, content_kind=c.content_kind,
-                    tags=c.tags, traits=c.traits, is_rule_bearing=c.is_rule_bearing, meta=c.meta))
+                    tags=c.tags, traits=c.traits, is_rule_bearing=c.is_rule_bearing, meta=c.meta,
+                    terms=document_term_ids(sparse_document_text(text=c.text, path=d.path, symbol=c.symbol[:500],
+                                                                 heading_path=[h[:500] for h in c.heading_path]),
+                                           kind=c.kind)))
         created = Chunk.objects.bulk_create(new_chunks, batch_size=500)
         IndexOutbox.objects.bulk_create(
             [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in created],

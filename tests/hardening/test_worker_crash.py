@@ -97,14 +97,16 @@ def point_ids(index, dataset_id: int) -> set[int]:
     qe = index._qe
     flt = qe.Filter(must=[qe.FieldCondition(key="dataset_id", match=qe.MatchAny([int(dataset_id)]))])
     ids: set[int] = set()
-    offset = None
-    while True:
-        res = index._shard.scroll(qe.ScrollRequest(offset=offset, limit=1000, filter=flt, with_payload=False,
-                                                   with_vector=False))
-        records, offset = res if isinstance(res, tuple) else (res, None)
-        ids.update(int(r.id) for r in records)
-        if offset is None or not records:
-            return ids
+    for shard in index._shards.values():
+        offset = None
+        while True:
+            res = shard.scroll(qe.ScrollRequest(offset=offset, limit=1000, filter=flt, with_payload=False,
+                                                with_vector=False))
+            records, offset = res if isinstance(res, tuple) else (res, None)
+            ids.update(int(r.id) for r in records)
+            if offset is None or not records:
+                break
+    return ids
 
 
 def chunker_count(root: Path, repo: str) -> tuple[int, int]:

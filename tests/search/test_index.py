@@ -44,8 +44,9 @@ def _ids(hits):
     return [i for i, _ in hits]
 
 
-def test_collection_is_named_per_model():
-    assert collection_name("all-MiniLM-L6-v2", 384) == "chunks_all_minilm_l6_v2_384"
+def test_collections_are_named_per_kind_and_model():
+    assert collection_name("all-MiniLM-L6-v2", 384, partition="code") == "code_context_all_minilm_l6_v2_384"
+    assert collection_name("all-MiniLM-L6-v2", 384, partition="web") == "web_context_all_minilm_l6_v2_384"
 
 
 def test_dense_search_is_scoped_to_the_given_datasets(adapter):
@@ -80,6 +81,22 @@ def test_upsert_and_delete_are_idempotent_by_point_id(adapter):
     adapter.delete([12])
     assert adapter.count() == 3
     assert 12 not in _ids(adapter.search_dense([1, 0, 0, 0], flt=IndexFilter(dataset_ids=[1]), limit=10))
+
+
+def test_each_kind_lives_in_its_own_collection_and_an_unfiltered_query_merges_them(adapter):
+    prose = IndexPoint(id=31, dense=[0.95, 0.05, 0, 0], sparse=encode_document("deduct credits guide", kind="web"),
+                       payload={"dataset_id": 1, "project_id": 1, "repo": "", "path": "docs/credits.html",
+                                "lang": "", "kind": "web", "book_id": "", "ruleset_id": ""})
+    adapter.upsert([prose])
+    counts = adapter.counts()
+    assert counts == {"code_context_toy_model_4": 4, "web_context_toy_model_4": 1, "rules_context_toy_model_4": 0}
+    merged = adapter.search_dense([1, 0, 0, 0], flt=IndexFilter(dataset_ids=[1]), limit=10)
+    assert _ids(merged)[:3] == [11, 31, 12]  # one score scale (cosine) across the collections, best first
+    assert _ids(adapter.search_dense([1, 0, 0, 0], flt=IndexFilter(dataset_ids=[1], kind=["web"]), limit=10)) == [31]
+    assert 31 not in _ids(adapter.search_dense([1, 0, 0, 0], flt=IndexFilter(dataset_ids=[1], kind=["code"]),
+                                               limit=10))
+    adapter.delete([31])  # a delete does not need the kind: every collection drops the id
+    assert adapter.counts()["web_context_toy_model_4"] == 0
 
 
 def test_drop_empties_the_collection_and_optimize_reports_seconds(adapter):

@@ -1,0 +1,91 @@
+"""BM25 statistics that belong to the searched datasets (issue 15 §4): kept by triggers, read by the query.
+
+A tenant's sparse and fused scores must not move when another tenant, or an evaluation, ingests content of the
+same kind into the same store. The counterfactual is checked too: the other tenant's corpus does change the
+statistics of the union, which is what a collection-wide IDF would have used.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from search.index import IndexFilter
+from search.models import Chunk
+from search.sparse import term_index, tokenize
+from search.term_stats import dataset_term_counts, idf_weights
+from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+TINY = Path(__file__).parent / "fixtures" / "tiny_beir"
+
+
+def _term(word: str) -> int:
+    return term_index(tokenize(word, code=True)[0])
+
+
+def _chunks_with(dataset, term: int) -> int:
+    return sum(term in terms for terms in Chunk.objects.filter(dataset=dataset).values_list("terms", flat=True))
+
+
+def test_triggers_count_each_datasets_chunks_and_terms_through_writes_and_deletes(make_project, code_repo):
+    from search.ingest.runner import delete_documents
+
+    ds, _ = ingest(make_project("shop"), "src", code_repo, repo="shop", apply_index=False)
+    credit = _term("credits")
+    n = Chunk.objects.filter(dataset=ds).count()
+    assert dataset_term_counts(dataset_ids=[ds.pk])[ds.pk]["chunks"] == n > 0
+    df = _chunks_with(ds, credit)
+    assert df > 0
+    assert idf_weights(terms=[credit], dataset_ids=[ds.pk]) == {
+        credit: pytest.approx(math.log(1 + (n - df + 0.5) / (df + 0.5)))}
+
+    delete_documents(dataset=ds, paths=["billing/ledger.py"])  # every chunk that says "credits"
+    left = Chunk.objects.filter(dataset=ds).count()
+    assert dataset_term_counts(dataset_ids=[ds.pk])[ds.pk]["chunks"] == left < n
+    assert _chunks_with(ds, credit) == 0 and idf_weights(terms=[credit], dataset_ids=[ds.pk]) == {}
+
+    Chunk.objects.filter(dataset=ds).update(terms=[credit])  # an in-place change moves the counts too
+    assert idf_weights(terms=[credit], dataset_ids=[ds.pk]) == {
+        credit: pytest.approx(math.log(1 + 0.5 / (left + 0.5)))}
+
+    dataset_id = ds.pk
+    ds.delete()  # the FK cascade removes the chunks; their statistics go with them
+    assert dataset_term_counts(dataset_ids=[dataset_id]) == {}
+
+
+def _scores(project, ds, q: str) -> dict[str, list[tuple[int, float]]]:
+    from search.pipeline import retrieve
+
+    flt = IndexFilter(dataset_ids=[ds.pk])
+    out = {}
+    for legs in ("sparse", "hybrid"):
+        cands = retrieve(q=q, flt=flt, candidates=20, legs=legs)
+        out[legs] = [(c.chunk_id, round(c.sparse_score or 0.0, 6), round(c.fused_score, 9)) for c in cands]
+    return out
+
+
+def test_a_tenants_scores_do_not_move_when_another_tenant_or_an_evaluation_ingests(
+        make_project, code_repo, edge_index, tmp_path):
+    from search.evaluation_runs import ingest_beir
+
+    shop = make_project("shop")
+    ds, _ = ingest(shop, "src", code_repo, repo="shop")
+    queries = ["take credits from a wallet", "deduct_credits", "list products route"]
+    before = {q: _scores(shop, ds, q) for q in queries}
+    assert all(before[q]["sparse"] for q in queries)
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "bank.py").write_text("".join(
+        f"def credits_{i}(wallet):\n    \"\"\"Credits and wallet and credits again.\"\"\"\n    return wallet.credits\n\n"
+        for i in range(40)))
+    theirs, _ = ingest(make_project("bank"), "bank-src", other, repo="bank")
+    ingest_beir(path=TINY, project_slug="eval", progress=False)
+
+    credit = _term("credits")
+    assert idf_weights(terms=[credit], dataset_ids=[ds.pk, theirs.pk]) != idf_weights(terms=[credit],
+                                                                                       dataset_ids=[ds.pk])
+    after = {q: _scores(shop, ds, q) for q in queries}
+    assert after == before
