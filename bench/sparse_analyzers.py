@@ -1,4 +1,4 @@
-"""Sparse analyzers A/B, offline: the platform's own encoders scored by an in-memory BM25 with Qdrant's IDF.
+"""Sparse analyzers A/B, offline: the platform's own encoders scored by an in-memory BM25 with the platform's IDF.
 
 Why offline: `manage.py evaluate` measures the real sparse leg but must ingest (and embed) the corpus first,
 minutes of CPU per collection; the sparse leg itself is only `search.sparse` weights times Qdrant's IDF

@@ -43,16 +43,15 @@ def grid() -> list[tuple[str, dict]]:
     return out
 
 
-def legs_for(*, queries: dict[str, str], flt: object, kinds: frozenset[str]) -> dict[str, tuple[list, list]]:
+def legs_for(*, queries: dict[str, str], flt: object, kinds: frozenset[str], index: object) -> dict[str, tuple[list, list]]:
     from search.encoders import embed_query
-    from search.index import get_index
-    from search.sparse import encode_query
+    from search.term_stats import weighted_query
 
-    index = get_index()
     out = {}
     for qid, text in queries.items():
         dense = index.search_dense(embed_query(text).tolist(), flt=flt, limit=DEPTH)
-        sparse = index.search_sparse(encode_query(text, kinds=kinds), flt=flt, limit=DEPTH)
+        sparse = index.search_sparse(weighted_query(text, kinds=kinds, dataset_ids=flt.dataset_ids), flt=flt,
+                                     limit=DEPTH)
         out[qid] = (dense, sparse)
     return out
 
@@ -75,7 +74,7 @@ def score(*, legs: dict[str, tuple[list, list]], qrels: dict, to_doc: dict[int, 
 
 def tune(path: str, *, max_train: int | None, max_test: int | None) -> dict:
     from search.evaluation import load_beir
-    from search.evaluation_runs import ingest_beir
+    from search.evaluation_runs import ingest_beir, throwaway_index
     from search.models import Chunk
     from search.pipeline import build_filter
 
@@ -87,8 +86,9 @@ def tune(path: str, *, max_train: int | None, max_test: int | None) -> dict:
     flt = build_filter(dataset_ids=[dataset.pk], extra_filter={"kind": [test.kind]})
     kinds = frozenset([test.kind])
     t1 = time.perf_counter()
-    train_legs = legs_for(queries=train.queries, flt=flt, kinds=kinds)
-    test_legs = legs_for(queries=test.queries, flt=flt, kinds=kinds)
+    with throwaway_index(dataset_ids=[dataset.pk], kinds=[test.kind]) as (index, _):
+        train_legs = legs_for(queries=train.queries, flt=flt, kinds=kinds, index=index)
+        test_legs = legs_for(queries=test.queries, flt=flt, kinds=kinds, index=index)
     query_s = time.perf_counter() - t1
     settings = grid()
     train_scores = [(label, how, score(legs=train_legs, qrels=train.qrels, to_doc=to_doc, how=how)["ndcg@10"])

@@ -57,6 +57,9 @@ class Dataset(models.Model):
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CODE)
     is_global = models.BooleanField(default=False, db_index=True)
+    # An evaluation corpus (`evaluate --beir`, `train_reranker --beir`): kept out of the live index, searched only
+    # in a throwaway store built for the run and dropped after it, so an evaluation never touches live search.
+    is_evaluation = models.BooleanField(default=False)
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -335,8 +335,9 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
                  dense_model: str | None = None, trained: Any = None) -> dict[str, Ranker]:
     """One callable per ablation, all over the same index and filter; `default` is what the API runs.
 
+    `index`: the store every row searches (a BEIR evaluation's throwaway store; default: the live index).
     `index` + `dense_model`: the legs search another model's throwaway index with queries embedded by that model
-    (`evaluate --model-id`); the API `default` always runs the live configuration. `trained`: a cross-encoder
+    (`evaluate --model-id`); the API `default` then runs the configured model, over the live index. `trained`: a cross-encoder
     (`evaluate --reranker`) for the `trained-rerank` row: the fused ranking, its top RERANK_DEPTH reordered."""
     from search.fusion import Candidate
     from search.graph import apply_graph_boost
@@ -375,7 +376,8 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
 
     def api_default(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
         res = run_query(user=None, project=project, q=q, include_global=False, top_k=min(50, RUN_DEPTH),
-                        candidates=RUN_DEPTH, log=False, extra_filter=extra_filter, kind="eval")
+                        candidates=RUN_DEPTH, log=False, extra_filter=extra_filter, kind="eval",
+                        index=None if dense_model else index)
         return [(c.chunk_id, c.rerank_score if c.rerank_score is not None else c.fused_score) for c in res.candidates]
 
     out = {"default": default or api_default, "sparse": leg("sparse"), "dense": leg("dense"), "fused": leg("hybrid"),

@@ -109,40 +109,51 @@ def resolve_other_model(model: str) -> tuple[str, int]:
 
 
 @contextmanager
-def other_model_index(*, model: str, dataset_ids: list[int],
-                      kinds: list[str] | None = None) -> Iterator[tuple[VectorIndex, dict[str, Any]]]:
-    """A throwaway index of the evaluated chunks embedded with `model`, dropped on exit; -> (index, stats).
+def throwaway_index(*, dataset_ids: list[int], kinds: list[str] | None = None,
+                    model: str | None = None) -> Iterator[tuple[VectorIndex, dict[str, Any]]]:
+    """A store of its own holding these datasets' chunks, dropped on exit; -> (index, stats).
 
-    Why throwaway: the live index holds the configured model's vectors and serves queries; another model's
-    collection must not join it. Vectors go through the per-model embedding cache (a second run embeds nothing).
-    The index is an embedded store in a temporary folder, or, with QDRANT_URL, a uniquely named collection on
-    that server, deleted afterwards. stats: model_id, embedded, cached (distinct texts), points."""
+    Why: an evaluation (or a reranker's training on a BEIR collection) must not touch the live index, which
+    serves every tenant; evaluation datasets are kept out of it (Dataset.is_evaluation). With `model` (a local
+    sentence-transformers folder, `evaluate --model-id`) the points carry that model's vectors, through its
+    embedding cache (a second run embeds nothing); without it, the configured model's vectors, cached at ingest.
+    The store is an embedded one in a temporary folder, or, with QDRANT_URL, uniquely named collections on that
+    server, deleted afterwards. stats: model_id, points, build_s, and (with `model`) embedded, cached."""
+    import time
+
     from django.conf import settings
 
-    from search.encoders import fill_embedding_cache
+    from search.encoders import dense_model_id, embedding_dim, fill_embedding_cache
     from search.index import build_points, open_index
     from search.maintenance import chunk_embed_input
     from search.models import Chunk
 
-    model_id, dim = resolve_other_model(model)
+    t0 = time.perf_counter()
     qs = Chunk.objects.filter(dataset_id__in=dataset_ids)
     if kinds:
         qs = qs.filter(kind__in=kinds)
-    chunks = list(qs.order_by("pk").only("pk", "text", "micro_summary"))
-    stats = fill_embedding_cache([chunk_embed_input(c) for c in chunks], model=model)
-    with tempfile.TemporaryDirectory(prefix="eval-model-") as tmp:
+    stats: dict[str, Any] = {}
+    if model:
+        model_id, dim = resolve_other_model(model)
+        chunks = list(qs.order_by("pk").only("pk", "text", "micro_summary"))
+        stats = fill_embedding_cache([chunk_embed_input(c) for c in chunks], model=model)
+        ids = [c.pk for c in chunks]
+    else:
+        model_id, dim = dense_model_id(), embedding_dim()
+        ids = list(qs.order_by("pk").values_list("pk", flat=True))
+    with tempfile.TemporaryDirectory(prefix="eval-index-") as tmp:
         if settings.QDRANT_URL:
             index = open_index(url=settings.QDRANT_URL, model_id=f"eval-{uuid.uuid4().hex[:8]}-{model_id}", dim=dim)
         else:
             index = open_index(path=tmp, model_id=model_id, dim=dim)
         try:
-            ids = [c.pk for c in chunks]
             for i in range(0, len(ids), _POINTS_BATCH):
-                points, _ = build_points(ids[i:i + _POINTS_BATCH], model_id=model_id)
+                points, _ = build_points(ids[i:i + _POINTS_BATCH], model_id=model_id, evaluation=True)
                 index.upsert(points)
             if hasattr(index, "flush"):
                 index.flush()
-            yield index, {"model_id": model_id, **stats, "points": index.count()}
+            yield index, {"model_id": model_id, **stats, "points": index.count(),
+                          "build_s": round(time.perf_counter() - t0, 2)}
         finally:
             if settings.QDRANT_URL:
                 index.drop()
@@ -160,8 +171,9 @@ def run_pipelines_with_model(*, model: str | None, project: Project, dataset_ids
     extra: dict[str, Any] = {}
     with ExitStack() as stack:
         if model:
-            index, extra["other_model"] = stack.enter_context(
-                other_model_index(model=model, dataset_ids=dataset_ids, kinds=extra_filter.get("kind")))
+            index, built = stack.enter_context(
+                throwaway_index(model=model, dataset_ids=dataset_ids, kinds=extra_filter.get("kind")))
+            extra["other_model"] = {k: v for k, v in built.items() if k != "build_s"}
             other = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter=extra_filter, index=index,
                                  dense_model=model)
             added = {f"{p}@{extra['other_model']['model_id']}": other[p] for p in MODEL_PIPELINES if p in pipelines}
@@ -188,16 +200,21 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
                 max_queries: int | None = None, kind: str | None = None,
                 split: str = "test") -> tuple[Any, Any, dict[str, Any]]:
     """(collection, dataset, stats). Re-running skips unchanged documents and reuses cached embeddings. `split`
-    picks the judged queries (train for `train_reranker`); the corpus and its dataset are the same."""
+    picks the judged queries (train for `train_reranker`); the corpus and its dataset are the same.
+
+    The dataset is an evaluation dataset: its chunks live in Postgres (so a re-run is incremental) but never in
+    the live index; a run searches them in a throwaway_index of its own."""
     from projects.models import Dataset
-    from search.index import apply_outbox, get_index
     from search.ingest.runner import sync_documents
 
     coll = load_beir(path, max_queries=max_queries, kind=kind, split=split)
     check_ready()
     project = _eval_project(project_slug)
     dataset, _ = Dataset.objects.get_or_create(project=project, name=beir_dataset_name(coll),
-                                               defaults={"kind": coll.kind})
+                                               defaults={"kind": coll.kind, "is_evaluation": True})
+    if not dataset.is_evaluation:
+        raise ValueError(f"project {project.slug!r} already has a dataset named {dataset.name!r} that is not an "
+                         "evaluation dataset; pass another --project")
     drafts = beir_documents(coll)
     bar = tqdm(total=len(drafts), desc="ingest", file=sys.stderr, disable=not progress)
     last = {"files": 0}
@@ -208,9 +225,6 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
 
     stats = sync_documents(dataset=dataset, drafts=drafts, progress=tick)
     bar.close()
-    index = get_index()
-    while apply_outbox(index=index):
-        pass
     return coll, dataset, stats
 
 
@@ -232,12 +246,14 @@ def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: li
                                        max_queries=max_queries, kind=kind)
     id_to_doc = dict(Chunk.objects.filter(dataset=dataset).values_list("id", "path"))
     extra_filter = {"kind": [coll.kind]}
-    rankers = make_rankers(project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter,
-                           trained=trained)
-    metrics, _, timings, extra = run_pipelines_with_model(
-        model=model, project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter, rankers=rankers,
-        pipelines=list(pipelines or PIPELINES), queries=coll.queries, qrels=coll.qrels,
-        to_doc=lambda ids: {i: id_to_doc[i] for i in ids if i in id_to_doc}, progress=progress)
+    with throwaway_index(dataset_ids=[dataset.pk], kinds=[coll.kind]) as (index, built):
+        rankers = make_rankers(project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter,
+                               trained=trained, index=index)
+        metrics, _, timings, extra = run_pipelines_with_model(
+            model=model, project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter,
+            rankers=rankers, pipelines=list(pipelines or PIPELINES), queries=coll.queries, qrels=coll.qrels,
+            to_doc=lambda ids: {i: id_to_doc[i] for i in ids if i in id_to_doc}, progress=progress)
+    timings["index"] = {"points": built["points"], "build_s": built["build_s"], "store": "throwaway, dropped"}
     ev = evaluability(coll)
     for m in metrics.values():
         m["evaluability"] = ev

@@ -586,18 +586,27 @@ def chunk_payload(chunk: Chunk) -> dict[str, Any]:
 
 
 def payloads_for(chunk_ids: list[int]) -> dict[int, dict[str, Any]]:
-    """The payload each existing chunk should carry in the index, read in one query (no model instances)."""
+    """The payload each chunk the live index should hold carries, read in one query (no model instances).
+    Evaluation datasets' chunks are not among them: in the live store their points are orphans."""
     from search.models import Chunk
 
-    rows = Chunk.objects.filter(pk__in=chunk_ids).values_list("pk", *PAYLOAD_LOOKUPS.values())
+    rows = (Chunk.objects.filter(pk__in=chunk_ids, dataset__is_evaluation=False)
+            .values_list("pk", *PAYLOAD_LOOKUPS.values()))
     return {r[0]: dict(zip(PAYLOAD_LOOKUPS, r[1:], strict=True)) for r in rows}
 
 
-def build_points(chunk_ids: list[int], *, model_id: str) -> tuple[list[IndexPoint], list[int]]:
-    """Points for the chunks that exist now (with their cached vectors); ids that no longer exist."""
+def build_points(chunk_ids: list[int], *, model_id: str,
+                 evaluation: bool = False) -> tuple[list[IndexPoint], list[int]]:
+    """Points for the chunks that exist now (with their cached vectors); ids that no longer exist.
+
+    An evaluation dataset's chunks count as gone (the live store drops them) unless `evaluation`: only the
+    throwaway store an evaluation builds for itself (search.evaluation_runs.throwaway_index) holds them."""
     from search.models import Chunk, EmbeddingCache
 
-    chunks = list(Chunk.objects.filter(pk__in=chunk_ids).select_related("dataset"))
+    qs = Chunk.objects.filter(pk__in=chunk_ids)
+    if not evaluation:
+        qs = qs.filter(dataset__is_evaluation=False)
+    chunks = list(qs.select_related("dataset"))
     vectors = dict(EmbeddingCache.objects.filter(model_id=model_id, text_hash__in={c.text_hash for c in chunks})
                    .values_list("text_hash", "vector"))
     points, missing = [], []
@@ -768,7 +777,7 @@ def rebuild(*, index: VectorIndex | None = None, batch: int = 2000, progress: bo
     with transaction.atomic():
         top = IndexOutbox.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
     index.drop()
-    ids = list(Chunk.objects.order_by("pk").values_list("pk", flat=True))
+    ids = list(Chunk.objects.filter(dataset__is_evaluation=False).order_by("pk").values_list("pk", flat=True))
     bar = tqdm(total=len(ids), desc="reindex", unit="chunk", disable=not progress)
     for i in range(0, len(ids), batch):
         points, _ = build_points(ids[i:i + batch], model_id=index.model_id)

@@ -130,8 +130,9 @@ def scan(*, index: VectorIndex, progress: bool = False) -> Scan:
         bar.update(len(batch))
     bar.close()
     has_vector = Exists(EmbeddingCache.objects.filter(model_id=index.model_id, text_hash=OuterRef("text_hash")))
-    rows = Chunk.objects.order_by().annotate(has_vector=has_vector).values_list("pk", "has_vector")
-    bar = tqdm(total=Chunk.objects.count(), desc="reconcile: chunks", unit="chunk", disable=not progress)
+    live = Chunk.objects.filter(dataset__is_evaluation=False)  # evaluation corpora never enter the live store
+    rows = live.order_by().annotate(has_vector=has_vector).values_list("pk", "has_vector")
+    bar = tqdm(total=live.count(), desc="reconcile: chunks", unit="chunk", disable=not progress)
     for pk, vector in rows.iterator(chunk_size=5000):
         result.chunks += 1
         bar.update(1)

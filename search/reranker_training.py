@@ -30,11 +30,14 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from config.errors import BadInput
+
+if TYPE_CHECKING:
+    from search.index import VectorIndex
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -175,7 +178,7 @@ def chunk_texts(ids: list[int]) -> dict[int, str]:
 
 def mine_groups(*, examples: list[Example], dataset_ids: list[int], negatives: int, seed: int,
                 extra_filter: dict[str, Any] | None = None, depth: int = 30,
-                progress: Callable[[int], None] | None = None) -> list[Group]:
+                progress: Callable[[int], None] | None = None, index: VectorIndex | None = None) -> list[Group]:
     """One group per (example, positive): the positive's text and `negatives` hard negatives from the hybrid
     retriever's top `depth` (skipping the example's positives). A pseudo-query's own words are removed from its
     positive, so matching them is not enough."""
@@ -185,7 +188,7 @@ def mine_groups(*, examples: list[Example], dataset_ids: list[int], negatives: i
     rng = random.Random(seed)
     groups: list[Group] = []
     for n, ex in enumerate(examples, start=1):
-        cands = [c.chunk_id for c in retrieve(q=ex.query, flt=flt, candidates=depth)]
+        cands = [c.chunk_id for c in retrieve(q=ex.query, flt=flt, candidates=depth, index=index)]
         neg_ids = [c for c in cands if c not in ex.positives][:negatives]
         if len(neg_ids) < negatives:
             if progress:
@@ -246,13 +249,13 @@ def blend_scores(*, model: list[float], prior: list[float], blend: float) -> lis
 
 
 def held_out_slice(*, examples: list[Example], dataset_ids: list[int], depth: int,
-                   extra_filter: dict[str, Any] | None = None) -> HeldOut:
+                   extra_filter: dict[str, Any] | None = None, index: VectorIndex | None = None) -> HeldOut:
     from search.pipeline import build_filter, retrieve
 
     flt = build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter)
     held = HeldOut(queries=[], candidates=[], relevant=[])
     for ex in examples:
-        cands = retrieve(q=ex.query, flt=flt, candidates=depth)
+        cands = retrieve(q=ex.query, flt=flt, candidates=depth, index=index)
         texts = chunk_texts([c.chunk_id for c in cands])
         cands = [c for c in cands if c.chunk_id in texts]
         held.queries.append(ex.query)
@@ -392,8 +395,10 @@ def train_cross_encoder(*, groups: list[Group], held: HeldOut, cfg: TrainConfig,
 
 def train_reranker(*, name: str, examples: list[Example], dataset_ids: list[int], cfg: TrainConfig,
                    extra_filter: dict[str, Any] | None = None, data: dict[str, Any] | None = None,
-                   progress: bool = True, log: Callable[[str], None] = print) -> TrainResult:
-    """Split examples (held-out slice by query), mine hard negatives, train, write model + manifest."""
+                   progress: bool = True, log: Callable[[str], None] = print,
+                   index: VectorIndex | None = None) -> TrainResult:
+    """Split examples (held-out slice by query), mine hard negatives, train, write model + manifest. `index`:
+    where the hybrid retriever searches (a BEIR collection's throwaway store; default the live index)."""
     from tqdm import tqdm
 
     if not NAME_RE.fullmatch(name):
@@ -409,10 +414,10 @@ def train_reranker(*, name: str, examples: list[Example], dataset_ids: list[int]
     t0 = time.perf_counter()
     bar = tqdm(total=len(train_ex), desc="mine negatives", unit="query", disable=not progress)
     groups = mine_groups(examples=train_ex, dataset_ids=dataset_ids, negatives=cfg.negatives, seed=cfg.seed,
-                         extra_filter=extra_filter, progress=lambda n: bar.update(1))
+                         extra_filter=extra_filter, progress=lambda n: bar.update(1), index=index)
     bar.close()
     held = held_out_slice(examples=held_ex, dataset_ids=dataset_ids, depth=cfg.eval_candidates,
-                          extra_filter=extra_filter)
+                          extra_filter=extra_filter, index=index)
     mine_s = time.perf_counter() - t0
     log(f"mined {len(groups)} groups of 1 + {cfg.negatives} from {len(train_ex)} queries in {mine_s:.0f} s")
     out_dir = models_dir() / name

@@ -64,6 +64,43 @@ def test_evaluate_beir_on_the_tiny_collection_matches_hand_computed_values(edge_
     assert run.results["sparse"]["ndcg@10"] == pytest.approx(0.8710, abs=5e-4)
 
 
+def test_evaluate_beir_searches_a_store_of_its_own_and_leaves_the_live_index_alone(edge_index, tmp_path):
+    """Issue 15 §4: the corpus is an evaluation dataset, searched in a throwaway store that is gone afterwards;
+    the live index (with a tenant's points in it) is neither written nor counted, and the reconciler does not
+    call the evaluation's chunks missing from it."""
+    import tempfile
+
+    from projects.models import Dataset
+    from search.index import apply_outbox
+    from search.reconcile import reconcile, repair, scan
+
+    before_tmp = set(Path(tempfile.gettempdir()).glob("eval-index-*"))
+    out = StringIO()
+    call_command("evaluate", "--beir", str(TINY), "--json", "--no-progress", "--no-save", "--pipelines",
+                 "sparse,default", "--report-dir", str(tmp_path), stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["pipelines"]["default"]["ndcg@10"] == pytest.approx(_hand_values()["ndcg@10"], abs=5e-4)
+    assert report["timings"]["index"]["points"] == 5 and report["timings"]["index"]["store"] == "throwaway, dropped"
+    assert Dataset.objects.get(name="beir:tiny_beir").is_evaluation
+    apply_outbox(index=edge_index)  # the applier sees the ingest's outbox rows and leaves the chunks out
+    assert edge_index.count() == 0
+    assert set(Path(tempfile.gettempdir()).glob("eval-index-*")) == before_tmp  # the throwaway store is gone
+    found = reconcile(index=edge_index).found
+    assert found.missing == [] and found.orphans == []
+
+    # a store from before this release held evaluation points: the reconciler calls them orphans and drops them
+    from search.index import build_points
+    from search.models import Chunk
+
+    legacy = list(Chunk.objects.filter(dataset__name="beir:tiny_beir").values_list("pk", flat=True))
+    points, _ = build_points(legacy, model_id=edge_index.model_id, evaluation=True)
+    edge_index.upsert(points)
+    found = scan(index=edge_index)  # the scan alone: reconcile() would first replay the outbox, which drops them too
+    assert sorted(found.orphans) == sorted(legacy) and found.missing == []
+    repair(index=edge_index, found=found)
+    assert edge_index.count() == 0
+
+
 def _run_evaluate(database_url: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "DATABASE_URL": database_url}
     return subprocess.run([sys.executable, "manage.py", "evaluate", "--no-progress", "--no-save", *args], cwd=ROOT,

@@ -58,7 +58,7 @@ def test_beir_model_id_rows_equal_the_configured_model_reuse_the_cache_and_leave
 
     first = _evaluate_beir(models[COPY], tmp_path)
     live_points = edge_index.count()
-    assert live_points == 5  # the tiny corpus, ingested once into the live store: no other model's points joined
+    assert live_points == 0  # neither the evaluation corpus nor the other model's points ever join the live store
     rows = first["pipelines"]
     assert list(rows) == ["sparse", "dense", "fused", "weighted", *(f"{p}@{COPY}" for p in SIDE)]
     for p in SIDE:
@@ -105,7 +105,7 @@ def test_the_side_index_holds_the_other_models_vectors_and_its_queries_are_embed
     from projects.access import accessible_dataset_ids
     from search.encoders import embed_query
     from search.evaluation import make_rankers
-    from search.evaluation_runs import RULES_FILTER, other_model_index
+    from search.evaluation_runs import RULES_FILTER, throwaway_index
     from search.ingest.base import embed_input
     from search.models import Chunk
     from search.pipeline import build_filter, retrieve
@@ -114,7 +114,7 @@ def test_the_side_index_holds_the_other_models_vectors_and_its_queries_are_embed
     dataset_ids = sorted(accessible_dataset_ids(demo_project))
     chunk = Chunk.objects.filter(dataset_id__in=dataset_ids, kind="rules").order_by("pk").first()
     text = embed_input(chunk)
-    with other_model_index(model=models[CLS], dataset_ids=dataset_ids, kinds=["rules"]) as (index, stats):
+    with throwaway_index(model=models[CLS], dataset_ids=dataset_ids, kinds=["rules"]) as (index, stats):
         assert stats["model_id"] == CLS and stats["points"] > 0
         ranked = make_rankers(project=demo_project, dataset_ids=dataset_ids, extra_filter=RULES_FILTER, index=index,
                               dense_model=models[CLS])["dense"](text, {})

@@ -10,6 +10,7 @@ slice (`--no-activate` never sets it). Evaluate any of them with `manage.py eval
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -54,14 +55,21 @@ class Command(BaseCommand):
         project = None
         extra_filter = None
         try:
-            if opts["beir"]:
-                examples, dataset_ids, data, extra_filter = self._beir_examples(opts, progress=progress)
-            else:
-                examples, dataset_ids, data, project = self._project_examples(opts)
-            self.stderr.write(f"{len(examples)} training queries ({data})")
-            result = rt.train_reranker(name=opts["name"], examples=examples, dataset_ids=dataset_ids, cfg=cfg,
-                                       extra_filter=extra_filter, data=data, progress=progress,
-                                       log=lambda m: self.stderr.write(m))
+            with ExitStack() as stack:
+                index = None
+                if opts["beir"]:
+                    from search.evaluation_runs import throwaway_index
+
+                    examples, dataset_ids, data, extra_filter = self._beir_examples(opts, progress=progress)
+                    # the collection is an evaluation dataset: its chunks are searched in a store of their own
+                    index, _ = stack.enter_context(throwaway_index(dataset_ids=dataset_ids,
+                                                                   kinds=extra_filter["kind"]))
+                else:
+                    examples, dataset_ids, data, project = self._project_examples(opts)
+                self.stderr.write(f"{len(examples)} training queries ({data})")
+                result = rt.train_reranker(name=opts["name"], examples=examples, dataset_ids=dataset_ids, cfg=cfg,
+                                           extra_filter=extra_filter, data=data, progress=progress,
+                                           log=lambda m: self.stderr.write(m), index=index)
         except (FileNotFoundError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         except BadInput as exc:
