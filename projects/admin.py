@@ -46,15 +46,65 @@ class ProjectForm(forms.ModelForm):
 @admin.register(Project)
 class ProjectAdmin(DeletesOwnedContent, admin.ModelAdmin):
     form = ProjectForm
-    list_display = ("slug", "name", "member_count", "reranker", "created_at")
+    list_display = ("slug", "name", "member_count", "reranker", "fusion_label", "created_at")
     list_filter = ("created_at",)
     search_fields = ("slug", "name", "memberships__user__email")
     prepopulated_fields = {"slug": ("name",)}
     inlines = [MembershipInline]
-    readonly_fields = ("usage",)
-    fieldsets = ((None, {"fields": ("slug", "name", "reranker")}),
+    readonly_fields = ("usage", "fusion_choice")
+    actions = ["choose_fusion"]
+
+    @admin.action(description="Choose fusion from feedback (adopted only on held-out evidence)")
+    def choose_fusion(self, request: HttpRequest, queryset: QuerySet[Project]) -> None:
+        """Runs here, in the web process, because it owns the embedded index handle (a command in another
+        process cannot open it while the server runs); a few seconds per hundred judged queries."""
+        from config.errors import DependencyDown
+        from search.fusion_choice import choose_for_project
+
+        for project in queryset:
+            try:
+                result = choose_for_project(project=project)
+            except DependencyDown as exc:
+                self.message_user(request, f"{project.slug}: {exc.detail}", messages.WARNING)
+                continue
+            verdict = f"adopted {result.setting.label}" if result.adopted else "kept the default (rrf k=60)"
+            self.message_user(request, f"{project.slug}: {verdict}: {result.reason}",
+                              messages.SUCCESS if result.adopted else messages.INFO)
+    fieldsets = ((None, {"fields": ("slug", "name")}),
+                 ("Ranking", {"fields": ("reranker", "fusion_choice")}),
                  ("Quotas (empty: the QUOTA_* settings)", {"fields": ("quota_documents", "quota_chunks", "quota_bytes",
                                                                       "usage")}))
+
+    @admin.display(description="fusion")
+    def fusion_label(self, obj: Project) -> str:
+        choice = obj.fusion or {}
+        if choice.get("setting"):
+            return choice.get("label", "")
+        return "default (rrf k=60)"
+
+    @admin.display(description="fusion, from feedback")
+    def fusion_choice(self, obj: Project) -> str:
+        """What `manage.py choose_fusion` decided and on what evidence (issue 15 §2)."""
+        from django.utils.html import format_html, format_html_join
+
+        choice = obj.fusion or {}
+        if not choice:
+            return "not evaluated yet: manage.py choose_fusion --project <slug> (needs judged queries)"
+        ev = choice.get("evidence", {})
+        running = choice.get("label") if choice.get("setting") else "default (rrf k=60, equal weights)"
+        rows = [("runs", running), ("why", choice.get("reason", "")),
+                ("judged queries", f"{ev.get('judged_queries', 0)} (at least {ev.get('min_queries', '?')})")]
+        if "legs" in ev:
+            rows.append(("single legs, nDCG@10", f"dense {ev['legs']['dense']}, sparse {ev['legs']['sparse']}"))
+        if "pick" in ev:
+            rows.append((f"pick half ({ev['pick']['queries']} q), best", ev["pick"]["best"]))
+        if "confirm" in ev:
+            c = ev["confirm"]
+            rows.append((f"confirm half ({c['queries']} q)", f"default {c['default']} → best {c['best']} "
+                         f"(gain {c['gain']:+}, 95 % lower bound {c['gain_lower_95']:+}; {c['wins']} wins, "
+                         f"{c['losses']} losses)"))
+        rows.append(("computed", ev.get("computed_at", "")))
+        return format_html("<table>{}</table>", format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", rows))
 
     @admin.display(description="members")
     def member_count(self, obj: Project) -> int:

@@ -54,7 +54,7 @@ class QueryView(APIView):
         data = ser.validated_data
         result = run_query(user=request.user, project=project, q=data["q"], filters=_filters(data.get("filters")),
                            include_global=data["include_global"], top_k=data["top_k"],
-                           candidates=data["candidates"], fusion=data["fusion"], rerank=data["rerank"],
+                           candidates=data["candidates"], fusion=data.get("fusion"), rerank=data["rerank"],
                            budget_tokens=data["budget_tokens"])
         return Response(s.QueryResponseSerializer(result.as_dict()).data)
 

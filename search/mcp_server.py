@@ -258,7 +258,7 @@ async def search_context(
         res = run_query(user=caller.user, project=proj, q=data["q"],
                         filters=_drop_none(dict(data["filters"])) if data.get("filters") else None,
                         include_global=data["include_global"], top_k=data["top_k"], candidates=data["candidates"],
-                        fusion=data["fusion"], rerank=data["rerank"], budget_tokens=data["budget_tokens"],
+                        fusion=data.get("fusion"), rerank=data["rerank"], budget_tokens=data["budget_tokens"],
                         source="mcp")
         results = [{"rank": r["rank"], "chunk_id": r["chunk_id"], "span": r["span"], "path": r["path"],
                     "start_line": r["start_line"], "end_line": r["end_line"], "repo": r["repo"], "lang": r["lang"],
@@ -272,7 +272,7 @@ async def search_context(
         return _ok(text, {"search_session_id": res.session_id, "results": results,
                           "pack": {"tokens": pack["tokens"], "budget": pack["budget"], "truncated": pack["truncated"],
                                    "spans": [s["span"] for f in pack["files"] for s in f["spans"]]},
-                          "reranker": res.reranker, "fusion": res.fusion})
+                          "reranker": res.reranker, "fusion": res.fusion, "fusion_source": res.fusion_source})
 
     return await _call("search_context", work)
 

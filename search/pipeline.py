@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection, transaction
 
 from config.errors import BadInput
-from search.fusion import FUSIONS, Candidate, fuse, single_leg
+from search.fusion import FUSIONS, RRF_K, WEIGHTED, Candidate, fuse, single_leg
 from search.globs import GLOB_CHARS, Glob, compile_glob
 from search.index import READ_GATE, IndexFilter, VectorIndex, get_index
 from search.packing import DEFAULT_BUDGET, build_pack
@@ -23,6 +23,7 @@ from search.packing import DEFAULT_BUDGET, build_pack
 if TYPE_CHECKING:
     from accounts.models import User
     from projects.models import Project
+    from search.fusion_choice import FusionSetting
 
 MAX_Q = 2000
 MAX_TOP_K = 50
@@ -42,10 +43,13 @@ class QueryResult:
     session_id: str | None
     candidates: list[Candidate] = field(default_factory=list)
     fusion: str = "rrf"
+    fusion_source: str = "default"  # request | project (adopted from its feedback) | default
+    fusion_params: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"search_session_id": self.session_id, "results": self.results, "pack": self.pack,
-                "timings_ms": self.timings, "reranker": self.reranker, "fusion": self.fusion}
+                "timings_ms": self.timings, "reranker": self.reranker, "fusion": self.fusion,
+                "fusion_source": self.fusion_source, "fusion_params": self.fusion_params}
 
 
 # --------------------------------------------------------------------------- validation
@@ -58,7 +62,7 @@ def _str_list(value: Any, field_name: str) -> list[str]:
     return [v.strip() for v in values]
 
 
-def validate_query(*, q: Any, filters: Any = None, top_k: Any = 15, candidates: Any = 100, fusion: Any = "rrf",
+def validate_query(*, q: Any, filters: Any = None, top_k: Any = 15, candidates: Any = 100, fusion: Any = None,
                    include_global: Any = True, rerank: Any = None) -> dict[str, Any]:
     """Every bad input becomes a 400 naming its field (never a 500)."""
     if not isinstance(q, str) or not q.strip():
@@ -72,7 +76,7 @@ def validate_query(*, q: Any, filters: Any = None, top_k: Any = 15, candidates: 
             raise BadInput(f"Must be an integer between 1 and {hi}.", field=name)
     if candidates < top_k:
         raise BadInput("Must be at least top_k.", field="candidates")
-    if fusion not in FUSIONS:
+    if fusion is not None and fusion not in FUSIONS:
         raise BadInput(f"Must be one of {', '.join(FUSIONS)}.", field="fusion")
     if not isinstance(include_global, bool):
         raise BadInput("Must be a boolean.", field="include_global")
@@ -160,7 +164,7 @@ def searched_kinds(flt: IndexFilter) -> frozenset[str]:
 
 
 def retrieve(*, q: str, flt: IndexFilter, candidates: int = 100, fusion: str = "rrf", legs: str = "hybrid",
-             index: VectorIndex | None = None, fusion_weights: dict[str, float] | None = None,
+             index: VectorIndex | None = None, fusion_weights: dict[str, float] | None = None, rrf_k: int = RRF_K,
              timings: dict[str, float] | None = None, sparse_q: str | None = None,
              dense_model: str | None = None) -> list[Candidate]:
     """Dense top-N + sparse top-N under one filter, fused. No access re-check, no logging (ablations).
@@ -172,12 +176,13 @@ def retrieve(*, q: str, flt: IndexFilter, candidates: int = 100, fusion: str = "
     timings = timings if timings is not None else {}
     with READ_GATE.reading():  # a background apply in this process steps aside while this runs
         return _retrieve(q=q, flt=flt, candidates=candidates, fusion=fusion, legs=legs, index=index,
-                         fusion_weights=fusion_weights, timings=timings, sparse_q=sparse_q, dense_model=dense_model)
+                         fusion_weights=fusion_weights, timings=timings, sparse_q=sparse_q, dense_model=dense_model,
+                         rrf_k=rrf_k)
 
 
 def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: str, index: VectorIndex,
               fusion_weights: dict[str, float] | None, timings: dict[str, float],
-              sparse_q: str | None = None, dense_model: str | None = None) -> list[Candidate]:
+              sparse_q: str | None = None, dense_model: str | None = None, rrf_k: int = RRF_K) -> list[Candidate]:
     from search.encoders import embed_query
     from search.term_stats import weighted_query
 
@@ -201,7 +206,7 @@ def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: s
     elif legs == "sparse":
         out = single_leg(sparse, leg="sparse", limit=candidates)
     else:
-        out = fuse(dense=dense, sparse=sparse, method=fusion, weights=fusion_weights, limit=candidates)
+        out = fuse(dense=dense, sparse=sparse, method=fusion, weights=fusion_weights, limit=candidates, rrf_k=rrf_k)
     timings["fuse_ms"] = _ms(t)
     return out
 
@@ -293,7 +298,8 @@ def result_dict(c: Candidate, *, project_id: int, commit: str | None = None) -> 
 
 # --------------------------------------------------------------------------- the service
 def run_query(*, user: User | None, project: Project, q: str, filters: dict[str, Any] | None = None,
-              include_global: bool = True, top_k: int = 15, candidates: int = 100, fusion: str = "rrf", rerank: bool | None = None,
+              include_global: bool = True, top_k: int = 15, candidates: int = 100, fusion: str | None = None,
+              rerank: bool | None = None,
               extra_filter: dict[str, Any] | None = None,
               post_fusion_hook: Callable[[list[Candidate]], list[Candidate]] | None = None, log: bool = True,
               kind: str = "context", budget_tokens: int = DEFAULT_BUDGET, legs: str = "hybrid",
@@ -303,6 +309,8 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
     A read: it never applies the index outbox (that is the applier's job, search/applier.py), so it never
     waits on an ingest's write; a chunk not applied yet is simply not found, and one applied but since
     removed or unshared is dropped by the SQL re-check. Its only writes are the query log (`log=True`).
+
+    `fusion` None: the setting the project adopted from its feedback (search.fusion_choice), else RRF k=60.
     """
     from projects.access import accessible_dataset_ids
     from search.access import filter_accessible_chunk_ids
@@ -314,6 +322,7 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
                            include_global=include_global, rerank=rerank)
     if legs not in LEGS:
         raise BadInput(f"Must be one of {', '.join(LEGS)}.", field="legs")
+    setting, fusion_source = fusion_for(project=project, fusion=fusion)
     do_rerank = rerank_default(project=project) if rerank is None else rerank
     timings: dict[str, float] = {}
 
@@ -326,8 +335,8 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
     flt = build_filter(dataset_ids=list(dataset_ids), clean_filters=clean, extra_filter=extra_filter)
     timings["access_ms"] = _ms(t)
 
-    cands = retrieve(q=q, flt=flt, candidates=candidates, fusion=fusion, legs=legs, index=index, timings=timings,
-                     sparse_q=sparse_q)
+    cands = retrieve(q=q, flt=flt, candidates=candidates, fusion=setting.method, legs=legs, index=index,
+                     timings=timings, sparse_q=sparse_q, fusion_weights=setting.weights(), rrf_k=setting.rrf_k)
     if post_fusion_hook is not None:
         t = time.perf_counter()
         cands = post_fusion_hook(cands)
@@ -373,13 +382,28 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
         t = time.perf_counter()
         session_id = log_query(user=user, project=project, q=q, kind=kind, source=source, reranker=reranker_name,
                                filters={"filters": filters or {}, "include_global": include_global, "top_k": top_k,
-                                        "candidates": candidates, "fusion": fusion, "rerank": do_rerank,
+                                        "candidates": candidates, "fusion": setting.method,
+                                        "fusion_setting": {**setting.as_dict(), "source": fusion_source},
+                                        "rerank": do_rerank,
                                         "extra_filter": extra_filter or {}},
                                cands=cands, timings=timings, result_count=len(results))
         timings["log_ms"] = _ms(t)
     timings["total_ms"] = _ms(t_total)
     return QueryResult(results=results, pack=pack, timings=timings, reranker=reranker_name, session_id=session_id,
-                       candidates=cands, fusion=fusion)
+                       candidates=cands, fusion=setting.method, fusion_source=fusion_source,
+                       fusion_params=setting.as_dict())
+
+
+def fusion_for(*, project: Project, fusion: str | None) -> tuple[FusionSetting, str]:
+    """(setting, source): the request's method with its default parameters, else the project's adopted setting,
+    else the default."""
+    from search.fusion_choice import DEFAULT, FusionSetting, project_setting
+
+    if fusion is not None:
+        weights = WEIGHTED if fusion == "weighted" else {"dense": 1.0, "sparse": 1.0}
+        return FusionSetting(method=fusion, dense=weights["dense"], sparse=weights["sparse"]), "request"
+    adopted = project_setting(project)
+    return (adopted, "project") if adopted is not None else (DEFAULT, "default")
 
 
 def log_query(*, user: User | None, project: Project, q: str, kind: str, reranker: str | None, filters: dict[str, Any],

@@ -32,7 +32,9 @@ class QueryRequestSerializer(InputSerializer):
     include_global = FlagField(default=True)
     top_k = IntField(default=15, min_value=1, max_value=50)
     candidates = IntField(default=100, min_value=1, max_value=200)
-    fusion = serializers.ChoiceField(choices=list(FUSIONS), default="rrf")
+    fusion = serializers.ChoiceField(choices=list(FUSIONS), required=False,
+                                     help_text="Default: the fusion the project adopted from its feedback "
+                                               "(manage.py choose_fusion), else rrf (k=60, equal weights).")
     rerank = FlagField(required=False, allow_null=True, default=None,
                        help_text="Default: on only when RERANKER_MODEL is configured.")
     budget_tokens = IntField(default=8000, min_value=100, max_value=100000)
@@ -85,6 +87,10 @@ class QueryResponseSerializer(serializers.Serializer):
     timings_ms = serializers.DictField(child=serializers.FloatField())
     reranker = serializers.CharField(allow_null=True)
     fusion = serializers.CharField()
+    fusion_source = serializers.ChoiceField(choices=["request", "project", "default"],
+                                            help_text="request: named in the body; project: adopted from the "
+                                                      "project's feedback; default: rrf k=60.")
+    fusion_params = serializers.DictField(help_text="method, rrf_k and the dense/sparse weights that ran.")
 
 
 class IngestRequestSerializer(InputSerializer):

@@ -1,0 +1,47 @@
+"""`manage.py choose_fusion --project SLUG [--min-queries N] [--min-gain X] [--dry-run]`: pick a project's fusion
+from its feedback, on evidence (search.fusion_choice), and show the grid and the decision."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from search.fusion_choice import MIN_GAIN, MIN_QUERIES
+
+
+class Command(BaseCommand):
+    help = "Choose a project's fusion (RRF k, leg weights, weighted or DBSF) from its judged queries."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--project", required=True, help="project slug")
+        parser.add_argument("--min-queries", type=int, default=MIN_QUERIES,
+                            help=f"judged queries needed before anything is chosen (default {MIN_QUERIES})")
+        parser.add_argument("--min-gain", type=float, default=MIN_GAIN,
+                            help=f"nDCG@10 gain needed on the held-out half (default {MIN_GAIN})")
+        parser.add_argument("--dry-run", action="store_true", help="show the decision, store nothing")
+
+    def handle(self, *args: object, **opts: Any) -> None:
+        from projects.models import Project
+        from search.fusion_choice import choose_for_project
+
+        if opts["min_queries"] < 2:
+            raise CommandError("--min-queries must be at least 2 (one query per half)")
+        project = Project.objects.filter(slug=opts["project"]).first()
+        if project is None:
+            raise CommandError(f"no project {opts['project']!r}")
+        result = choose_for_project(project=project, min_queries=opts["min_queries"], min_gain=opts["min_gain"],
+                                    save=not opts["dry_run"])
+        ev = result.evidence
+        if "pick" in ev:
+            self.stdout.write(f"pick half: {ev['pick']['queries']} queries, nDCG@10 per setting:")
+            for label, value in sorted(ev["pick"]["grid"].items(), key=lambda kv: -kv[1]):
+                self.stdout.write(f"  {value:.4f}  {label}")
+            self.stdout.write(f"single legs on all judged queries: dense {ev['legs']['dense']:.4f}, "
+                              f"sparse {ev['legs']['sparse']:.4f}")
+        if "confirm" in ev:
+            c = ev["confirm"]
+            self.stdout.write(f"confirm half: {c['queries']} queries, default {c['default']:.4f}, best "
+                              f"{c['best']:.4f}, gain {c['gain']:+.4f} (95 % lower bound {c['gain_lower_95']:+.4f})")
+        verdict = f"adopted {result.setting.label}" if result.adopted else "kept the default (rrf k=60)"
+        stored = " (dry run: nothing stored)" if opts["dry_run"] else ""
+        self.stdout.write(f"{project.slug}: {verdict}: {result.reason}{stored}")
