@@ -117,6 +117,7 @@ def main() -> int:
     ap.add_argument("--var-dir", default=None, help="keep services and embeddings here (default: a temp dir)")
     ap.add_argument("--max-train", type=int, default=0, help="cap on train queries (0 = all)")
     ap.add_argument("--max-test", type=int, default=0, help="cap on test queries (0 = all)")
+    ap.add_argument("--out", default="fusion_by_kind", help="bench/results/<out>.md")
     args = ap.parse_args()
     setup_django(var_dir=args.var_dir)
     lines = ["# Fusion per content kind: chosen on train, reported on test (nDCG@10)", "",
@@ -137,7 +138,7 @@ def main() -> int:
                   f"{chosen:.4f} vs best single leg {best_leg:.4f} ({'not below' if chosen >= best_leg else 'BELOW'})."
                   f" Ingest {r['ingest_s']:.0f} s, legs for all queries {r['query_s']:.0f} s.", ""]
         print(f"[{r['collection']} done]", file=sys.stderr, flush=True)
-    write_result("fusion_by_kind", "\n".join(lines))
+    write_result(args.out, "\n".join(lines))
     return 0
 
 

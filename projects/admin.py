@@ -67,7 +67,7 @@ class ProjectAdmin(DeletesOwnedContent, admin.ModelAdmin):
             except DependencyDown as exc:
                 self.message_user(request, f"{project.slug}: {exc.detail}", messages.WARNING)
                 continue
-            verdict = f"adopted {result.setting.label}" if result.adopted else "kept the default (rrf k=60)"
+            verdict = f"adopted {result.setting.label}" if result.adopted else f"kept the default ({result.evidence.get('baseline', 'rrf k=60')})"
             self.message_user(request, f"{project.slug}: {verdict}: {result.reason}",
                               messages.SUCCESS if result.adopted else messages.INFO)
     fieldsets = ((None, {"fields": ("slug", "name")}),
@@ -80,7 +80,7 @@ class ProjectAdmin(DeletesOwnedContent, admin.ModelAdmin):
         choice = obj.fusion or {}
         if choice.get("setting"):
             return choice.get("label", "")
-        return "default (rrf k=60)"
+        return f"default ({choice.get('evidence', {}).get('baseline', 'for its content kind')})"
 
     @admin.display(description="fusion, from feedback")
     def fusion_choice(self, obj: Project) -> str:
@@ -91,7 +91,7 @@ class ProjectAdmin(DeletesOwnedContent, admin.ModelAdmin):
         if not choice:
             return "not evaluated yet: manage.py choose_fusion --project <slug> (needs judged queries)"
         ev = choice.get("evidence", {})
-        running = choice.get("label") if choice.get("setting") else "default (rrf k=60, equal weights)"
+        running = choice.get("label") if choice.get("setting") else f"the default, {ev.get('baseline', '')}"
         rows = [("runs", running), ("why", choice.get("reason", "")),
                 ("judged queries", f"{ev.get('judged_queries', 0)} (at least {ev.get('min_queries', '?')})")]
         if "legs" in ev:

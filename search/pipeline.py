@@ -322,7 +322,6 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
                            include_global=include_global, rerank=rerank)
     if legs not in LEGS:
         raise BadInput(f"Must be one of {', '.join(LEGS)}.", field="legs")
-    setting, fusion_source = fusion_for(project=project, fusion=fusion)
     do_rerank = rerank_default(project=project) if rerank is None else rerank
     timings: dict[str, float] = {}
 
@@ -333,6 +332,7 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
     if clean.get("dataset"):
         dataset_ids = narrow_datasets(dataset_ids=dataset_ids, wanted=clean["dataset"])
     flt = build_filter(dataset_ids=list(dataset_ids), clean_filters=clean, extra_filter=extra_filter)
+    setting, fusion_source = fusion_for(project=project, fusion=fusion, kinds=searched_kinds(flt))
     timings["access_ms"] = _ms(t)
 
     cands = retrieve(q=q, flt=flt, candidates=candidates, fusion=setting.method, legs=legs, index=index,
@@ -394,16 +394,16 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
                        fusion_params=setting.as_dict())
 
 
-def fusion_for(*, project: Project, fusion: str | None) -> tuple[FusionSetting, str]:
+def fusion_for(*, project: Project, fusion: str | None, kinds: frozenset[str]) -> tuple[FusionSetting, str]:
     """(setting, source): the request's method with its default parameters, else the project's adopted setting,
-    else the default."""
-    from search.fusion_choice import DEFAULT, FusionSetting, project_setting
+    else the default for the kinds searched (search.fusion_choice.kind_default)."""
+    from search.fusion_choice import FusionSetting, kind_default, project_setting
 
     if fusion is not None:
         weights = WEIGHTED if fusion == "weighted" else {"dense": 1.0, "sparse": 1.0}
         return FusionSetting(method=fusion, dense=weights["dense"], sparse=weights["sparse"]), "request"
     adopted = project_setting(project)
-    return (adopted, "project") if adopted is not None else (DEFAULT, "default")
+    return (adopted, "project") if adopted is not None else (kind_default(kinds), "default")
 
 
 def log_query(*, user: User | None, project: Project, q: str, kind: str, reranker: str | None, filters: dict[str, Any],

@@ -18,6 +18,19 @@ from django.db import connection
 from search.sparse import SparseVec, encode_query, query_terms, term_index
 
 CHUNK_COUNT_TERM = -1
+# First key of the two-int advisory lock the search_chunk triggers take per dataset (migration 0010), and that
+# lock_dataset_writes takes before a write touches any row.
+DATASET_WRITE_LOCK = 8280693
+
+
+def lock_dataset_writes(*, dataset_id: int) -> None:
+    """Make this transaction the dataset's only chunk writer until it ends.
+
+    Why before the first statement: the triggers take the same lock, but only after their statement ran, and by
+    then two writers of one path have both deleted the old chunks and both insert ordinal 0 (one fails on
+    `uniq_chunk_ordinal`). Taken first, the second writer waits, then replaces the first one's rows."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [DATASET_WRITE_LOCK, int(dataset_id) % 2147483647])
 
 
 def idf_weights(*, terms: Collection[int], dataset_ids: Sequence[int]) -> dict[int, float]:

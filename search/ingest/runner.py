@@ -51,10 +51,12 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
     from search.encoders import dense_model_id, text_hash
     from search.models import Chunk, Document, IndexOutbox
     from search.sparse import document_term_ids, sparse_document_text
+    from search.term_stats import lock_dataset_writes
 
     model_id = dense_model_id()
     stats = {"chunks": 0, **cache_vectors(drafts=drafts)}
     with transaction.atomic():
+        lock_dataset_writes(dataset_id=dataset.pk)  # writers of one dataset take turns (search.term_stats)
         paths = [d.path for d in drafts]
         # The search_chunk trigger (migration 0002) queues the index deletes for these rows.
         Chunk.objects.filter(dataset=dataset, path__in=paths).delete()

@@ -6,6 +6,11 @@ whatever path writes or removes them, as migration 0002 does for the index outbo
 dataset's chunks. search_termstat has no foreign key on purpose: a dataset's rows reach zero and are deleted by
 the chunk-delete trigger as its chunks cascade away, in whatever order the collector deletes them.
 
+Concurrent writers of one dataset would otherwise lock its term rows in different orders (an insert's sorted
+upsert against a delete's hash-ordered update) and deadlock; each trigger first takes a transaction-level
+advisory lock per dataset it touches (class 8280693, "termstat"; datasets in id order), so writers of one
+dataset's statistics take turns until commit, and writers of different datasets never wait on each other.
+
 Existing chunks get their terms here (with the analyzer of this release), before the triggers exist, and the
 table is then filled in one aggregate.
 """
@@ -34,6 +39,8 @@ SELECT dataset_id, term, count(*) FROM (
 CREATE OR REPLACE FUNCTION search_chunk_terms_added() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
+    PERFORM pg_advisory_xact_lock(8280693, d) FROM (
+        SELECT DISTINCT (dataset_id % 2147483647)::int AS d FROM added_chunks ORDER BY 1) x;
     INSERT INTO search_termstat AS s (dataset_id, term, df)
     SELECT dataset_id, term, count(*) FROM (
         SELECT n.dataset_id, t AS term FROM added_chunks n, unnest(n.terms) t
@@ -48,6 +55,8 @@ $fn$;
 CREATE OR REPLACE FUNCTION search_chunk_terms_removed() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
+    PERFORM pg_advisory_xact_lock(8280693, d) FROM (
+        SELECT DISTINCT (dataset_id % 2147483647)::int AS d FROM removed_chunks ORDER BY 1) x;
     UPDATE search_termstat s SET df = s.df - d.n FROM (
         SELECT dataset_id, term, count(*) AS n FROM (
             SELECT o.dataset_id, t AS term FROM removed_chunks o, unnest(o.terms) t
@@ -65,6 +74,9 @@ $fn$;
 CREATE OR REPLACE FUNCTION search_chunk_terms_changed() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
+    PERFORM pg_advisory_xact_lock(8280693, d) FROM (
+        SELECT DISTINCT (dataset_id % 2147483647)::int AS d FROM old_chunks
+        UNION SELECT DISTINCT (dataset_id % 2147483647)::int FROM new_chunks ORDER BY 1) x;
     INSERT INTO search_termstat AS s (dataset_id, term, df)
     SELECT dataset_id, term, sum(n) FROM (
         SELECT o.dataset_id, t AS term, -1 AS n FROM old_chunks o, unnest(o.terms || (-1)::bigint) t

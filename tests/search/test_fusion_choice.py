@@ -11,7 +11,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from search.fusion_choice import DEFAULT, FusionSetting, choose, ndcg10
+from search.fusion_choice import DEFAULT, PROSE_DEFAULT, FusionSetting, choose, kind_default, ndcg10
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
 
 
@@ -150,6 +150,30 @@ def test_the_admin_action_runs_the_choice_in_the_web_process_and_says_what_it_de
                        follow=True)
     assert resp.status_code == 200
     page = resp.content.decode().lower()
-    assert "shop: kept the default (rrf k=60): 6 judged queries; at least 30 are needed" in page
+    assert "shop: kept the default (rrf k=60 dense 1 / sparse 1): 6 judged queries; at least 30 are needed" in page
     project.refresh_from_db()
     assert project.fusion["reason"] == "6 judged queries; at least 30 are needed"
+
+
+def test_the_default_follows_the_kind_searched_prose_alone_gets_the_fusion_its_labelled_data_chose():
+    assert kind_default({"web"}) == kind_default({"beir", "web"}) == PROSE_DEFAULT
+    assert kind_default({"code"}) == kind_default({"code", "web"}) == kind_default({"rules"}) == DEFAULT
+    assert kind_default(set()) == DEFAULT
+
+
+@pytest.mark.django_db
+def test_a_web_only_project_runs_the_prose_default_and_says_so(make_user, make_project, edge_index, tmp_path,
+                                                                client_for):
+    from tests.search.ctx_fixtures import GUIDE_HTML
+
+    owner = make_user("web@example.com")
+    project = make_project("docs", owner)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "guide.html").write_text(GUIDE_HTML)
+    ingest(project, "site", site, kind="web")
+    data = client_for(owner).post("/api/projects/docs/query", {"q": "when are refunds issued?"},
+                                  format="json").json()
+    assert data["fusion"] == "dbsf" and data["fusion_source"] == "default"
+    assert data["fusion_params"] == PROSE_DEFAULT.as_dict()
+    assert "Refunds" in data["results"][0]["text"]

@@ -42,6 +42,6 @@ class Command(BaseCommand):
             c = ev["confirm"]
             self.stdout.write(f"confirm half: {c['queries']} queries, default {c['default']:.4f}, best "
                               f"{c['best']:.4f}, gain {c['gain']:+.4f} (95 % lower bound {c['gain_lower_95']:+.4f})")
-        verdict = f"adopted {result.setting.label}" if result.adopted else "kept the default (rrf k=60)"
+        verdict = f"adopted {result.setting.label}" if result.adopted else f"kept the default ({result.evidence.get('baseline', 'rrf k=60')})"
         stored = " (dry run: nothing stored)" if opts["dry_run"] else ""
         self.stdout.write(f"{project.slug}: {verdict}: {result.reason}{stored}")
