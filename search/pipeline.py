@@ -165,24 +165,27 @@ def searched_kinds(flt: IndexFilter) -> frozenset[str]:
 
 def retrieve(*, q: str, flt: IndexFilter, candidates: int = 100, fusion: str = "rrf", legs: str = "hybrid",
              index: VectorIndex | None = None, fusion_weights: dict[str, float] | None = None, rrf_k: int = RRF_K,
+             kinds: frozenset[str] | None = None,
              timings: dict[str, float] | None = None, sparse_q: str | None = None,
              dense_model: str | None = None) -> list[Candidate]:
     """Dense top-N + sparse top-N under one filter, fused. No access re-check, no logging (ablations).
 
     `sparse_q` replaces the query text of the sparse leg only (rules aliases expand "AC" for BM25 while the
     dense leg embeds what the user wrote). `dense_model` embeds the query with another local model than
-    EMBEDDING_MODEL (`evaluate --model-id`); `index` must then hold that model's vectors."""
+    EMBEDDING_MODEL (`evaluate --model-id`); `index` must then hold that model's vectors. `kinds`: the content
+    kinds searched, when the caller has read them already (searched_kinds)."""
     index = index or get_index()
     timings = timings if timings is not None else {}
     with READ_GATE.reading():  # a background apply in this process steps aside while this runs
         return _retrieve(q=q, flt=flt, candidates=candidates, fusion=fusion, legs=legs, index=index,
                          fusion_weights=fusion_weights, timings=timings, sparse_q=sparse_q, dense_model=dense_model,
-                         rrf_k=rrf_k)
+                         rrf_k=rrf_k, kinds=kinds)
 
 
 def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: str, index: VectorIndex,
               fusion_weights: dict[str, float] | None, timings: dict[str, float],
-              sparse_q: str | None = None, dense_model: str | None = None, rrf_k: int = RRF_K) -> list[Candidate]:
+              sparse_q: str | None = None, dense_model: str | None = None, rrf_k: int = RRF_K,
+              kinds: frozenset[str] | None = None) -> list[Candidate]:
     from search.encoders import embed_query
     from search.term_stats import weighted_query
 
@@ -197,7 +200,8 @@ def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: s
         timings["dense_ms"] = _ms(t)
     if legs in ("hybrid", "sparse"):
         t = time.perf_counter()
-        query_vec = weighted_query(sparse_q or q, kinds=searched_kinds(flt), dataset_ids=flt.dataset_ids)
+        kinds = kinds if kinds is not None else searched_kinds(flt)
+        query_vec = weighted_query(sparse_q or q, kinds=kinds, dataset_ids=flt.dataset_ids)
         sparse = index.search_sparse(query_vec, flt=flt, limit=candidates)
         timings["sparse_ms"] = _ms(t)
     t = time.perf_counter()
@@ -332,11 +336,13 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
     if clean.get("dataset"):
         dataset_ids = narrow_datasets(dataset_ids=dataset_ids, wanted=clean["dataset"])
     flt = build_filter(dataset_ids=list(dataset_ids), clean_filters=clean, extra_filter=extra_filter)
-    setting, fusion_source = fusion_for(project=project, fusion=fusion, kinds=searched_kinds(flt))
+    kinds = searched_kinds(flt)  # read once: the fusion default and the sparse analyzer both follow it
+    setting, fusion_source = fusion_for(project=project, fusion=fusion, kinds=kinds)
     timings["access_ms"] = _ms(t)
 
     cands = retrieve(q=q, flt=flt, candidates=candidates, fusion=setting.method, legs=legs, index=index,
-                     timings=timings, sparse_q=sparse_q, fusion_weights=setting.weights(), rrf_k=setting.rrf_k)
+                     timings=timings, sparse_q=sparse_q, fusion_weights=setting.weights(), rrf_k=setting.rrf_k,
+                     kinds=kinds)
     if post_fusion_hook is not None:
         t = time.perf_counter()
         cands = post_fusion_hook(cands)
