@@ -177,3 +177,13 @@ def test_a_web_only_project_runs_the_prose_default_and_says_so(make_user, make_p
     assert data["fusion"] == "dbsf" and data["fusion_source"] == "default"
     assert data["fusion_params"] == PROSE_DEFAULT.as_dict()
     assert "Refunds" in data["results"][0]["text"]
+
+
+@pytest.mark.django_db
+def test_choose_fusion_names_a_missing_project_and_a_minimum_too_small(edge_index):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="no project 'nosuch'"):
+        call_command("choose_fusion", "--project", "nosuch", stdout=StringIO())
+    with pytest.raises(CommandError, match="at least 2"):
+        call_command("choose_fusion", "--project", "nosuch", "--min-queries", "1", stdout=StringIO())

@@ -22,10 +22,15 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **opts: Any) -> None:
         from projects.models import Project
+        from search.evaluation_runs import NotReady, check_ready
         from search.fusion_choice import choose_for_project
 
         if opts["min_queries"] < 2:
             raise CommandError("--min-queries must be at least 2 (one query per half)")
+        try:
+            check_ready()  # Postgres down or unmigrated, or the index held by the server: say what to run
+        except NotReady as exc:
+            raise CommandError(str(exc)) from exc
         project = Project.objects.filter(slug=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project {opts['project']!r}")
