@@ -91,6 +91,17 @@ BEGIN
 END
 $fn$;
 
+-- TRUNCATE fires no row-set trigger; without this the statistics of truncated chunks would stay behind
+CREATE OR REPLACE FUNCTION search_chunk_terms_truncated() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    TRUNCATE search_termstat;
+    RETURN NULL;
+END
+$fn$;
+
+CREATE TRIGGER search_chunk_terms_truncate AFTER TRUNCATE ON search_chunk
+FOR EACH STATEMENT EXECUTE FUNCTION search_chunk_terms_truncated();
 CREATE TRIGGER search_chunk_terms_insert AFTER INSERT ON search_chunk
 REFERENCING NEW TABLE AS added_chunks FOR EACH STATEMENT EXECUTE FUNCTION search_chunk_terms_added();
 CREATE TRIGGER search_chunk_terms_delete AFTER DELETE ON search_chunk
@@ -104,6 +115,8 @@ REVERSE = r"""
 DROP TRIGGER IF EXISTS search_chunk_terms_insert ON search_chunk;
 DROP TRIGGER IF EXISTS search_chunk_terms_delete ON search_chunk;
 DROP TRIGGER IF EXISTS search_chunk_terms_update ON search_chunk;
+DROP TRIGGER IF EXISTS search_chunk_terms_truncate ON search_chunk;
+DROP FUNCTION IF EXISTS search_chunk_terms_truncated();
 DROP FUNCTION IF EXISTS search_chunk_terms_added();
 DROP FUNCTION IF EXISTS search_chunk_terms_removed();
 DROP FUNCTION IF EXISTS search_chunk_terms_changed();

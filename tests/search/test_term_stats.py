@@ -91,8 +91,8 @@ def test_a_tenants_scores_do_not_move_when_another_tenant_or_an_evaluation_inges
     assert after == before
 
 
-def _recount() -> dict[tuple[int, int], int]:
-    """The statistics recomputed from the chunk rows: what the triggers must have kept."""
+def _recount() -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], int]]:
+    """(the statistics recomputed from the chunk rows, the statistics the triggers kept): equal when exact."""
     from django.db import connection
 
     with connection.cursor() as cur:
@@ -102,6 +102,20 @@ def _recount() -> dict[tuple[int, int], int]:
         cur.execute("SELECT dataset_id, term, df FROM search_termstat")
         got = {(d, t): n for d, t, n in cur.fetchall()}
     return want, got
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_truncate_of_the_chunks_empties_the_statistics_too(make_project, code_repo):
+    """TRUNCATE fires no row trigger (a test database's flush between transactional tests uses it); the
+    statistics of the truncated chunks must not stay behind."""
+    from django.db import connection
+
+    ingest(make_project("shop"), "src", code_repo, repo="shop", apply_index=False)
+    want, got = _recount()
+    assert got == want and got
+    with connection.cursor() as cur:
+        cur.execute("TRUNCATE search_chunk CASCADE")
+    assert _recount() == ({}, {})
 
 
 @pytest.mark.django_db(transaction=True)
