@@ -248,7 +248,7 @@ class EdgeIndex:
             return sum(int(shard.info().points_count) for shard in self._shards.values())
 
     def counts(self) -> dict[str, int]:
-        """Points per collection (the admin and `health` show the split)."""
+        """Points per collection (`health` shows the split)."""
         with self._lock:
             return {collection_name(self.model_id, self.dim, partition=p): int(shard.info().points_count)
                     for p, shard in self._shards.items()}
@@ -416,7 +416,7 @@ class ClientIndex:
         return sum(self.counts().values())
 
     def counts(self) -> dict[str, int]:
-        """Points per collection (the admin and `health` show the split)."""
+        """Points per collection (`health` shows the split)."""
         return {c: int(self._call(self.client.count, c, exact=True).count) for c in self.collections.values()}
 
     def optimize(self) -> float:

@@ -52,13 +52,3 @@ def weighted_query(text: str, *, kinds: Collection[str], dataset_ids: Sequence[i
     terms = {term_index(t) for t in query_terms(text, kinds=kinds)}
     return encode_query(text, kinds=kinds, idf=idf_weights(terms=terms, dataset_ids=dataset_ids))
 
-
-def dataset_term_counts(*, dataset_ids: Sequence[int]) -> dict[int, dict[str, int]]:
-    """dataset id -> {"chunks": N, "terms": distinct terms}: the statistics a dataset's sparse scores use."""
-    if not dataset_ids:
-        return {}
-    with connection.cursor() as cur:
-        cur.execute("SELECT dataset_id, max(df) FILTER (WHERE term = %s), count(*) FILTER (WHERE term <> %s) "
-                    "FROM search_termstat WHERE dataset_id = ANY(%s) GROUP BY dataset_id",
-                    [CHUNK_COUNT_TERM, CHUNK_COUNT_TERM, [int(d) for d in dataset_ids]])
-        return {int(d): {"chunks": int(n or 0), "terms": int(t)} for d, n, t in cur.fetchall()}

@@ -14,11 +14,22 @@ import pytest
 from search.index import IndexFilter
 from search.models import Chunk
 from search.sparse import term_index, tokenize
-from search.term_stats import dataset_term_counts, idf_weights
+from search.term_stats import CHUNK_COUNT_TERM, idf_weights
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 TINY = Path(__file__).parent / "fixtures" / "tiny_beir"
+
+
+def dataset_term_counts(*, dataset_ids: list[int]) -> dict[int, dict[str, int]]:
+    """dataset id -> {"chunks": N, "terms": distinct terms}, read from search_termstat."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT dataset_id, max(df) FILTER (WHERE term = %s), count(*) FILTER (WHERE term <> %s) "
+                    "FROM search_termstat WHERE dataset_id = ANY(%s) GROUP BY dataset_id",
+                    [CHUNK_COUNT_TERM, CHUNK_COUNT_TERM, dataset_ids])
+        return {int(d): {"chunks": int(n or 0), "terms": int(t)} for d, n, t in cur.fetchall()}
 
 
 def _term(word: str) -> int:
