@@ -8,11 +8,14 @@ no request (a pathological glob, say) can hold the database longer than STATEMEN
 """
 from __future__ import annotations
 
+import io
+import time
 from collections.abc import Callable
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http.multipartparser import MultiPartParserError
 
 from config.errors import error_body, is_statement_timeout, statement_timeout_body
 from config.fields import bad_text_reason
@@ -25,17 +28,50 @@ def _refuse(request: HttpRequest, *, status: int, code: str, detail: str, field:
     return HttpResponse(f"{detail}{where}\n", status=status, content_type="text/plain; charset=utf-8")
 
 
-def _bad_part(request: HttpRequest) -> tuple[str, str] | None:
-    """(field, reason) for the first query parameter or header that no store could hold."""
-    for key, values in request.GET.lists():
+_FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+_BODY_CHUNK = 64 * 1024
+
+
+def _bad_pair(pairs: QueryDict, *, where: str) -> tuple[str, str] | None:
+    """(field, reason) for the first key or value of a query string or form body that no store could hold."""
+    for key, values in pairs.lists():
         for text in (key, *values):
             reason = bad_text_reason(text)
             if reason:
-                return key if bad_text_reason(key) is None else "query", reason
+                return key if bad_text_reason(key) is None else where, reason
+    return None
+
+
+def _bad_part(request: HttpRequest) -> tuple[str, str] | None:
+    """(field, reason) for the first part of the URL (path, then query) or header that no store could hold.
+
+    The path is checked as decoded: `%00` in a path parameter (a document's external id, a slug) is a NUL by
+    the time a view sees it."""
+    reason = bad_text_reason(request.path)
+    if reason:
+        return "path", reason
+    bad = _bad_pair(request.GET, where="query")
+    if bad:
+        return bad
     for name, value in request.headers.items():
         reason = bad_text_reason(name) or bad_text_reason(value)
         if reason:
             return name, reason
+    return None
+
+
+def _bad_form(request: HttpRequest) -> tuple[str, str] | None:
+    """(field, reason) for the first form field, value or uploaded file name that no store could hold.
+
+    Form bodies reach page views (and DRF's form parsers) without an Input serializer's text check."""
+    bad = _bad_pair(request.POST, where="form")
+    if bad:
+        return bad
+    for key, files in request.FILES.lists():
+        for f in files:
+            reason = bad_text_reason(key) or bad_text_reason(f.name or "")
+            if reason:
+                return key if bad_text_reason(key) is None else "form", reason
     return None
 
 
@@ -72,6 +108,18 @@ class InputGuardMiddleware:
         too_big = self._too_big(request)
         if too_big:
             return too_big
+        unread = self._read_body(request)
+        if unread:
+            return unread
+        if request.method == "POST" and request.content_type in _FORM_TYPES:
+            try:
+                bad = _bad_form(request)
+            except (MultiPartParserError, UnicodeDecodeError, ValueError):
+                return _refuse(request, status=400, code="malformed_body", detail="The form body cannot be parsed.")
+            if bad:
+                field, reason = bad
+                return _refuse(request, status=400, code="invalid_character", detail=f"Text {reason}.",
+                               field=field)
         timeout = _StatementTimeout(_timeout_ms(request))
         try:
             with connection.execute_wrapper(timeout):
@@ -79,6 +127,40 @@ class InputGuardMiddleware:
         finally:
             if timeout.applied:
                 self._reset_timeout()
+
+    @staticmethod
+    def _read_body(request: HttpRequest) -> HttpResponse | None:
+        """Read the whole body now, within REQUEST_BODY_TIMEOUT_S, before any view or database work.
+
+        Why here: a view that authenticates first (a database read) and parses the body second would hold a
+        Postgres connection while a slow client trickles its body in. Reading it up front, in chunks against a
+        deadline, means a slow body costs a thread for a bounded time and never a connection (docs/security.md,
+        "Requests that end"). The size was checked from Content-Length just before (_too_big); the bytes are kept
+        where Django keeps a body it has read, so every later reader (forms, DRF, the MCP view) sees them."""
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length <= 0 or hasattr(request, "_body"):
+            return None
+        deadline = time.monotonic() + settings.REQUEST_BODY_TIMEOUT_S
+        parts: list[bytes] = []
+        got = 0
+        try:
+            while got < length:
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+                part = request.read(min(_BODY_CHUNK, length - got))
+                if not part:
+                    break
+                parts.append(part)
+                got += len(part)
+        except (TimeoutError, OSError):
+            return _refuse(request, status=408, code="request_timeout",
+                           detail=f"The request body did not arrive within {settings.REQUEST_BODY_TIMEOUT_S:g} s.")
+        request._body = b"".join(parts)  # what HttpRequest.body stores once read
+        request._stream = io.BytesIO(request._body)
+        return None
 
     @staticmethod
     def _too_big(request: HttpRequest) -> HttpResponse | None:

@@ -328,6 +328,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_BODY_BYTES", 2_621_440)
 # The admin gets more (bulk deletes, dashboards over all rows). Celery tasks and commands are not limited.
 STATEMENT_TIMEOUT_MS = env_int("STATEMENT_TIMEOUT_MS", 5000)
 ADMIN_STATEMENT_TIMEOUT_MS = env_int("ADMIN_STATEMENT_TIMEOUT_MS", 60000)
+# Every request has a bound (docs/security.md, "Requests that end"): a socket that sends or reads nothing for this
+# long is closed by the web server (slow or vanished clients free their thread); the body is read whole before a
+# view runs, so a slow body never holds a database connection; one MCP request and one streamed answer end within
+# their own budgets, whatever the model or the client does.
+REQUEST_SOCKET_TIMEOUT_S = env_float("REQUEST_SOCKET_TIMEOUT_S", 30.0)
+REQUEST_BODY_TIMEOUT_S = env_float("REQUEST_BODY_TIMEOUT_S", 60.0)
+MCP_REQUEST_TIMEOUT_S = env_float("MCP_REQUEST_TIMEOUT_S", 60.0)
+STREAM_MAX_S = env_float("STREAM_MAX_S", 120.0)
 # Server-path ingest through the API: staff only, and only under these absolute roots (empty: nowhere).
 # The CLI (`manage.py ingest`) is not limited. VAR_DIR is always refused.
 INGEST_ALLOWED_ROOTS = env_list("INGEST_ALLOWED_ROOTS", [])

@@ -154,6 +154,14 @@ def stream_answer(*, q: str, search: Callable[[], dict[str, Any]],
                     info["tokens"] += 1
                     yield ("token", {"text": first})
                 for tok in gen:
+                    if time.perf_counter() - t0 > settings.STREAM_MAX_S:
+                        # the model's client times out per read, not per answer: one that trickles tokens
+                        # would hold this stream (a thread, a socket) for ever (docs/security.md)
+                        status, info = "error", {"code": "stream_timeout", "tokens": info["tokens"],
+                                                 "detail": f"The answer did not finish within "
+                                                           f"{settings.STREAM_MAX_S:g} s; try again."}
+                        yield ("error", info)
+                        return
                     answer += tok
                     info["tokens"] += 1
                     yield ("token", {"text": tok})

@@ -7,13 +7,19 @@ handed to the SDK's streamable-HTTP transport in stateless, JSON-response mode (
 through async_to_sync: one request in, one JSON-RPC answer out, nothing kept between requests, so any number
 of web processes can serve it. The tools' Django work runs back on this request's thread (thread-sensitive
 sync_to_async), inside the request's middleware (statement timeout, input guard). No CSRF: a Bearer key, not a
-cookie, authenticates. GET (a server-to-client stream) and DELETE (end a session) answer 405: stateless.
+cookie, authenticates.
+
+Every request ends (docs/security.md, "Requests that end"): GET (a server-to-client stream, which a stateless
+server never feeds) and DELETE (end a session: there are none) answer 405 at once, before authentication touches
+the database; a POST that is still running after MCP_REQUEST_TIMEOUT_S is answered 504 `request_timeout`.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
@@ -58,14 +64,31 @@ def _scope(request: HttpRequest) -> dict[str, Any]:
             "server": (host, int(port) if port.isdigit() else (443 if request.is_secure() else 80))}
 
 
-@csrf_exempt
-def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+async def _bounded(scope: dict[str, Any], body: bytes, caller: Caller) -> tuple[int, list, bytes] | None:
+    """serve_http within MCP_REQUEST_TIMEOUT_S; None when the budget ran out."""
     from search.mcp_server import serve_http
 
+    with anyio.move_on_after(settings.MCP_REQUEST_TIMEOUT_S):
+        return await serve_http(scope, body, caller)
+    return None
+
+
+@csrf_exempt
+def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        resp = JsonResponse(error_body("method_not_allowed", "This MCP server is stateless: send JSON-RPC "
+                                       "messages with POST; it opens no server-to-client stream (GET) and has no "
+                                       "sessions to end (DELETE)."), status=405)
+        resp["Allow"] = "POST"
+        return resp
     caller = _caller(request)
     if isinstance(caller, JsonResponse):
         return caller
-    status, headers, body = async_to_sync(serve_http)(_scope(request), request.body, caller)
+    answered = async_to_sync(_bounded)(_scope(request), request.body, caller)
+    if answered is None:
+        return JsonResponse(error_body("request_timeout", f"The MCP request did not finish within "
+                                       f"{settings.MCP_REQUEST_TIMEOUT_S:g} s."), status=504)
+    status, headers, body = answered
     resp = HttpResponse(body, status=status)
     for name, value in headers:
         key = name.decode("latin-1")

@@ -36,6 +36,7 @@ from accounts.authentication import authenticate_secret
 from accounts.models import ApiKey, User
 from accounts.permissions import require_scopes
 from config.errors import api_exception_handler, error_body
+from config.parsers import find_bad_text
 from config.ratelimits import enforce
 
 log = logging.getLogger(__name__)
@@ -147,8 +148,32 @@ def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the server
+def bad_arguments(arguments: Any) -> dict[str, Any] | None:
+    """The API's 400 body (plus `status`) for tool arguments or a resource URI that no store could hold (a NUL,
+    a lone surrogate), else None. The JSON-RPC body never passes the API's JSON parser, so the same check runs
+    here, once for every tool and resource, present and future (docs/security.md, "Input by class")."""
+    found = find_bad_text(arguments)
+    if found is None:
+        return None
+    field, reason = found
+    return {**error_body("invalid_character", f"Text {reason}.", field or None), "status": 400}
+
+
 class PlatformMCPServer(MCPServer):
-    """MCPServer whose resource list is the caller's: the indexed files of their projects (bounded)."""
+    """MCPServer whose resource list is the caller's: the indexed files of their projects (bounded), and whose
+    tool arguments and resource URIs pass the input guard before any tool runs."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        bad = bad_arguments(arguments)
+        if bad is not None:
+            return error_result(bad)
+        return await super().call_tool(name, arguments, context)
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        bad = bad_arguments(str(uri))
+        if bad is not None:
+            raise MCPError(code=INVALID_PARAMS, message=bad["detail"], data=bad)
+        return await super().read_resource(uri, context)
 
     async def list_resources(self) -> list[Resource]:
         static = await super().list_resources()

@@ -106,7 +106,7 @@ class Command(BaseCommand):
              "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")],
             env=env,
         )
-        web = subprocess.Popen([py, "manage.py", "runserver", "--noreload", "--insecure", addr], env=env)
+        web = subprocess.Popen([py, "manage.py", "webserver", "--noreload", "--insecure", addr], env=env)
         self.stdout.write(self.style.SUCCESS(f"serving http://{addr}/  (admin: /admin/, API docs: /api/docs/); "
                                              "Ctrl-C stops"))
         procs = [web, worker]
