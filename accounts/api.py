@@ -17,9 +17,18 @@ from accounts.serializers import (
     IssuedApiKeySerializer,
     MeSerializer,
     SignedUpSerializer,
+    SignupAcceptedSerializer,
+    SignupConfirmSerializer,
     SignupSerializer,
 )
-from accounts.signup import enforce_signup_rate, require_signup_allowed, sign_up
+from accounts.signup import (
+    CONFIRMATION_SENT,
+    confirm_sign_up,
+    enforce_signup_rate,
+    link_base,
+    require_signup_allowed,
+    sign_up,
+)
 from config.errors import NotFound
 from config.ratelimits import enforce
 from config.schema import ERROR_RESPONSES, ErrorSerializer
@@ -89,7 +98,7 @@ class ApiKeyDetailView(APIView):
         return Response(ApiKeySerializer(revoke_api_key(api_key=key)).data)
 
 
-class SignupView(APIView):
+class _Anonymous(APIView):
     """Anonymous: no authentication at all (so no session, no CSRF exposure) and no scope; rate limited per IP.
 
     KeyScopePermission is listed only to keep the every-view contract (tests/accounts/test_key_scopes.py): with no
@@ -99,21 +108,41 @@ class SignupView(APIView):
     permission_classes = [AllowAny, KeyScopePermission]
     required_scope = None
 
+
+_SIGNUP_ERRORS = {**{k: v for k, v in ERROR_RESPONSES.items() if k in (400, 429)},
+                  403: OpenApiResponse(ErrorSerializer, description="Sign-up is disabled (`signup_disabled`).")}
+
+
+class SignupView(_Anonymous):
     @extend_schema(operation_id="signup", request=SignupSerializer, auth=[],
-                   responses={201: SignedUpSerializer,
-                              **{k: v for k, v in ERROR_RESPONSES.items() if k in (400, 429)},
-                              403: OpenApiResponse(ErrorSerializer, description="Sign-up is disabled "
-                                                                                "(`signup_disabled`)."),
-                              409: OpenApiResponse(ErrorSerializer, description="The email is taken "
-                                                                                "(`email_taken`).")},
-                   tags=["account"],
-                   description="Create an account (when the server allows sign-up). Then log in on the site or "
-                               "create an API key from a session.")
+                   responses={202: SignupAcceptedSerializer, **_SIGNUP_ERRORS}, tags=["account"],
+                   description="Start an account (when the server allows sign-up): the address gets an email with a "
+                               "link (or, for an address that already has an account, a note saying so). The "
+                               "answer is the same either way, so it tells no one whether an address is "
+                               "registered. Finish with POST /api/signup/confirm or the emailed link.")
     def post(self, request: Request) -> Response:
         require_signup_allowed()  # before counting: a closed door costs the caller nothing
         enforce_signup_rate(request)
         ser = SignupSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
-        user = sign_up(**ser.validated_data)
+        email = sign_up(**ser.validated_data, link_base=link_base(request))
+        data = {"status": "confirmation_sent", "email": email, "detail": CONFIRMATION_SENT}
+        return Response(SignupAcceptedSerializer(data).data, status=202)
+
+
+class SignupConfirmView(_Anonymous):
+    @extend_schema(operation_id="signup_confirm", request=SignupConfirmSerializer, auth=[],
+                   responses={201: SignedUpSerializer, **_SIGNUP_ERRORS,
+                              409: OpenApiResponse(ErrorSerializer, description="The address got an account "
+                                                                                "meanwhile (`email_taken`).")},
+                   tags=["account"],
+                   description="Create the account with the token from the sign-up email. Then log in on the site "
+                               "or create an API key from a session.")
+    def post(self, request: Request) -> Response:
+        require_signup_allowed()
+        enforce_signup_rate(request)
+        ser = SignupConfirmSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        user = confirm_sign_up(token=ser.validated_data["token"])
         data = {"id": user.pk, "email": user.email, "name": user.name, "balance": get_balance(user=user)}
         return Response(SignedUpSerializer(data).data, status=201)

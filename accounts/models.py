@@ -95,3 +95,22 @@ class ApiKey(models.Model):
 
     def has_scope(self, scope: str) -> bool:
         return scope in (self.scopes or ())
+
+
+class PendingSignup(models.Model):
+    """A sign-up waiting for its owner to open the emailed link (accounts/signup.py).
+
+    Why a row and not the account: the answer to a sign-up must not tell whether the address has an account, so
+    nothing about the account can change until the address's owner confirms. Only a SHA-256 of the link's token
+    is stored, beside the password's hash (never the password); rows expire after SIGNUP_CONFIRM_MAX_AGE_S and are
+    removed by the next sign-up."""
+
+    email = models.EmailField(db_index=True)
+    name = models.CharField(max_length=200, blank=True)
+    password_hash = models.CharField(max_length=256)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"pending sign-up {self.email}"

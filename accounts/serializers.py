@@ -100,6 +100,16 @@ class SignupSerializer(InputSerializer):
     name = TextField(max_length=200, required=False, allow_blank=True, default="")
 
 
+class SignupAcceptedSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["confirmation_sent"])
+    email = serializers.EmailField(help_text="The address the email went to (lower case).")
+    detail = serializers.CharField(help_text="What happens next.")
+
+
+class SignupConfirmSerializer(InputSerializer):
+    token = TextField(max_length=100, help_text="The token from the sign-up email's link.")
+
+
 class SignedUpSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     email = serializers.EmailField(help_text="As stored (lower case).")

@@ -1,9 +1,14 @@
-"""Self-serve sign-up: one service for POST /api/signup and the /accounts/signup/ page.
+"""Self-serve sign-up: one service for POST /api/signup and the /accounts/signup/ page, in two steps.
 
-Why one function: both must apply the same rules, in the same order, or one becomes the way around the other:
+Why two steps: an answer that differs for a taken address (the old 409 email_taken) tells anyone whether an
+address has an account. So sign_up checks the input, emails the address and answers the same either way; the
+account is created by confirm_sign_up when the address's owner opens the link (POST /api/signup/confirm, or the
+page at /accounts/signup/confirm/<token>), as account systems that care about enumeration do.
+
+Why one function per step: the API and the page must apply the same rules, in the same order, or one becomes
+the way around the other:
 - the server may turn sign-up off (`ALLOW_SIGNUP`): 403 signup_disabled;
-- the email must be a valid address and not taken in any letter case (409 email_taken; emails are stored
-  lower-cased, and the unique index settles a race between two sign-ups);
+- the email must be a valid address (stored lower-cased; the unique index settles two confirmations racing);
 - the password passes Django's AUTH_PASSWORD_VALIDATORS (length, similarity to the email and name, common
   passwords, all digits): 400 naming `password`;
 - a new account starts with `SIGNUP_FREE_CREDITS` credits, granted through the ledger in the same transaction.
@@ -11,15 +16,22 @@ Rate limiting needs the request, so the callers do it, both through `enforce_sig
 """
 from __future__ import annotations
 
+import hashlib
+import secrets
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
+from accounts.models import PendingSignup
 from config.errors import BadInput, Conflict, Forbidden
 
 if TYPE_CHECKING:
@@ -53,9 +65,17 @@ def require_signup_allowed() -> None:
                         code="signup_disabled")
 
 
-def sign_up(*, email: str, password: str, name: str = "") -> User:
-    """Create an active, non-staff account and return it. Nothing is written when any rule refuses."""
-    require_signup_allowed()
+CONFIRMATION_SENT = ("We sent an email to this address. Open its link to finish creating the account (or, if the "
+                     "address already has one, the email says so). Nothing else changes until then.")
+
+
+def link_base(request: HttpRequest) -> str:
+    """Where emailed links point: SITE_URL, else this request's scheme and host (ALLOWED_HOSTS vetted it)."""
+    return settings.SITE_URL or request.build_absolute_uri("/").rstrip("/")
+
+
+def _clean(*, email: str, password: str, name: str) -> tuple[str, str, str]:
+    """The sign-up's fields checked as text, email shape and password strength: 400 naming the field."""
     for field, value in (("email", email), ("password", password), ("name", name)):
         if not isinstance(value, str):
             raise BadInput(f"{field} must be text.", field=field)
@@ -76,25 +96,79 @@ def sign_up(*, email: str, password: str, name: str = "") -> User:
         raise BadInput("password is required.", field="password")
     if len(password) > PASSWORD_MAX:
         raise BadInput(f"password must be at most {PASSWORD_MAX} characters.", field="password")
-
     User = get_user_model()  # noqa: N806
-    taken = Conflict("An account with this email already exists; log in instead.", field="email",
-                     code="email_taken")
-    if User.objects.filter(email__iexact=email).exists():
-        raise taken
     try:
         validate_password(password, user=User(email=email, name=name))
     except ValidationError as exc:
         raise BadInput(" ".join(exc.messages), field="password") from None
+    return email, password, name
 
+
+def _hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def sign_up(*, email: str, password: str, name: str = "", link_base: str) -> str:
+    """Start a sign-up: checks the input (400s), then emails the address and returns the email as stored.
+
+    The answer is the same whether or not the address has an account (no enumeration): a free address gets a link
+    that creates the account (confirm_sign_up), a taken one a note that it already has an account. Both paths hash
+    the password, so they also take the same time. Nothing about any account changes here."""
+    require_signup_allowed()
+    email, password, name = _clean(email=email, password=password, name=name)
+    password_hash = make_password(password)  # on both paths: the time taken does not tell either
+    now = timezone.now()
+    PendingSignup.objects.filter(expires_at__lt=now).delete()
+    taken = get_user_model().objects.filter(email__iexact=email).exists()
+    if taken:
+        body = (f"Someone (perhaps you) tried to sign up with {email}, which already has an account.\n\n"
+                f"Log in at {link_base}/accounts/login/ instead. If it was not you, you can ignore this email: "
+                f"nothing was changed.\n")
+    else:
+        token = secrets.token_urlsafe(32)
+        PendingSignup.objects.create(email=email, name=name, password_hash=password_hash,
+                                     token_hash=_hash_token(token),
+                                     expires_at=now + timedelta(seconds=settings.SIGNUP_CONFIRM_MAX_AGE_S))
+        hours = settings.SIGNUP_CONFIRM_MAX_AGE_S // 3600
+        body = (f"Open this link to finish creating your account ({email}); it works for {hours} hours:\n\n"
+                f"{link_base}/accounts/signup/confirm/{token}\n\n"
+                f"API clients can POST the token to /api/signup/confirm instead: {{\"token\": \"{token}\"}}\n\n"
+                f"If you did not sign up, ignore this email: no account is created.\n")
+    send_mail("Your account on the search platform", body, settings.DEFAULT_FROM_EMAIL, [email])
+    return email
+
+
+def pending_for(token: str) -> PendingSignup:
+    """The unexpired sign-up a token opens, or 400 invalid_token (an unknown, used or expired link alike)."""
+    if not isinstance(token, str) or not 20 <= len(token) <= 100:
+        raise BadInput("This sign-up link is not valid.", field="token", code="invalid_token")
+    pending = PendingSignup.objects.filter(token_hash=_hash_token(token), expires_at__gte=timezone.now()).first()
+    if pending is None:
+        raise BadInput("This sign-up link is not valid any more (used, expired or mistyped); sign up again.",
+                       field="token", code="invalid_token")
+    return pending
+
+
+def confirm_sign_up(*, token: str) -> User:
+    """Create the account a sign-up link stands for, with the password chosen at sign-up and SIGNUP_FREE_CREDITS
+    through the ledger, in one transaction; every pending sign-up of that address ends with it."""
+    require_signup_allowed()
+    pending = pending_for(token)
+    User = get_user_model()  # noqa: N806
     credits = int(settings.SIGNUP_FREE_CREDITS or 0)
     try:
         with transaction.atomic():
-            user = User.objects.create_user(email=email, password=password, name=name)
+            if User.objects.filter(email__iexact=pending.email).exists():
+                raise IntegrityError
+            user = User(email=pending.email, name=pending.name, password=pending.password_hash)
+            user.save()
             if credits > 0:
                 from credits.ledger import grant
 
                 grant(user=user, amount=credits, reason="signup")
-    except IntegrityError:  # a concurrent sign-up with the same email won
-        raise taken from None
+            PendingSignup.objects.filter(email=pending.email).delete()
+    except IntegrityError:  # confirmed already (another link of the same address won): log in instead
+        PendingSignup.objects.filter(email=pending.email).delete()
+        raise Conflict("This address already has an account; log in instead.", field="token",
+                       code="email_taken") from None
     return user

@@ -10,5 +10,7 @@ urlpatterns = [
     path("account/keys", key_pages.keys_page, name="account-keys"),
     path("account/keys/<id:key_id>/revoke", key_pages.revoke_key_page, name="account-key-revoke"),
     path("api/signup", api.SignupView.as_view(), name="api-signup"),
+    path("api/signup/confirm", api.SignupConfirmView.as_view(), name="api-signup-confirm"),
     path("accounts/signup/", pages.signup_page, name="signup"),
+    path("accounts/signup/confirm/<str:token>", pages.signup_confirm_page, name="signup-confirm"),
 ]

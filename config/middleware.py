@@ -158,6 +158,9 @@ class InputGuardMiddleware:
         except (TimeoutError, OSError):
             return _refuse(request, status=408, code="request_timeout",
                            detail=f"The request body did not arrive within {settings.REQUEST_BODY_TIMEOUT_S:g} s.")
+        if got < length:  # the client went away (or lied about the length): nothing to serve
+            return _refuse(request, status=400, code="incomplete_body",
+                           detail=f"The body ended after {got} of the {length} bytes Content-Length announced.")
         request._body = b"".join(parts)  # what HttpRequest.body stores once read
         request._stream = io.BytesIO(request._body)
         return None

@@ -257,6 +257,22 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 ALLOW_SIGNUP = env_bool("ALLOW_SIGNUP", True)  # self-serve sign-up (POST /api/signup, /accounts/signup/); off: 403
 SIGNUP_FREE_CREDITS = env_int("SIGNUP_FREE_CREDITS", 0)  # credits granted to each new self-serve account
+# A sign-up is answered the same whether or not the address has an account; the account exists once its owner opens
+# the emailed link, valid this long (accounts/signup.py).
+SIGNUP_CONFIRM_MAX_AGE_S = env_int("SIGNUP_CONFIRM_MAX_AGE_S", 24 * 3600)
+# Outgoing mail (sign-up links). Unset EMAIL_HOST: the console backend, so `make run` prints the link in its log.
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+EMAIL_BACKEND = ("django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+                 else "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "no-reply@localhost")
+# The address the emailed links start with (https://search.example.com); unset: the request's own host, which
+# ALLOWED_HOSTS has already checked.
+SITE_URL = env_str("SITE_URL", "").rstrip("/")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -196,7 +196,8 @@ class ShareDetailView(APIView):
     required_scope = "manage"
 
     @extend_schema(operation_id="shares_revoke", responses={200: ShareSerializer, **_WRITE_ERRORS},
-                   tags=["projects"], description="Revoke a share (kept for history).")
+                   tags=["projects"], description="Revoke a share (kept for history): one into this project, or of one "
+                               "of its datasets into another. Owners of either project may.")
     def delete(self, request: Request, slug: str, share_id: int) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         share = sharing.revoke_share(user=request.user, share_id=share_id, project=project)

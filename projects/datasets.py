@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
 
-from config.errors import BadInput, Conflict, Forbidden, NotFound
-from projects.access import membership_role
-from projects.models import Dataset, Membership
+from config.errors import BadInput, Conflict, Forbidden
+from projects import policy
+from projects.models import Dataset
 
 if TYPE_CHECKING:
     from accounts.models import User
 
-WRITERS = frozenset({Membership.Role.OWNER, Membership.Role.EDITOR})
+WRITERS = policy.WRITERS  # the page's "can edit" (projects/pages.py)
 
 
 def delete_dataset(*, user: User, dataset: Dataset) -> None:
@@ -25,11 +25,7 @@ def delete_dataset(*, user: User, dataset: Dataset) -> None:
 
     A non-member is answered 404 (the dataset's existence does not leak), a viewer 403. Projects it was
     shared into lose it with the share rows (CASCADE)."""
-    role = membership_role(user=user, project=dataset.project)
-    if role is None:
-        raise NotFound("Dataset not found.")
-    if role not in WRITERS:
-        raise Forbidden("Only owners and editors of this project can delete its datasets.")
+    policy.authorize("dataset.delete", user=user, project=dataset.project, what="Dataset")
     with transaction.atomic():
         dataset.delete()
 
@@ -37,8 +33,7 @@ def delete_dataset(*, user: User, dataset: Dataset) -> None:
 def update_dataset(*, user: User, dataset: Dataset, name: str | None = None, description: str | None = None,
                    is_global: bool | None = None) -> Dataset:
     """Editors and owners rename or describe a dataset; only staff change `is_global` (every project sees it)."""
-    if membership_role(user=user, project=dataset.project) not in WRITERS:
-        raise Forbidden("Only owners and editors of this project can change its datasets.")
+    policy.authorize("dataset.update", user=user, project=dataset.project, what="Dataset")
     if is_global is not None and is_global != dataset.is_global and not user.is_staff:
         raise Forbidden("Only staff can make a dataset global or local.", field="is_global")
     if name is not None:

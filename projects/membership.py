@@ -20,6 +20,7 @@ from django.utils.text import slugify
 
 from config.errors import BadInput, Conflict, Forbidden, NotFound
 from config.fields import check_text
+from projects import policy
 from projects.access import key_project_ids, membership_role
 from projects.models import Membership, Project
 
@@ -67,7 +68,7 @@ def _clean_slug(slug: str | None, *, name: str) -> str:
     return slug
 
 
-def _require_role(*, user: User, project: Project, roles: set[str], action: str) -> str:
+def _require_role(*, user: User, project: Project, roles: set[str] | frozenset[str], action: str) -> str:
     """The caller's role, if it is one of `roles`: 404 for a non-member (existence does not leak), else 403."""
     role = membership_role(user=user, project=project)
     if role is None:
@@ -117,7 +118,7 @@ def rename_project(*, user: User, project: Project, name: str) -> Project:
 def update_project(*, user: User, project: Project, name: str | None = None, reranker: str | None = None) -> Project:
     """Owners change the display name and the project's reranker (a name the caller has checked is trained
     here; '' for none). The slug (in every URL and API key limit) never changes."""
-    _require_role(user=user, project=project, roles={OWNER}, action="change it")
+    policy.authorize("project.update", user=user, project=project)
     fields = []
     if name is not None:
         project.name = _clean_name(name)
@@ -136,7 +137,7 @@ def delete_project(*, user: User, project: Project) -> None:
     A plain ORM delete is exact for the vector index: the search_chunk trigger queues one outbox delete per
     removed chunk in this same transaction. Datasets of this project that were shared into other projects
     disappear from them too."""
-    _require_role(user=user, project=project, roles={OWNER}, action="delete it")
+    policy.authorize("project.delete", user=user, project=project)
     with transaction.atomic():
         project.delete()
 
@@ -158,7 +159,7 @@ def add_member(*, user: User, project: Project, email: str, role: str = Membersh
 
     An unknown or inactive email is 404 user_not_found with a message that says nothing about why, so the
     endpoint tells an owner no more than "cannot add"; it cannot be used to learn about accounts beyond that."""
-    _require_role(user=user, project=project, roles={OWNER}, action="add members")
+    policy.authorize("member.add", user=user, project=project)
     role = _clean_role(role)
     if not isinstance(email, str):
         raise BadInput("email must be text.", field="email")
@@ -195,7 +196,7 @@ def change_role(*, user: User, project: Project, membership_id: int, role: str) 
 
     Under the owner-row lock the caller's ownership and the owner count are read again, so two owners
     demoting each other at once leave exactly one owner, and a demoted owner cannot act a moment later."""
-    _require_role(user=user, project=project, roles={OWNER}, action="change roles")
+    policy.authorize("member.change_role", user=user, project=project)
     role = _clean_role(role)
     with transaction.atomic():
         owners = _locked_owners(project)

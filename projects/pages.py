@@ -20,7 +20,7 @@ from config.errors import ApiError, BadInput, NotFound
 from projects import membership, sharing
 from projects.access import membership_role, project_for_member
 from projects.datasets import WRITERS, delete_dataset
-from projects.models import Dataset, Membership, Project, ProjectShare
+from projects.models import Dataset, Membership, Project
 from search.datasets import datasets_overview
 
 
@@ -165,11 +165,6 @@ def share_revoke(request: HttpRequest, slug: str, share_id: int) -> HttpResponse
     project = _project(request, slug)
 
     def revoke() -> None:
-        from django.db.models import Q
-
-        share = ProjectShare.objects.filter(Q(project=project) | Q(dataset__project=project), pk=share_id).first()
-        if share is None:
-            raise NotFound("Share not found.")
-        sharing.revoke_share(user=request.user, share_id=share.pk, project=share.project)
+        sharing.revoke_share(user=request.user, share_id=share_id, project=project)
 
     return _act(request, project, revoke, "Share revoked.")

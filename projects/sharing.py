@@ -9,16 +9,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from config.errors import BadInput, Conflict, Forbidden, NotFound
-from projects.access import accessible_dataset_ids, limit_to_key_projects, membership_role
+from projects import policy
+from projects.access import accessible_dataset_ids, limit_to_key_projects
 from projects.models import Dataset, Membership, Project, ProjectShare
 
 if TYPE_CHECKING:
     from accounts.models import User
 
-_WRITERS = {Membership.Role.OWNER, Membership.Role.EDITOR}
 
 
 def visible_datasets(*, project: Project) -> list[dict]:
@@ -47,8 +48,7 @@ def datasets_seen_by(*, user: User, project: Project) -> list[dict]:
 def create_dataset(*, user: User, project: Project, name: str, kind: str, description: str = "",
                    is_global: bool = False) -> Dataset:
     """Owners and editors add datasets; only staff may mark one global (it is visible to every project)."""
-    if membership_role(user=user, project=project) not in _WRITERS:
-        raise Forbidden("Only owners and editors of this project can add datasets.")
+    policy.authorize("dataset.create", user=user, project=project)
     if is_global and not user.is_staff:
         raise Forbidden("Only staff can create global datasets.", field="is_global")
     if kind not in Dataset.Kind.values:
@@ -66,17 +66,16 @@ def create_dataset(*, user: User, project: Project, name: str, kind: str, descri
 
 
 def grant_share(*, user: User, dataset_id: int, to_project: Project) -> ProjectShare:
-    """Share a dataset into `to_project`. The caller must own the dataset's project.
+    """Share a dataset into `to_project` (projects.policy, "share.grant"): the caller owns both the dataset's
+    project and `to_project`, since a share changes what `to_project`'s members retrieve.
 
-    A dataset the caller cannot see at all is 404 (no existence leak); one they
-    see but do not own is 403. Sharing twice returns the active share.
+    A dataset the caller cannot see at all is 404 (no existence leak); one they see but do not own is 403.
+    Sharing twice returns the active share.
     """
     dataset = Dataset.objects.filter(pk=dataset_id).select_related("project").first()
-    role = membership_role(user=user, project=dataset.project) if dataset else None
-    if dataset is None or role is None:
+    if dataset is None:
         raise NotFound("Dataset not found.", field="dataset_id")
-    if role != Membership.Role.OWNER:
-        raise Forbidden("Only an owner of the dataset's project can share it.", field="dataset_id")
+    policy.authorize("share.grant", user=user, project=to_project, there=dataset.project, what="Dataset")
     if dataset.project_id == to_project.pk:
         raise BadInput("A project already sees its own datasets.", field="dataset_id")
     with transaction.atomic():
@@ -92,13 +91,13 @@ def grant_share(*, user: User, dataset_id: int, to_project: Project) -> ProjectS
 
 
 def revoke_share(*, user: User, share_id: int, project: Project) -> ProjectShare:
-    """Owners on either side may end a share: the giver takes it back, the receiver drops it."""
-    share = ProjectShare.objects.filter(pk=share_id, project=project).select_related("dataset__project").first()
+    """Owners on either side may end a share (projects.policy, "share.revoke"): the giver takes it back, the
+    receiver drops it. `project` is either side: the share is into it or of one of its datasets."""
+    share = (ProjectShare.objects.filter(Q(project=project) | Q(dataset__project=project), pk=share_id)
+             .select_related("project", "dataset__project").first())
     if share is None:
         raise NotFound("Share not found.")
-    owner_roles = {membership_role(user=user, project=share.dataset.project), membership_role(user=user, project=project)}
-    if Membership.Role.OWNER not in owner_roles:
-        raise Forbidden("Only an owner of either project can revoke this share.")
+    policy.authorize("share.revoke", user=user, project=share.project, there=share.dataset.project, what="Share")
     return revoke_share_row(share=share)
 
 

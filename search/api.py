@@ -12,7 +12,8 @@ from rest_framework.views import APIView
 from config.errors import BadInput, Forbidden, NotFound
 from config.ratelimits import enforce
 from config.schema import ERROR_RESPONSES, ErrorSerializer
-from projects.access import limit_to_key_projects, membership_role, project_for_member
+from projects.access import limit_to_key_projects, project_for_member
+from projects.policy import authorize
 from search import serializers as s
 
 if TYPE_CHECKING:
@@ -99,8 +100,7 @@ class IngestView(APIView):
         from search.ingest.runner import start_ingest
 
         project = project_for_member(user=request.user, slug=slug)
-        if membership_role(user=request.user, project=project) not in ("owner", "editor"):
-            raise Forbidden("Only owners and editors may ingest.")
+        authorize("ingest.path", user=request.user, project=project)
         ser = s.IngestRequestSerializer(data=_body(request))
         ser.is_valid(raise_exception=True)
         data = ser.validated_data

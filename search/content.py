@@ -14,16 +14,15 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.db import transaction
 
-from config.errors import ApiError, BadInput, Conflict, Forbidden, NotFound
-from projects import quotas
-from projects.access import membership_role, project_for_member
-from projects.models import Dataset, Membership
+from config.errors import ApiError, BadInput, Conflict, NotFound
+from projects import policy, quotas
+from projects.access import project_for_member
+from projects.models import Dataset
 
 if TYPE_CHECKING:
     from accounts.models import User
     from search.models import IngestJob
 
-WRITERS = frozenset({Membership.Role.OWNER, Membership.Role.EDITOR})
 PUSH_KINDS = ("code", "web")
 MODES = ("merge", "mirror")
 
@@ -40,8 +39,8 @@ def dataset_of(*, user: User, slug: str, dataset_id: int, write: bool = False) -
     dataset = Dataset.objects.filter(pk=dataset_id, project=project).select_related("project").first()
     if dataset is None:
         raise NotFound("Dataset not found.")
-    if write and membership_role(user=user, project=project) not in WRITERS:
-        raise Forbidden("Only owners and editors of this project can change its content.")
+    if write:
+        policy.authorize("content.write", user=user, project=project, what="Dataset")
     return dataset
 
 

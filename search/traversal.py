@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from django.db import transaction
 
+from config.user_patterns import compile_user_pattern, matches
 from search.aliases import DEFAULT_ALIASES, learn_aliases, merge_aliases
 from search.models import Chunk, TraversalConfig
 
@@ -76,8 +78,9 @@ def save_config(*, ruleset_id: str, names: dict[str, list[str]], player_keywords
                 gm_keywords: list[str] | None = None, intent_patterns: dict[str, str] | None = None,
                 policies: dict | None = None, aliases: dict[str, str] | None = None) -> TraversalConfig:
     """A new version (previous versions stay, inactive), so a config change is auditable and revertible."""
-    for pattern in (intent_patterns or {}).values():
-        re.compile(pattern)  # a bad pattern fails here, not at query time
+    for intent, pattern in (intent_patterns or {}).items():
+        # a bad or backtracking pattern fails here, not at query time (RE2: config/user_patterns.py)
+        compile_user_pattern(pattern, field=f"intent_patterns.{intent}", ignore_case=True)
     last = TraversalConfig.objects.select_for_update().filter(ruleset_id=ruleset_id).order_by("-version").first()
     TraversalConfig.objects.filter(ruleset_id=ruleset_id, is_active=True).update(is_active=False)
     cfg = TraversalConfig.objects.create(
@@ -124,9 +127,11 @@ def config_names(config: TraversalConfig | None) -> dict[str, list[str]]:
 
 
 @lru_cache(maxsize=32)
-def _compiled(config_key: tuple) -> tuple[list[tuple[str, re.Pattern]], list[tuple[str, str, re.Pattern]]]:
+def _compiled(config_key: tuple) -> tuple[list[tuple[str, Any]], list[tuple[str, str, re.Pattern]]]:
+    """Intent patterns (an operator's, run on every query) in RE2; entity names are escaped literals, so
+    Python's engine matches them in linear time."""
     _, _, patterns, names = config_key
-    intents = [(k, re.compile(p, re.IGNORECASE)) for k, p in patterns]
+    intents = [(k, compile_user_pattern(p, field=f"intent_patterns.{k}", ignore_case=True)) for k, p in patterns]
     ents = [(kind, name, name_pattern(name)) for kind, ns in names for name in ns]
     return intents, ents
 
@@ -145,7 +150,7 @@ def detect(*, query: str, config: TraversalConfig | None) -> QueryAnalysis:
            tuple((k, tuple(v)) for k, v in sorted(names.items())))
     intents_c, ents_c = _compiled(key)
     analysis = QueryAnalysis()
-    analysis.intents = [k for k, rx in intents_c if rx.search(query)]
+    analysis.intents = [k for k, rx in intents_c if matches(rx, query)]
     seen = set()
     for kind, name, rx in ents_c:
         if len(name) >= 3 and rx.search(query) and (kind, name) not in seen:

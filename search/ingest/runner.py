@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -242,12 +243,19 @@ def _run_locked(*, job: IngestJob, progress: Progress | None) -> IngestJob:
 
 
 def job_error_text(exc: BaseException) -> str:
-    """What a failed job tells its owner: an ApiError's own sentence (quota, archive), else the exception."""
+    """What a failed job tells its owner: a code and a sentence, never an exception's text.
+
+    An ApiError's own sentence (quota, archive, source) is written for the caller; anything else is internal and
+    may name server paths or hosts (a FileExistsError naming the staging folder), so the owner gets a fixed sentence
+    with a reference and the exception goes to the log under that reference."""
     from config.errors import ApiError
 
     if isinstance(exc, ApiError):
         return f"{exc.code}: {exc.detail}"
-    return f"{type(exc).__name__}: {exc}"
+    ref = uuid.uuid4().hex[:12]
+    log.error("ingest job failed [ref %s]", ref, exc_info=exc)
+    return (f"internal_error: The job failed on the server. An operator can find the cause in "
+            f"the server log under reference {ref}.")
 
 
 def _run_files(*, job: IngestJob, progress: Progress | None) -> None:

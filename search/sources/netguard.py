@@ -12,14 +12,16 @@ refused ranges are the ones no public site lives in.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
 
 from config.errors import BadInput
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+_HOST_NAME = re.compile(r"^(?!-)[A-Za-z0-9_-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9_-]{1,63}(?<!-))*\.?$")
 
 # Not covered by is_private/is_loopback/...: carrier-grade NAT and a few cloud metadata addresses.
 _EXTRA_BLOCKED = [ipaddress.ip_network(n) for n in ("100.64.0.0/10", "fd00:ec2::254/128", "192.0.0.0/24")]
@@ -55,17 +57,26 @@ def _ip_allowed(ip: IPAddress, nets: list) -> bool:
     return any(ip.version == n.version and ip in n for n in nets)
 
 
-def resolve(host: str, port: int | None = None) -> list[IPAddress]:
-    """Every address the host resolves to (an IP literal resolves to itself)."""
+def resolve(host: str, port: int | None = None, *, field: str = "url") -> list[IPAddress]:
+    """Every address the host resolves to (an IP literal resolves to itself).
+
+    A name must be a host name (letters, digits, '-', '_' and dots, no label starting with '-'): a tool
+    that takes a host as an argument (ssh) would read `-oProxyCommand=...` as an option."""
     host = host.strip("[]")
     try:
         return [ipaddress.ip_address(host)]
     except ValueError:
         pass
     try:
+        ascii_name = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        ascii_name = ""
+    if not _HOST_NAME.match(ascii_name):
+        raise BadInput(f"{host[:100]!r} is not a host name.", code="invalid_host", field=field)
+    try:
         infos = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
-        raise BadInput(f"Cannot resolve host {host!r}: {exc}", code="unresolvable_host", field="url") from None
+        raise BadInput(f"Cannot resolve host {host!r}: {exc}", code="unresolvable_host", field=field) from None
     seen: list[IPAddress] = []
     for info in infos:
         ip = ipaddress.ip_address(info[4][0].split("%")[0])
@@ -84,8 +95,8 @@ def check_host(host: str, *, port: int | None = None, field: str = "url") -> lis
     nets, hosts = _allowed_networks()
     name = host.lower().strip("[]").rstrip(".")
     if name in hosts:
-        return resolve(name, port)
-    addresses = resolve(name, port)
+        return resolve(name, port, field=field)
+    addresses = resolve(name, port, field=field)
     if not addresses:
         raise BadInput(f"Host {host!r} has no address.", code="unresolvable_host", field=field)
     for ip in addresses:
@@ -96,13 +107,21 @@ def check_host(host: str, *, port: int | None = None, field: str = "url") -> lis
     return addresses
 
 
+def split_url(url: str, *, field: str = "url") -> SplitResult:
+    """urlsplit, with what it refuses as a 400: a bracketed host that is no IPv6 address (`http://[evil]/`,
+    `ssh://[-oProxyCommand=x]/repo`) makes it raise ValueError, which must not become a 500."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parses the port: a bad one raises here, not later
+    except ValueError:
+        raise BadInput(f"{field} is not a valid URL (bad host in brackets, or bad port).", field=field) from None
+    return parts
+
+
 def check_url(url: str, *, field: str = "url") -> list[IPAddress]:
     """check_host for a URL's host (http, https, ssh, git); the default port of the scheme is used."""
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        raise BadInput(f"Invalid port in {url!r}.", field=field) from None
+    parts = split_url(url, field=field)
+    port = parts.port
     default = {"http": 80, "https": 443, "ssh": 22, "git": 9418}.get(parts.scheme, None)
     return check_host(parts.hostname or "", port=port or default, field=field)
 

@@ -11,12 +11,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlunsplit
 
 from django.conf import settings
 
 from config.errors import BadInput, Forbidden
 from config.text import bad_text_reason
+from config.user_patterns import MAX_PATTERN_CHARS, compile_user_pattern
 from search.sources import netguard
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ MAX_PATTERNS = 50
 MAX_INTERVAL_S = 30 * 24 * 3600
 KINDS_FOR = {"git": ("code", "web"), "web": ("web",)}
 _REF = re.compile(r"^(?!.*\.\.)(?!/)[\w./@+-]{1,200}(?<!/)$")
+_SSH_USER = re.compile(r"^[A-Za-z0-9_][\w.-]{0,63}$")
 _SCP = re.compile(r"^(?P<user>[\w.-]+)@(?P<host>[\w.-]+):(?P<path>(?!//).+)$")  # git@host:org/repo.git
 
 
@@ -76,7 +78,7 @@ def git_url(url: str, *, field: str = "source.url") -> tuple[str, bool]:
         url = f"ssh://{m['user']}@{m['host']}/{m['path']}"
     if url.startswith("/"):
         url = Path(url).as_uri()
-    parts = urlsplit(url)
+    parts = netguard.split_url(url, field=field)
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost"):
             raise BadInput("A file:// URL names a path on this server: file:///path/to/repo.", field=field)
@@ -88,6 +90,10 @@ def git_url(url: str, *, field: str = "source.url") -> tuple[str, bool]:
         raise BadInput("Do not put credentials in the URL; send them as `token` (stored encrypted).", field=field)
     if not parts.hostname or not parts.path.strip("/"):
         raise BadInput("The git URL needs a host and a repository path.", field=field)
+    if parts.username is not None and not _SSH_USER.match(unquote(parts.username)):
+        # ssh would read `-oProxyCommand=...` as an option: a command run on this server
+        raise BadInput("The user in an ssh URL is letters, digits, '.', '_' and '-', and does not start with '-'.",
+                       field=field)
     netguard.check_url(url, field=field)
     return url, False
 
@@ -111,18 +117,15 @@ def _patterns(value: Any, field: str) -> list[str]:
         raise BadInput(f"{field} must be a list of at most {MAX_PATTERNS} regular expressions.", field=field)
     out = []
     for i, item in enumerate(value):
-        pattern = _str(item, f"{field}[{i}]", max_len=500)
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise BadInput(f"{field}[{i}] is not a regular expression: {exc}.", field=f"{field}[{i}]") from None
+        pattern = _str(item, f"{field}[{i}]", max_len=MAX_PATTERN_CHARS)
+        compile_user_pattern(pattern, field=f"{field}[{i}]")  # refused now, not in the worker
         out.append(pattern)
     return out
 
 
 def web_url(url: str, *, field: str) -> str:
     """An absolute http(s) URL whose host may be fetched, without its fragment."""
-    parts = urlsplit(url)
+    parts = netguard.split_url(url, field=field)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BadInput(f"{field} must be an absolute http:// or https:// URL.", field=field)
     if parts.username or parts.password:

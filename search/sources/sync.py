@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.utils import timezone
 
-from config.errors import BadInput, Conflict, Forbidden, NotFound
-from projects.access import membership_role
-from projects.models import Membership
+from config.errors import BadInput, Conflict, NotFound
+from projects import policy
 from search.sources import secrets
 from search.sources.spec import SourceSpec, display_url, parse_interval, parse_source, parse_token
 
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WRITERS = frozenset({Membership.Role.OWNER, Membership.Role.EDITOR})
 ACTIVE = ("pending", "running")
 MAX_BACKOFF_S = 24 * 3600
 
@@ -41,11 +39,7 @@ MAX_BACKOFF_S = 24 * 3600
 def _require_writer(*, user: User | None, dataset: Dataset) -> None:
     if user is None:
         return  # the scheduler, a command
-    role = membership_role(user=user, project=dataset.project)
-    if role is None and not user.is_staff:
-        raise NotFound("Dataset not found.")
-    if role not in WRITERS and not user.is_staff:
-        raise Forbidden("Only owners and editors of this project can change its sources.")
+    policy.authorize("source.write", user=user, project=dataset.project, what="Dataset")
 
 
 def set_source(*, user: User | None, dataset: Dataset, spec: SourceSpec, interval_s: int | None,
@@ -100,8 +94,7 @@ def create_dataset_with_source(*, user: User, project: Project, name: str, kind:
                            field="interval_s" if interval_s is not None else "token")
         return create_dataset(user=user, project=project, name=name, kind=kind, description=description,
                               is_global=is_global)
-    if membership_role(user=user, project=project) not in WRITERS:
-        raise Forbidden("Only owners and editors of this project can add datasets.")
+    policy.authorize("dataset.create", user=user, project=project)
     spec = parse_source(source, user=user, dataset_kind=kind)
     interval, secret = parse_interval(interval_s), parse_token(token)
     with transaction.atomic():
@@ -222,7 +215,7 @@ def run_sync(*, job: IngestJob, progress: Progress | None = None) -> dict[str, A
 
     source = Source.objects.filter(dataset_id=job.dataset_id).first()
     if source is None:
-        raise LookupError("the dataset's source was removed before its sync ran")
+        raise NotFound("The dataset's source was removed before its sync ran.", code="source_removed")
     try:
         if source.type == Source.Type.GIT:
             from search.sources.gitsync import sync_git

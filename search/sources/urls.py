@@ -7,10 +7,11 @@ is compared, queued or stored, so a URL is its identity.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, quote, urlencode, urljoin, urlsplit, urlunsplit
+
+from config.user_patterns import compile_user_pattern, matches
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # Query parameters that say who sent the visitor, not what the page is (campaign and click ids).
@@ -103,8 +104,10 @@ class Scope:
         self.origins = {origin(s) for s in self.seeds + upgraded}
         self.prefixes = [s[:s.rfind("/") + 1]
                          for s in (urlunsplit(urlsplit(s)._replace(query="")) for s in self.seeds + upgraded)]
-        self._include = [re.compile(p) for p in self.include]
-        self._exclude = [re.compile(p) for p in self.exclude]
+        # user patterns: RE2, linear in the URL (config/user_patterns.py); a stored pattern that RE2 refuses
+        # (set before patterns ran in RE2) is a BadInput that fails this sync with its field named
+        self._include = [compile_user_pattern(p, field=f"source.include[{i}]") for i, p in enumerate(self.include)]
+        self._exclude = [compile_user_pattern(p, field=f"source.exclude[{i}]") for i, p in enumerate(self.exclude)]
 
     @classmethod
     def from_config(cls, config: dict) -> Scope:
@@ -117,9 +120,9 @@ class Scope:
         return origin(url) in self.origins
 
     def wanted(self, url: str) -> bool:
-        if self._include and not any(p.search(url) for p in self._include):
+        if self._include and not any(matches(p, url) for p in self._include):
             return False
-        return not any(p.search(url) for p in self._exclude)
+        return not any(matches(p, url) for p in self._exclude)
 
 
 def unique(urls: Iterable[str]) -> list[str]:

@@ -75,6 +75,24 @@ def _with_source(world: Any) -> None:
                              result={"mode": "full", "to": "c" * 40, "changed": ["a.py"], "deleted": []})
 
 
+_SIGNUP_TOKEN = "contract-signup-token-0123456789"
+
+
+def _pending_signup(world: Any) -> None:
+    """A sign-up waiting for its emailed link (the token the confirm call sends)."""
+    import hashlib
+    from datetime import timedelta
+
+    from django.contrib.auth.hashers import make_password
+    from django.utils import timezone
+
+    from accounts.models import PendingSignup
+
+    PendingSignup.objects.create(email="contract-confirm@example.com", password_hash=make_password("a-long-pass-9"),
+                                 token_hash=hashlib.sha256(_SIGNUP_TOKEN.encode()).hexdigest(),
+                                 expires_at=timezone.now() + timedelta(hours=1))
+
+
 def _other_dataset_id(world: Any) -> int:
     from projects.models import Dataset
 
@@ -137,8 +155,9 @@ SUCCESS: dict[str, Callable[[Any], Call]] = {
     "people_search": lambda w: Call(200, {"query": "backend engineers in pune"},
                                     headers={"Idempotency-Key": "contract-search"}),
     "people_search_retrieve": lambda w: Call(200),
-    "signup": lambda w: Call(201, {"email": "contract-new@example.com", "password": "a-long-pass-phrase-9"},
+    "signup": lambda w: Call(202, {"email": "contract-new@example.com", "password": "a-long-pass-phrase-9"},
                              auth="none"),
+    "signup_confirm": lambda w: Call(201, {"token": _SIGNUP_TOKEN}, auth="none", setup=_pending_signup),
 }
 
 

@@ -6,7 +6,8 @@ Schema, so it rarely sends what broke the platform in practice (a body a thousan
 inside a list item, `[[:foo:]]` as a path glob, `²` as a page number, a NUL in `Idempotency-Key`, a body
 past the size limit, text/plain). Here each class is spelled out and put into every place it can go:
 every string field (top level, nested objects, list items), every integer field, every query parameter,
-path parameter and header, and every page form field. `tests/hardening/test_input_sweep.py` runs it in
+path parameter and header, every page form field, every field of the page forms that write (form bodies), and
+every string argument of every MCP tool (JSON-RPC over POST /mcp). `tests/hardening/test_input_sweep.py` runs it in
 `make test`; `bench/fuzz_inputs.py` prints the count per class for the README.
 
 Each request runs in a rolled-back savepoint (fuzz_world.InProcessRequests). A response must never be a 5xx;
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CLASSES = ("nesting", "characters", "patterns", "numbers", "size", "content_type", "unknown_field", "headers",
-           "path_params", "page_forms")
+           "path_params", "page_forms", "form_bodies", "mcp_arguments")
 BAD_TEXT = ["\x00", "a\x00b", "\ud800", "x\udfffy"]
 PATTERNS = ["[[:foo:]]", "[[.x.]]*", "[z-a]", "*" * 300, "a*" * 40, "(a+)+$", "%_\\", "**/" * 30, "[!]]", "?" * 200]
 NUMBERS: list[Any] = [10**30, -(10**30), 2**63, "１２", "²", "①", "١٢", 1e308, True, 1.5, "5"]
@@ -41,6 +42,22 @@ PAGE_FORMS: list[tuple[str, str, dict[str, str]]] = [
 ]
 
 
+# Page forms that write (POST bodies, form-encoded or multipart): every field gets each BAD_TEXT value, which no
+# store can hold, so each must be refused (by the input guard, config/middleware.py) before the view runs.
+WRITE_FORMS: list[tuple[str, dict[str, str]]] = [
+    ("/projects/new", {"name": "Probe", "slug": "probe"}),
+    ("/projects/{slug}/settings/rename", {"name": "Renamed"}),
+    ("/projects/{slug}/members/add", {"email": "someone@example.com", "role": "viewer"}),
+    ("/projects/{slug}/datasets/new", {"name": "n", "kind": "code", "description": "d"}),
+    ("/projects/{slug}/datasets/{dataset_id}/documents/delete", {"path": "x.py"}),
+    ("/projects/{slug}/datasets/{dataset_id}/source", {"type": "git", "url": "https://93.184.216.34/o/r.git",
+                                                       "ref": "main"}),
+    ("/account/keys", {"name": "probe", "scopes": "query"}),
+    ("/search/feedback", {"session_id": "{session_id}", "chunk_id": "{chunk_id}", "relevance": "2"}),
+    ("/people/", {"query": "backend engineers"}),
+]
+
+
 @dataclass
 class Case:
     klass: str
@@ -52,6 +69,7 @@ class Case:
     headers: dict[str, str] = field(default_factory=dict)
     page: bool = False
     must_refuse: bool = True  # a 2xx is a failure (the input is invalid by construction)
+    mcp: bool = False  # a JSON-RPC tools/call: refused means a tool error with the API's 400 body
 
     def label(self) -> str:
         return f"{self.klass}: {self.method} {self.path} {self.query or ''} {(self.body or b'')[:80]!r}"
@@ -191,6 +209,56 @@ def page_cases(fill: dict[str, Any]) -> Iterator[Case]:
     yield Case("page_forms", "GET", f"/people/p/{fill['person_id']}", query={"search_id": "\x00"}, page=True)
 
 
+def form_cases(fill: dict[str, Any]) -> Iterator[Case]:
+    """Every field of every writing page form, and a path parameter of a form URL, with text no store holds."""
+    for path, form in WRITE_FORMS:
+        url = path.format(**fill)
+        good = {k: v.format(**fill) for k, v in form.items()}
+        for name in good:
+            for bad in BAD_TEXT:
+                yield Case("form_bodies", "POST", url, query={**good, name: good[name] + bad}, page=True)
+            yield Case("form_bodies", "POST", url, query={**good, name + "\x00": "1"}, page=True)
+    yield Case("form_bodies", "POST", f"/projects/{fill['slug']}/datasets/%00/documents/delete", query={"path": "x"},
+               page=True)
+
+
+def mcp_cases(fill: dict[str, Any]) -> Iterator[Case]:
+    """Every string argument of every MCP tool (and a key of its arguments) with text no store holds."""
+    from search.mcp_server import mcp
+
+    filled = {"project": fill["slug"], "search_session_id": str(fill["session_id"]), "chunk_id": fill["chunk_id"]}
+    for tool in mcp._tool_manager.list_tools():
+        props = tool.parameters.get("properties", {})
+        base = {name: filled.get(name, sample(prop, {})) for name, prop in props.items()}
+        for name, value in base.items():
+            if not isinstance(value, str):
+                continue
+            for bad in BAD_TEXT:
+                args = {**base, name: value + bad}
+                yield Case("mcp_arguments", "POST", "/mcp", body=_dump(_rpc(tool.name, args)),
+                           content_type="application/json", mcp=True)
+        yield Case("mcp_arguments", "POST", "/mcp", body=_dump(_rpc(tool.name, {**base, "k\x00": 1})),
+                   content_type="application/json", mcp=True)
+
+
+def _rpc(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+
+
+def _mcp_refused(body: bytes) -> bool:
+    """A tool error carrying the API's 400 (invalid_character), as every tool answers text no store holds; or a
+    JSON-RPC error (a lone surrogate is not valid JSON text for the protocol's parser: -32700)."""
+    try:
+        message = json.loads(body)
+        if "error" in message:
+            return bool(message["error"].get("code")) and bool(message["error"].get("message"))
+        result = message["result"]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False
+    content = result.get("structuredContent") or {}
+    return bool(result.get("isError")) and content.get("status") == 400 and content.get("code") == "invalid_character"
+
+
 @dataclass
 class SweepReport:
     sent: Counter = field(default_factory=Counter)
@@ -225,7 +293,7 @@ def run_sweep(*, secret: str, user_id: int, spec: dict[str, Any], fill: dict[str
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
     page_client.raise_request_exception = False
     report = SweepReport()
-    cases = [*operation_cases(spec, fill), *page_cases(fill)]
+    cases = [*operation_cases(spec, fill), *page_cases(fill), *form_cases(fill), *mcp_cases(fill)]
     for case in cases:
         if limit_per_class and report.sent[case.klass] >= limit_per_class:
             continue
@@ -235,6 +303,8 @@ def run_sweep(*, secret: str, user_id: int, spec: dict[str, Any], fill: dict[str
             client = page_client if case.page else api
             extra = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in case.headers.items()}
             t0 = time.perf_counter()
+            if case.mcp:
+                extra["HTTP_ACCEPT"] = "application/json, text/event-stream"
             if case.method == "GET":
                 resp = client.get(case.path, case.query, **extra)
             elif case.page:
@@ -248,11 +318,14 @@ def run_sweep(*, secret: str, user_id: int, spec: dict[str, Any], fill: dict[str
             if ms > report.slowest_ms:
                 report.slowest_ms, report.slowest = ms, case.label()[:160]
             status = resp.status_code
+            mcp_refused = case.mcp and status in (200, 400) and _mcp_refused(body)
+            if mcp_refused:
+                status = 400  # the API's 400 as a tool error, or a JSON-RPC error: a refusal either way
             if status >= 500 and not (status == 503 and b'"statement_timeout"' in body):
                 report.failures.append(f"{status} {case.label()} -> {body[:200]!r}")
             elif status >= 400:
                 report.refused[case.klass] += 1
-                if not case.page:
+                if not case.page and not mcp_refused:
                     try:
                         err = json.loads(body)
                         assert err["code"] and err["detail"]

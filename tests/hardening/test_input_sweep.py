@@ -28,6 +28,7 @@ def test_no_input_class_reaches_a_500_a_write_or_a_charge_on_any_operation_or_pa
     assert not report.failures, "\n".join(report.failures[:25])
     # every class was exercised, and the ones that are invalid by construction were all refused
     assert set(report.sent) == set(CLASSES), report.sent
-    for klass in ("nesting", "characters", "size", "content_type", "unknown_field", "headers", "path_params"):
+    for klass in ("nesting", "characters", "size", "content_type", "unknown_field", "headers", "path_params",
+                  "form_bodies", "mcp_arguments"):
         assert report.refused[klass] == report.sent[klass] > 0, (klass, report.sent, report.refused)
     assert sum(report.sent.values()) > 1000

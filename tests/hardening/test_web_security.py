@@ -25,8 +25,9 @@ PUBLIC = {
     "accounts/login/", "accounts/logout/", "admin/login/",
     # the forgotten-password flow must work logged out (it only ever emails the address on file)
     "accounts/password_reset/", "accounts/password_reset/done/", "accounts/reset/done/",
-    # sign-up is for people without an account (ALLOW_SIGNUP; rate limited; creates nothing but the account)
-    "accounts/signup/", "api/signup",
+    # sign-up is for people without an account (ALLOW_SIGNUP; rate limited; creates nothing but the account, and
+    # only from the emailed link's token)
+    "accounts/signup/", "api/signup", "api/signup/confirm",
     # the OpenAPI description and its two viewers document the API; they hold no data, and every
     # operation they describe still requires a key
     "api/schema/", "api/docs/", "api/redoc/",
@@ -34,6 +35,8 @@ PUBLIC = {
 PUBLIC_PATTERNS = (
     # the password-reset link from the email: the token itself is the credential (Django checks it)
     re.compile(r"^accounts/reset/[^/]+/[^/]+/$"),
+    # the sign-up link from the email: the token is the credential (accounts/signup.py checks it)
+    re.compile(r"^accounts/signup/confirm/[^/]+$"),
 )
 
 _SAMPLES = ("1", str(uuid.UUID(int=7)), "accounts", "x", "x/y")
@@ -145,7 +148,7 @@ def test_public_allowlist_entries_really_are_reachable(db):
         if rel.endswith("logout/"):  # POST-only since Django 5; logging out of nothing lands on a page
             assert client.post("/" + rel).status_code in (200, 302), rel
             continue
-        if rel == "api/signup":  # POST-only: an empty body is answered (400 naming a field), not redirected to login
+        if rel in ("api/signup", "api/signup/confirm"):  # POST-only: an empty body is a 400 naming a field
             resp = client.post("/" + rel, {}, content_type="application/json")
             assert resp.status_code == 400 and resp.json()["field"], rel
             continue

@@ -16,6 +16,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from config.errors import NotFound
 from search.models import IngestJob, Source
 from search.sources import spec, sync
 from tests.hardening.test_worker_crash import drop_messages, queued_ingest_messages
@@ -184,7 +185,7 @@ def test_a_sync_whose_source_was_removed_before_it_ran_fails_saying_so(db, make_
     source = make_source("removed")
     job = sync.start_sync(dataset=source.dataset, trigger="manual")
     sync.remove_source(user=None, dataset=source.dataset)
-    with pytest.raises(LookupError):
+    with pytest.raises(NotFound):  # an ApiError: its sentence is what the job tells its owner
         run_job(job=job)
     job.refresh_from_db()
     assert job.status == "failed" and "source was removed" in job.error
