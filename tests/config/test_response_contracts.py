@@ -149,7 +149,7 @@ SUCCESS: dict[str, Callable[[Any], Call]] = {
     "rules_search": lambda w: Call(200, {"q": "what does grappled do?", "top_k": 3},
                                    path={"slug": w.ids["slug"][1]}),
     "shares_list": lambda w: Call(200),
-    "shares_create": lambda w: Call(201, {"dataset_id": _other_dataset_id(w)}, path={"slug": w.ids["slug"][1]}),
+    "shares_create": lambda w: Call(201, {"dataset_id": _other_dataset_id(w)}, path={"slug": w.ids["slug"][0]}),
     "shares_revoke": lambda w: Call(200),
     "context_feedback": lambda w: Call(201, {"chunk_id": w.ids["chunk_id"][0], "relevance": 2}),
     "people_search": lambda w: Call(200, {"query": "backend engineers in pune"},

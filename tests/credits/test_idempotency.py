@@ -3,9 +3,7 @@ lease: a retry after it takes over a key whose holder died, and a holder that lo
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -22,8 +20,8 @@ from config.errors import Conflict
 from credits import ledger
 from credits.idempotency import request_fingerprint, reserve, run_reserved
 from credits.models import IdempotencyKey, LedgerEntry
-from tests.conftest import ROOT
 from tests.credits import idem_urls
+from tests.live import db_env, serving
 
 URL = "/api/test/charge"
 
@@ -333,12 +331,6 @@ def test_live_holder_past_its_lease_keeps_the_key_and_charges_once(urls, make_us
     _assert_charged_once(u, granted=5)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _http_post(url: str, *, api_key: str, idem: str, body: bytes) -> tuple[int, bytes, dict]:
     req = urllib.request.Request(url, data=body, method="POST", headers={
         "Authorization": f"Bearer {api_key}", "Content-Type": "application/json", "Idempotency-Key": idem})
@@ -352,32 +344,11 @@ def _http_post(url: str, *, api_key: str, idem: str, body: bytes) -> tuple[int, 
 @pytest.fixture
 def idem_gunicorn(transactional_db, gate):
     """One gunicorn worker on the test database serving the test charge URL, with a 1 s lease and the gate armed."""
-    db = connection.settings_dict
-    env = dict(os.environ, DATABASE_URL=f"postgresql://{db['USER']}:@/{db['NAME']}?host={db['HOST']}",
-               IDEMPOTENCY_LEASE_S="1", INDEX_APPLIER_THREAD="0")
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "tests.credits.idem_wsgi:application", "-w", "1",
-                             "-b", f"127.0.0.1:{port}", "--timeout", "120", "--log-level", "warning"],
-                            cwd=ROOT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/api/test/charge", timeout=5)
-            break
-        except urllib.error.HTTPError:
-            break  # any HTTP answer (401/405) means a worker serves
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("gunicorn did not come up") from None
-            time.sleep(0.2)
-    yield url, proc
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    env = db_env(IDEMPOTENCY_LEASE_S="1", INDEX_APPLIER_THREAD="0")
+    with serving(["-m", "gunicorn", "tests.credits.idem_wsgi:application", "-w", "1", "-b", "127.0.0.1:{port}",
+                  "--timeout", "120", "--log-level", "warning"], env=env, probe="/api/test/charge",
+                 what="gunicorn") as (url, proc):
+        yield url, proc
 
 
 def _wait_until_unlocked(pk: int) -> None:

@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -19,7 +15,7 @@ from collections import defaultdict
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.live import db_env, serving
 from tests.people.factory import embed_all, make_person
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -29,39 +25,13 @@ WORKERS = 3
 BE = {"intent_primary": "backend", "country": "india", "title": "Backend Engineer"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def gunicorn_url(transactional_db):
-    from django.db import connection
-
-    db = connection.settings_dict
-    env = dict(os.environ, DATABASE_URL=f"postgresql://{db['USER']}:@/{db['NAME']}?host={db['HOST']}",
-               RATE_LIMIT_SEARCH="100000/m", RATE_LIMIT_UNLOCK="100000/m", RATE_LIMIT_DEFAULT="100000/m")
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "-w", str(WORKERS),
-                             "-b", f"127.0.0.1:{port}", "--timeout", "300", "--log-level", "warning"],
-                            cwd=ROOT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/api/schema/", timeout=5)
-            break
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            if proc.poll() is not None:
-                raise RuntimeError("gunicorn exited during start-up") from None
-            time.sleep(0.5)
-    else:
-        proc.terminate()
-        raise RuntimeError("gunicorn did not come up")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    env = db_env(RATE_LIMIT_SEARCH="100000/m", RATE_LIMIT_UNLOCK="100000/m", RATE_LIMIT_DEFAULT="100000/m")
+    with serving(["-m", "gunicorn", "config.wsgi:application", "-w", str(WORKERS), "-b", "127.0.0.1:{port}",
+                  "--timeout", "300", "--log-level", "warning"], env=env, probe="/api/schema/",
+                 what="gunicorn") as (url, _):
+        yield url
 
 
 def _post(url: str, body: dict, *, key: str, idem: str | None) -> tuple[int, bytes]:

@@ -215,7 +215,9 @@ def form_cases(fill: dict[str, Any]) -> Iterator[Case]:
         url = path.format(**fill)
         good = {k: v.format(**fill) for k, v in form.items()}
         for name in good:
-            for bad in BAD_TEXT:
+            # NUL only: a form body is bytes, and a lone surrogate has no UTF-8 bytes (a browser's escapes of one
+            # decode to replacement characters, which any store holds)
+            for bad in BAD_TEXT[:2]:
                 yield Case("form_bodies", "POST", url, query={**good, name: good[name] + bad}, page=True)
             yield Case("form_bodies", "POST", url, query={**good, name + "\x00": "1"}, page=True)
     yield Case("form_bodies", "POST", f"/projects/{fill['slug']}/datasets/%00/documents/delete", query={"path": "x"},

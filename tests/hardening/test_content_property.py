@@ -82,7 +82,8 @@ def _step(op: tuple, w: dict) -> None:
         pick.delete()
     elif kind == "share":
         other = w["b"] if pick.project_id == w["a"].pk else w["a"]
-        grant_share(user=owner[pick.project_id], dataset_id=pick.pk, to_project=other)
+        # a share needs an owner of both projects (projects.policy): the steward owns a and b
+        grant_share(user=w["steward"], dataset_id=pick.pk, to_project=other)
     elif kind == "revoke":
         for share in ProjectShare.objects.filter(dataset=pick, revoked_at__isnull=True):
             revoke_share_row(share=share)
@@ -131,9 +132,11 @@ def test_random_content_lifecycles_keep_the_index_exact_and_access_tight(make_us
         set_index(index)
         try:
             with transaction.atomic():
-                alice, bob, eve = (make_user(f"{n}{stats['examples']}@example.com") for n in ("alice", "bob", "eve"))
-                w = {"alice": alice, "bob": bob, "eve": eve,
-                     "a": make_project(f"a{stats['examples']}", alice), "b": make_project(f"b{stats['examples']}", bob),
+                alice, bob, eve, sam = (make_user(f"{n}{stats['examples']}@example.com")
+                                        for n in ("alice", "bob", "eve", "sam"))
+                w = {"alice": alice, "bob": bob, "eve": eve, "steward": sam,
+                     "a": make_project(f"a{stats['examples']}", alice, sam),
+                     "b": make_project(f"b{stats['examples']}", bob, sam),
                      "c": make_project(f"c{stats['examples']}", eve)}
                 for op in ops:
                     _step(op, w)

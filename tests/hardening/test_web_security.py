@@ -124,7 +124,12 @@ def test_anonymous_gets_401_json_on_api_and_login_redirect_on_pages(db):
             resp = getattr(client, method)(path)
             checked += 1
             where = f"{method.upper()} {path} -> {resp.status_code}"
-            if path.startswith("/api/") or path == "/mcp":  # /mcp: the MCP server, Bearer keys like the API
+            if path == "/mcp" and method == "get":
+                # refused before authentication so that no database connection is spent on a method that is never
+                # served (docs/security.md, "Requests that end"); the answer carries nothing
+                if resp.status_code != 405 or resp.json()["code"] != "method_not_allowed":
+                    problems.append(where)
+            elif path.startswith("/api/") or path == "/mcp":  # /mcp: the MCP server, Bearer keys like the API
                 if resp.status_code not in (401, 403):
                     problems.append(where)
                 elif "application/json" not in resp["Content-Type"] or "code" not in resp.json():
