@@ -53,8 +53,9 @@ def main() -> None:
         "",
         "`.venv/bin/python bench/fuzz_inputs.py`: every operation of `/api/schema/` and every page form, sent "
         "deep nesting, NUL and lone surrogates in every string, key and header, glob/regex metacharacters, "
-        "Unicode digits and huge integers, bodies over the size limit, wrong content types, unknown fields and "
-        "bad path ids (tests/hardening/input_sweep.py). A failure is a 5xx, a non-JSON API error, a refused "
+        "Unicode digits and huge integers, bodies over the size limit, wrong content types, unknown fields, "
+        "bad path ids, NUL in every field of the page forms that write (form bodies) and NUL and lone "
+        "surrogates in every string argument of every MCP tool (tests/hardening/input_sweep.py). A failure is a 5xx, a non-JSON API error, a refused "
         "request that wrote a row or charged, or an invalid-by-construction input that was accepted.",
         "",
         table(["class", "cases", "refused (4xx)", "failures"], rows),
