@@ -1,9 +1,11 @@
 """Checks every request gets before any view runs: the parts of a request no serializer sees.
 
-Why middleware: query strings, headers and the body's size reach code that has no Input serializer
-(pages, DRF's own parsing, the idempotency header); a NUL in `Idempotency-Key` reached a Postgres text
-column, and an oversized body got Django's HTML 400. Checking here once makes every endpoint, present and
-future, safe by construction. The same place puts each request under a Postgres `statement_timeout`, so
+Why middleware: the path (path parameters), query strings, headers, form bodies and the body's size reach code
+that has no Input serializer (pages, DRF's own parsing, the idempotency header); a NUL in `Idempotency-Key`
+reached a Postgres text column, `%00` in a document's path segment or a page form's field reached one too (500s),
+and an oversized body got Django's HTML 400. Checking here once makes every endpoint, present and future, safe by
+construction. The body is also read here, whole and against a deadline, before any view (or its database
+connection) exists, so a client that trickles a body in costs a thread for a bounded time and nothing more. The same place puts each request under a Postgres `statement_timeout`, so
 no request (a pathological glob, say) can hold the database longer than STATEMENT_TIMEOUT_MS.
 """
 from __future__ import annotations

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from accounts.models import User
 
 
-
 def visible_datasets(*, project: Project) -> list[dict]:
     """Own, global and shared datasets, each tagged with how the project sees it (one query)."""
     ids = accessible_dataset_ids(project)
