@@ -1,9 +1,17 @@
 """Web sources: saved HTML pages (or Markdown) -> readable Markdown (trafilatura) -> chunks by heading.
 
 Why Markdown as the intermediate: trafilatura drops navigation and boilerplate
-and keeps headings as `#` lines, so the heading path is exact and
-start_line/end_line refer to lines of the extracted text (kept as the chunk
-text), which is what a reader of the context pack sees.
+and keeps headings as `#` lines, so start_line/end_line refer to lines of the
+extracted text (kept as the chunk text), which is what a reader of the context
+pack sees.
+
+Why the heading path is checked against the page's own headings: documentation
+generators decorate headings (Sphinx and MkDocs end each with a `¶` permalink,
+Docusaurus with a `#` hash link), and trafilatura does not always fence a code
+sample, so a comment line in one (`# Test code`) looks like a heading. So the
+permalink anchors are removed before extraction, and for HTML a `#` line is a
+heading only when its text is one of the page's real <h1>..<h6>; in Markdown
+sources, lines inside a code fence are never headings.
 """
 from __future__ import annotations
 
@@ -20,6 +28,12 @@ from search.ingest.code import MAX_FILE_BYTES, SKIP_DIRS
 WEB_EXTS = {".html", ".htm", ".xhtml", ".md", ".markdown"}
 MAX_SECTION_LINES = 60
 _HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_PERMALINK_MARKS = "¶#🔗\u200b \t"
+# permalink anchors by generator: Sphinx and MkDocs `headerlink`, Docusaurus `hash-link`, others `anchor-link`
+_PERMALINK_XPATH = "//a[" + " or ".join(
+    f'contains(concat(" ", normalize-space(@class), " "), " {c} ")'
+    for c in ("headerlink", "hash-link", "anchor-link", "anchorjs-link", "permalink")) + "]"
 
 
 def walk(root: Path) -> Iterator[tuple[str, Path, str]]:
@@ -44,30 +58,80 @@ def is_web_file(name: str) -> bool:
     return os.path.splitext(name)[1].lower() in WEB_EXTS
 
 
-def html_to_markdown(html: str) -> tuple[str, str, str]:
-    """(markdown, title, url) with trafilatura; empty markdown when nothing readable is left."""
+def _plain(text: str) -> str:
+    """A Markdown heading's text as the page shows it: no code ticks or bold marks, escapes undone."""
+    text = text.replace("`", "").replace("**", "")
+    return re.sub(r"\\([\\`*_{}\[\]()#+\-.!|])", r"\1", text).strip()
+
+
+def heading_key(text: str) -> str:
+    """A heading's text as compared between the HTML and the Markdown: no inline formatting, no permalink
+    marks, whitespace collapsed, lower case."""
+    text = _plain(text).replace("*", "").strip(_PERMALINK_MARKS)
+    return " ".join(text.split()).lower()
+
+
+def _without_permalinks(html: str) -> tuple[str, set[str]]:
+    """The page without its heading permalink anchors, and the keys of its real headings (h1..h6)."""
+    from lxml import etree
+    from lxml import html as lxml_html
+
+    try:
+        doc = lxml_html.document_fromstring(html)
+    except (etree.ParserError, ValueError):
+        return html, set()
+    for anchor in doc.xpath(_PERMALINK_XPATH):
+        anchor.drop_tree()
+    headings = {heading_key(h.text_content()) for h in doc.iter("h1", "h2", "h3", "h4", "h5", "h6")}
+    return lxml_html.tostring(doc, encoding="unicode"), headings - {""}
+
+
+def html_to_markdown(html: str) -> tuple[str, str, str, set[str]]:
+    """(markdown, title, url, heading keys) with trafilatura; empty markdown when nothing readable is left."""
     import trafilatura
 
-    md = trafilatura.extract(html, output_format="markdown", include_formatting=True, include_links=False,
+    cleaned, headings = _without_permalinks(html)
+    md = trafilatura.extract(cleaned, output_format="markdown", include_formatting=True, include_links=False,
                              include_tables=True, favor_recall=True) or ""
     meta = trafilatura.extract_metadata(html)
-    return md, (getattr(meta, "title", "") or "") if meta else "", (getattr(meta, "url", "") or "") if meta else ""
+    return (md, (getattr(meta, "title", "") or "") if meta else "", (getattr(meta, "url", "") or "") if meta else "",
+            headings)
 
 
-def chunk_markdown(md: str) -> list[ChunkDraft]:
+def heading_lines(lines: list[str], *, real: set[str] | None = None) -> dict[int, tuple[int, str]]:
+    """{line number (1-based): (level, text)} for the lines that are headings.
+
+    With the page's real headings (`real`, from its HTML): the `#` lines whose text is one of them. Without
+    (Markdown sources): the `#` lines outside code fences. Fences are not trusted for HTML: trafilatura leaves
+    some code samples unfenced, so its fences can pair wrongly and hide real headings."""
+    out: dict[int, tuple[int, str]] = {}
+    fenced = False
+    for i, line in enumerate(lines, start=1):
+        if real is None and _FENCE.match(line):
+            fenced = not fenced
+            continue
+        m = None if fenced else _HEADING.match(line)
+        if m is None:
+            continue
+        text = _plain(m.group(2)).rstrip(_PERMALINK_MARKS).strip("# ").strip()
+        if text and (real is None or heading_key(text) in real):
+            out[i] = (len(m.group(1)), text)
+    return out
+
+
+def chunk_markdown(md: str, *, real_headings: set[str] | None = None) -> list[ChunkDraft]:
     lines = md.split("\n")
+    heads = heading_lines(lines, real=real_headings)
     sections: list[tuple[int, int, list[str]]] = []
     stack: list[tuple[int, str]] = []
     start, path = 1, []
-    for i, line in enumerate(lines, start=1):
-        m = _HEADING.match(line)
-        if m:
-            if i > start:
-                sections.append((start, i - 1, list(path)))
-            level = len(m.group(1))
-            stack = [(lv, t) for lv, t in stack if lv < level] + [(level, m.group(2).strip("# ").strip())]
-            path = [t for _, t in stack]
-            start = i
+    for i in heads:
+        if i > start:
+            sections.append((start, i - 1, list(path)))
+        level, text = heads[i]
+        stack = [(lv, t) for lv, t in stack if lv < level] + [(level, text)]
+        path = [t for _, t in stack]
+        start = i
     sections.append((start, len(lines), list(path)))
     chunks = []
     for s0, e0, hp in sections:
@@ -77,7 +141,7 @@ def chunk_markdown(md: str) -> list[ChunkDraft]:
             while we > ws and not lines[we - 1].strip():
                 we -= 1
             body = "\n".join(lines[ws - 1:we])
-            if not body.strip() or all(_HEADING.match(x) or not x.strip() for x in body.split("\n")):
+            if not body.strip() or all(n in heads or not lines[n - 1].strip() for n in range(ws, we + 1)):
                 continue
             chunks.append(ChunkDraft(text=body, start_line=ws, end_line=we, kind="web", heading_path=hp,
                                      symbol=hp[-1] if hp else "", micro_summary=summaries.heading_micro(hp, body)))
@@ -106,17 +170,17 @@ def web_document_from_bytes(*, rel: str, data: bytes, markdown: bool, repo: str 
     except LookupError:  # an unknown charset name in a Content-Type header
         raw = data.decode("utf-8", errors="replace")
     if markdown:
-        md, title, page_url = raw.replace("\r\n", "\n"), "", ""
+        md, title, page_url, real = raw.replace("\r\n", "\n"), "", "", None
     else:
-        md, title, page_url = html_to_markdown(raw)
+        md, title, page_url, real = html_to_markdown(raw)
     url = url or page_url
     if not md.strip():
         return None, "no readable text"
-    chunks = chunk_markdown(md)
+    chunks = chunk_markdown(md, real_headings=real)
     if url:
         for c in chunks:  # results carry the page URL without a join to Document
             c.meta = {**c.meta, "url": url}
-    headings = [m.group(2) for m in map(_HEADING.match, md.split("\n")) if m]
+    headings = [text for _, text in heading_lines(md.split("\n"), real=real).values()]
     title = title or (headings[0] if headings else rel)
     macro = (f"{title}: " + summaries.first_sentence(re.sub(r"^#.*$", "", md, flags=re.M))
              + ("\nSections: " + ", ".join(headings[:30]) if headings else ""))[:summaries.MAX_MACRO]

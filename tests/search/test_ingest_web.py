@@ -2,6 +2,8 @@
 spans exact against the extracted text, and the pages searchable end to end."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from search.ingest.web import html_to_markdown, read_web_document, walk
@@ -45,7 +47,7 @@ def test_headings_become_the_heading_path_and_spans_are_exact(site):
     exc = paths[("Refund policy", "Eligibility", "Exceptions")]
     assert exc.kind == "web" and exc.symbol == "Exceptions"
     assert exc.micro_summary == "Refund policy > Eligibility > Exceptions: Gift cards are never refunded."
-    md, _, _ = html_to_markdown(REFUNDS_HTML)
+    md, _, _, _ = html_to_markdown(REFUNDS_HTML)
     md_lines = md.split("\n")
     for c in doc.chunks:
         assert c.text == "\n".join(md_lines[c.start_line - 1:c.end_line])
@@ -82,3 +84,40 @@ def test_ingested_pages_answer_queries_with_url_and_heading_path(site, make_user
     assert top["heading_path"] == ["Refund policy", "Eligibility", "Exceptions"]
     assert top["url"] == "https://shop.example/help/refunds"
     assert top["span"] == f"help/refunds.html:{top['start_line']}-{top['end_line']}"
+
+
+# --------------------------------------------------------------------------- pages made by documentation generators
+GENERATORS = Path(__file__).parent / "fixtures" / "generators"
+
+
+@pytest.mark.parametrize("page,paths,code_lines", [
+    ("sphinx.html", {("datetime — Basic date and time types",),
+                     ("datetime — Basic date and time types", "tzinfo Objects"),
+                     ("datetime — Basic date and time types", "timezone Objects"),
+                     ("datetime — Basic date and time types", "timezone Objects", "Class attributes")},
+     ["# Test code", "# on or after Oct 25."]),
+    ("mkdocs.html", {("Configuration",), ("Configuration", "Logging"), ("Configuration", "Storage")},
+     ["# Example logging section", "# Rotate daily"]),
+    ("docusaurus.html", {("Installation",), ("Installation", "Requirements"), ("Installation", "Upgrading")},
+     ["# Install the command line tool", "# Check the version"]),
+    ("plain.html", {("Backups",), ("Backups", "Restoring")}, ["# nightly at 02:00", "# restore drill"]),
+])
+def test_the_heading_path_is_the_pages_real_headings_and_code_samples_stay_code(page, paths, code_lines):
+    doc, why = read_web_document(rel=page, abs_path=GENERATORS / page)
+    assert why == ""
+    got = {tuple(c.heading_path) for c in doc.chunks}
+    assert got == paths, got  # no permalink mark (¶, #, zero-width space) and no code comment became a heading
+    text = "\n".join(c.text for c in doc.chunks)
+    for line in code_lines:
+        assert line in text  # the sample's comments are kept, as code, inside their section
+    assert not any(h.endswith(("¶", "#", "\u200b")) for c in doc.chunks for h in c.heading_path)
+    assert "Sections: " + ", ".join(p[-1] for p in sorted(paths, key=len)[:1]) in doc.macro_summary
+
+
+def test_a_markdown_page_keeps_hash_lines_inside_a_fence_as_code():
+    from search.ingest.web import chunk_markdown
+
+    md = "# Guide\n\nRun it:\n\n```bash\n# not a heading\nmake run\n```\n\n## Next\n\nMore text here.\n"
+    chunks = chunk_markdown(md)
+    assert {tuple(c.heading_path) for c in chunks} == {("Guide",), ("Guide", "Next")}
+    assert "# not a heading" in chunks[0].text
