@@ -46,8 +46,10 @@ class NotReady(RuntimeError):
     """The database or the index cannot serve an evaluation; the message says what to run instead."""
 
 
-def check_ready() -> None:
-    """Fail with the command to run when Postgres is down or unmigrated, or the index cannot open.
+def check_ready(*, live_index: bool = True) -> None:
+    """Fail with the command to run when Postgres is down or unmigrated, or (with `live_index`) the live index
+    cannot open. A BEIR evaluation searches a throwaway store of its own, so it passes live_index=False and runs
+    while `make run` holds the embedded store.
 
     Called after the input files are read (a bad file is named first) and before any other work.
     Why before any work: without this the first ORM query of an evaluation raises a ProgrammingError
@@ -72,6 +74,8 @@ def check_ready() -> None:
         raise NotReady(f"the database {name!r} is not migrated ({len(plan)} migrations not applied: "
                        f"{', '.join(apps)}). Run `manage.py migrate` first; `make demo` also loads the demo "
                        "rulebook that `manage.py evaluate` searches by default.")
+    if not live_index:
+        return
     from search.index import get_index
 
     try:
@@ -208,7 +212,7 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
     from search.ingest.runner import sync_documents
 
     coll = load_beir(path, max_queries=max_queries, kind=kind, split=split)
-    check_ready()
+    check_ready(live_index=False)  # the corpus is searched in a throwaway store: the live one may be held
     project = _eval_project(project_slug)
     dataset, _ = Dataset.objects.get_or_create(project=project, name=beir_dataset_name(coll),
                                                defaults={"kind": coll.kind, "is_evaluation": True})

@@ -140,3 +140,31 @@ def test_evaluate_with_postgres_down_says_to_start_the_services():
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert "Postgres is not reachable" in done.stderr and "manage.py platform up" in done.stderr
+
+
+def test_evaluate_beir_runs_while_another_process_holds_the_embedded_store(transactional_db, tmp_path):
+    """The server (`make run`) owns the embedded store; a BEIR evaluation searches a throwaway store of its own,
+    so it runs beside it instead of refusing with "could not open the embedded Qdrant store"."""
+    from django.db import connection
+
+    from search.index import open_index
+
+    held = tmp_path / "live-store"
+    index = open_index(path=held)  # this process holds it, as the web process would
+    try:
+        db = connection.settings_dict
+        env = {**os.environ, "DATABASE_URL": f"postgresql://{db['USER']}:@/{db['NAME']}?host={db['HOST']}",
+               "QDRANT_PATH": str(held)}
+        done = subprocess.run([sys.executable, "manage.py", "evaluate", "--no-progress", "--no-save", "--json",
+                               "--beir", str(TINY), "--pipelines", "sparse"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        report = json.loads(done.stdout)
+        assert report["pipelines"]["sparse"]["ndcg@10"] == pytest.approx(_hand_values()["ndcg@10"], abs=5e-4)
+        # the rules evaluation needs the live index: it still says what to do instead of failing deep inside
+        done = subprocess.run([sys.executable, "manage.py", "evaluate", "--no-progress", "--no-save"], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert "embedded store admits one open handle" in done.stderr
+    finally:
+        index.close()
