@@ -73,6 +73,7 @@ def heading_key(text: str) -> str:
 
 def _without_permalinks(html: str) -> tuple[str, set[str]]:
     """The page without its heading permalink anchors, and the keys of its real headings (h1..h6)."""
+    # lxml loads with trafilatura, on the first page a process reads (as html_to_markdown imports trafilatura)
     from lxml import etree
     from lxml import html as lxml_html
 
