@@ -192,7 +192,7 @@ def main() -> int:
         for _ in range(args.repeat):
             t0 = time.perf_counter()
             try:
-                inspect_archive(data=data, filename=filename, limits=limits)
+                inspect_archive(data=data, limits=limits)
                 outcome = "accepted"
             except ArchiveRefused as exc:
                 outcome = f"{exc.status_code} {exc.code}"

@@ -114,7 +114,7 @@ def upload(*, user: User, dataset: Dataset, filename: str, data: bytes, mode: st
     if mode not in MODES:
         raise BadInput(f"mode must be one of {', '.join(MODES)}.", field="mode")
     if is_archive:
-        files = archives.member_files(data=data, filename=filename)
+        files = archives.member_files(data=data)
     else:
         if len(data) > settings.UPLOAD_MAX_FILE_BYTES:
             raise UploadTooLarge(f"The file is {len(data)} bytes; the limit is {settings.UPLOAD_MAX_FILE_BYTES}.",

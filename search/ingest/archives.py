@@ -241,7 +241,7 @@ def _walk(data: bytes, *, limits: Limits, visit: Callable[[Member, Callable[[], 
     return kind
 
 
-def inspect_archive(*, data: bytes, filename: str = "", limits: Limits | None = None) -> list[Member]:
+def inspect_archive(*, data: bytes, limits: Limits | None = None) -> list[Member]:
     """Judge an archive without writing anything: raises ArchiveRefused, else returns its members.
 
     The format comes from the content (sniff), not the name; the member list streams and every limit is
@@ -263,20 +263,20 @@ def _common_root(members: list[Member]) -> PurePosixPath | None:
     return None
 
 
-def member_files(*, data: bytes, filename: str, limits: Limits | None = None) -> dict[str, int]:
+def member_files(*, data: bytes, limits: Limits | None = None) -> dict[str, int]:
     """{relative path after extraction: declared size} for a checked archive (quota checks need it up front)."""
-    members = inspect_archive(data=data, filename=filename, limits=limits)
+    members = inspect_archive(data=data, limits=limits)
     strip = _common_root(members)
     return {str(m.name.relative_to(strip) if strip else m.name): m.size for m in members if not m.is_dir}
 
 
-def extract_archive(*, data: bytes, filename: str = "", dest: Path, limits: Limits | None = None) -> int:
+def extract_archive(*, data: bytes, dest: Path, limits: Limits | None = None) -> int:
     """Extract regular files into `dest` after `inspect_archive`; returns files written.
 
     A second streaming pass writes what the first judged; bytes are counted as written (a declared size can
     lie) and each member stops at its declared size, the whole at the total limit."""
     limits = limits or Limits.from_settings()
-    members = inspect_archive(data=data, filename=filename, limits=limits)
+    members = inspect_archive(data=data, limits=limits)
     strip = _common_root(members)
     dest = dest.resolve()
     counts = {"written": 0, "total": 0}

@@ -98,7 +98,7 @@ def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str,
 
             data = bytes(staged.data)
             if archives.is_archive(staged.filename):
-                archives.extract_archive(data=data, filename=staged.filename, dest=tmp)
+                archives.extract_archive(data=data, dest=tmp)
             else:
                 archives.stage_single_file(data=data, filename=staged.filename, dest=tmp)
             if job.kind == "rules":
