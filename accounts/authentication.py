@@ -22,7 +22,7 @@ class ApiKeyExpired(exceptions.AuthenticationFailed):
 def authenticate_secret(secret: str) -> tuple[User, ApiKey]:
     """The key's user (carrying the key's project limit) and the key; AuthenticationFailed (401) when the secret
     is wrong or revoked, ApiKeyExpired (401 key_expired) when it has expired. The API and the MCP server
-    (search.mcp_server: stdio and /mcp) authenticate through this one function."""
+    (search.edge.mcp.server: stdio and /mcp) authenticate through this one function."""
     try:
         key = verify_api_key(secret=secret)
     except KeyExpired:

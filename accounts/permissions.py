@@ -76,7 +76,7 @@ class KeyScopePermission(BasePermission):
 
 def require_scopes(key: ApiKey, wanted: tuple[str, ...]) -> None:
     """Raise 403 insufficient_scope (with `required_scope`) unless the key has every scope in `wanted`; the DRF
-    permission above and the MCP server's tools (search.mcp_server) refuse with the same error."""
+    permission above and the MCP server's tools (search.edge.mcp.server) refuse with the same error."""
     from config.errors import InsufficientScope
 
     missing = [s for s in wanted if not key.has_scope(s)]

@@ -102,7 +102,7 @@ def main() -> None:
                 shutil.copy(png, RESULTS / "scifact.png")
 
     if not args.skip_rules:
-        from search.demo_rules import load_demo_rules
+        from search.rules.demo import load_demo_rules
 
         load_demo_rules()
         extra = ["--max-queries", str(args.max_queries)] if args.max_queries else []

@@ -79,7 +79,7 @@ def main() -> None:
 
     from accounts.models import User
     from config.health import health_report
-    from search.index import close_index, get_index
+    from search.engine.index import close_index, get_index
 
     worker = _start_worker()
     rows, per_check = [], {}

@@ -3,7 +3,7 @@
 Tenant A owns the even-numbered half of a BEIR corpus (SciFact by default), tenant B the odd half, both of the
 same kind and in the same live store. A's sparse and fused rankings for the test queries are taken before B
 ingests and after, each the way the platform computes them now (IDF over the searched datasets,
-search.term_stats) and, as the baseline in the same run, the way a collection-wide IDF computes them (Qdrant's
+search.engine.term_stats) and, as the baseline in the same run, the way a collection-wide IDF computes them (Qdrant's
 IDF modifier, what the platform did before: the IDF over every dataset in the store). Then what the statistics
 cost: the IDF lookup per query, beside the sparse leg it weights, and the triggers' share of B's ingest
 (the same write with the term-statistics triggers disabled, in a rolled-back transaction).
@@ -26,7 +26,7 @@ from _common import machine, setup_django, table, write_result
 
 
 def _half(coll: object, parity: int) -> list:
-    from search.evaluation import beir_documents
+    from search.quality.evaluation import beir_documents
 
     drafts = beir_documents(coll)
     return [d for n, d in enumerate(sorted(drafts, key=lambda d: d.path)) if n % 2 == parity]
@@ -34,7 +34,7 @@ def _half(coll: object, parity: int) -> list:
 
 def _ingest(project_slug: str, name: str, drafts: list) -> tuple[object, float]:
     from projects.models import Dataset, Project
-    from search.index import apply_outbox, get_index
+    from search.engine.index import apply_outbox, get_index
     from search.ingest.runner import sync_documents
 
     project, _ = Project.objects.get_or_create(slug=project_slug, defaults={"name": project_slug})
@@ -50,8 +50,8 @@ def _ingest(project_slug: str, name: str, drafts: list) -> tuple[object, float]:
 def _rankings(queries: dict[str, str], *, dataset_ids: list[int], idf_scope: list[int] | None,
               legs: str) -> dict[str, list[tuple[int, float]]]:
     """Each query's top 10 (chunk id, score); `idf_scope` None = the platform's (the searched datasets)."""
-    from search import term_stats
-    from search.pipeline import build_filter, retrieve
+    from search.engine import term_stats
+    from search.engine.pipeline import build_filter, retrieve
 
     flt = build_filter(dataset_ids=dataset_ids, extra_filter={"kind": ["beir"]})
     original = term_stats.idf_weights
@@ -72,7 +72,7 @@ def _moved(a: dict, b: dict) -> tuple[int, int]:
 
 
 def _ndcg(rankings: dict, *, qrels: dict, to_doc: dict[int, str]) -> float:
-    from search.evaluation import compute_metrics, ranked_to_run
+    from search.quality.evaluation import compute_metrics, ranked_to_run
 
     run = {q: ranked_to_run([(to_doc[i], s) for i, s in hits if i in to_doc]) for q, hits in rankings.items()}
     return compute_metrics(qrels=qrels, run=run)["ndcg@10"]
@@ -109,12 +109,12 @@ def main() -> None:
     ap.add_argument("--max-queries", type=int, default=0)
     args = ap.parse_args()
     setup_django(var_dir=args.var_dir)
-    from search.evaluation import load_beir
+    from search.engine.pipeline import build_filter
+    from search.engine.sparse import query_terms, term_index
+    from search.engine.term_stats import idf_weights, weighted_query
     from search.ingest.runner import cache_vectors
     from search.models import Chunk
-    from search.pipeline import build_filter
-    from search.sparse import query_terms, term_index
-    from search.term_stats import idf_weights, weighted_query
+    from search.quality.evaluation import load_beir
 
     coll = load_beir(args.beir, max_queries=args.max_queries or None)
     mine, theirs = _half(coll, 0), _half(coll, 1)
@@ -146,7 +146,7 @@ def main() -> None:
                      f"{_ndcg(shared[legs], qrels=qrels, to_doc=to_doc):.4f}"])
 
     flt = build_filter(dataset_ids=[a.pk], extra_filter={"kind": ["beir"]})
-    from search.index import get_index
+    from search.engine.index import get_index
 
     index = get_index()
     lookup, sparse_leg = [], []

@@ -52,7 +52,7 @@ def _seed() -> str:
     from accounts.apikeys import issue_api_key
     from accounts.models import User
     from credits.ledger import grant
-    from search.index import apply_outbox, close_index
+    from search.engine.index import apply_outbox, close_index
 
     t0 = time.perf_counter()
     call_command("demo")

@@ -153,7 +153,7 @@ def main() -> None:
     from credits.ledger import grant
     from people.constants import C
     from people.models import ExperienceCard, ExperienceCardChild, Person
-    from search.encoders import embed_texts
+    from search.engine.encoders import embed_texts
 
     embed_texts(["warm up the model"])  # model load is not import throughput
     imp = import_directory(count=args.count, var_dir=var_dir)

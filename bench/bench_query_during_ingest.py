@@ -4,7 +4,7 @@ Why: issue 18 §3. `run_query` used to apply the index outbox on every query
 (and could wait up to 60 s for the applier lock), so queries during an ingest
 paid for the ingest's index writes. Now the process that owns the embedded
 store applies in a background thread woken by Postgres NOTIFY
-(search/applier.py) and a query only reads; between batches it waits (bounded)
+(search/engine/applier.py) and a query only reads; between batches it waits (bounded)
 for the queries in flight. Three modes (query-time apply; the applier without
 yielding, in 512-point batches; the applier as shipped) run in the same run on
 the same corpus, through the real runner: the ingest runs in its own process
@@ -53,7 +53,7 @@ def ingest_process(*, project: str, dataset: str, source: Path) -> subprocess.Po
 
 
 def drain(index) -> None:
-    from search.index import apply_outbox, pending_outbox
+    from search.engine.index import apply_outbox, pending_outbox
 
     while apply_outbox(index=index) or pending_outbox(index=index):
         time.sleep(0.05)
@@ -61,10 +61,10 @@ def drain(index) -> None:
 
 def measure(*, mode: str, project, source: Path, index, queries: list[str]) -> dict:
     """Queries at a fixed rate while one ingest runs; mode "before" applies the outbox inside each query's time."""
-    from search.applier import BackgroundApplier
-    from search.index import APPLY_BATCH, apply_outbox, wait_until_indexed
+    from search.engine.applier import BackgroundApplier
+    from search.engine.index import APPLY_BATCH, apply_outbox, wait_until_indexed
+    from search.engine.pipeline import run_query
     from search.models import Chunk
-    from search.pipeline import run_query
 
     applier = None
     if mode == "after":
@@ -118,9 +118,9 @@ def main() -> None:
     from django.conf import settings
 
     from projects.models import Dataset, Project
-    from search.encoders import embed_query, resolve_precision
-    from search.index import get_index
-    from search.pipeline import run_query
+    from search.engine.encoders import embed_query, resolve_precision
+    from search.engine.index import get_index
+    from search.engine.pipeline import run_query
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-during-"))
     build_corpus(target_chunks=args.chunks, dest=tmp)

@@ -1,7 +1,7 @@
 """Sparse analyzers A/B, offline: the platform's own encoders scored by an in-memory BM25 with the platform's IDF.
 
 Why offline: `manage.py evaluate` measures the real sparse leg but must ingest (and embed) the corpus first,
-minutes of CPU per collection; the sparse leg itself is only `search.sparse` weights times Qdrant's IDF
+minutes of CPU per collection; the sparse leg itself is only `search.engine.sparse` weights times Qdrant's IDF
 (ln(1 + (N - n + 0.5) / (n + 0.5))), which this script computes exactly over the same document text the index
 gets (`sparse_document_text` of the BEIR chunk). So analyzer variants can be compared in seconds, each against
 the baseline measured in the same run. Its figures track the platform's sparse-only row closely but are not that
@@ -27,7 +27,7 @@ DEPTH = 100
 
 
 def _index(coll: object, *, doc_kind: str) -> tuple[dict[int, list[tuple[str, float]]], dict[int, float]]:
-    from search.sparse import encode_document, sparse_document_text
+    from search.engine.sparse import encode_document, sparse_document_text
 
     postings: dict[int, list[tuple[str, float]]] = defaultdict(list)
     for doc_id, rec in coll.corpus.items():
@@ -43,8 +43,8 @@ def _index(coll: object, *, doc_kind: str) -> tuple[dict[int, list[tuple[str, fl
 
 
 def evaluate(coll: object, *, doc_kind: str, query_kinds: tuple[str, ...]) -> dict[str, float]:
-    from search.evaluation import compute_metrics, ranked_to_run
-    from search.sparse import encode_query
+    from search.engine.sparse import encode_query
+    from search.quality.evaluation import compute_metrics, ranked_to_run
 
     postings, idf = _index(coll, doc_kind=doc_kind)
     run = {}
@@ -66,7 +66,7 @@ def main() -> int:
     import os
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    from search.evaluation import load_beir
+    from search.quality.evaluation import load_beir
 
     lines = ["# Sparse analyzers, offline BM25 replica (nDCG@10 / MRR@10 / hit@1)", "", machine(), ""]
     for path in args.beir:

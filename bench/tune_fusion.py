@@ -1,7 +1,7 @@
 """Fusion per content kind, chosen on TRAIN splits and checked on TEST splits (issue 15 §2).
 
 Why offline: each leg is queried once per query (depth 100), then every fusion in the grid (RRF k and leg
-weights, min-max weighted, DBSF) is computed in Python from those two lists with search.fusion.fuse, the same
+weights, min-max weighted, DBSF) is computed in Python from those two lists with search.engine.fusion.fuse, the same
 function the pipeline runs; a grid of ~80 settings costs seconds instead of 80 evaluations. The pick for a kind
 is the best nDCG@10 on the train split; the test split only reports it next to each single leg and the current
 default (RRF k=60, equal weights), so the choice never sees a test judgement.
@@ -44,8 +44,8 @@ def grid() -> list[tuple[str, dict]]:
 
 
 def legs_for(*, queries: dict[str, str], flt: object, kinds: frozenset[str], index: object) -> dict[str, tuple[list, list]]:
-    from search.encoders import embed_query
-    from search.term_stats import weighted_query
+    from search.engine.encoders import embed_query
+    from search.engine.term_stats import weighted_query
 
     out = {}
     for qid, text in queries.items():
@@ -57,8 +57,8 @@ def legs_for(*, queries: dict[str, str], flt: object, kinds: frozenset[str], ind
 
 
 def score(*, legs: dict[str, tuple[list, list]], qrels: dict, to_doc: dict[int, str], how: str | dict) -> dict:
-    from search.evaluation import compute_metrics, ranked_to_run
-    from search.fusion import fuse
+    from search.engine.fusion import fuse
+    from search.quality.evaluation import compute_metrics, ranked_to_run
 
     run = {}
     for qid, (dense, sparse) in legs.items():
@@ -73,10 +73,10 @@ def score(*, legs: dict[str, tuple[list, list]], qrels: dict, to_doc: dict[int, 
 
 
 def tune(path: str, *, max_train: int | None, max_test: int | None) -> dict:
-    from search.evaluation import load_beir
-    from search.evaluation_runs import ingest_beir, throwaway_index
+    from search.engine.pipeline import build_filter
     from search.models import Chunk
-    from search.pipeline import build_filter
+    from search.quality.evaluation import load_beir
+    from search.quality.runs import ingest_beir, throwaway_index
 
     t0 = time.perf_counter()
     test, dataset, _ = ingest_beir(path=path, progress=False, max_queries=max_test)

@@ -6,7 +6,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_asgi_application()
 
 # This process serves queries and owns the embedded index: apply the outbox in a background thread, never
-# on the query path (search/applier.py; a no-op with QDRANT_URL, where Celery applies).
-from search.applier import start_background_applier  # noqa: E402 - needs the app registry loaded above
+# on the query path (search/engine/applier.py; a no-op with QDRANT_URL, where Celery applies).
+from search.engine.applier import start_background_applier  # noqa: E402 - needs the app registry loaded above
 
 start_background_applier()

@@ -39,15 +39,15 @@ def check_redis() -> str:
 
 
 def check_qdrant() -> str:
-    """Whether this process's index is ready; never opens it (search.index.index_status)."""
-    from search.index import index_status
+    """Whether this process's index is ready; never opens it (search.engine.index.index_status)."""
+    from search.engine.index import index_status
 
     return index_status()
 
 
 def check_qdrant_deep() -> str:
     """Opens the index if this process holds none (loads the model: seconds) and counts its points."""
-    from search.index import get_index
+    from search.engine.index import get_index
 
     return get_index().health()
 
@@ -55,7 +55,7 @@ def check_qdrant_deep() -> str:
 def check_embeddings() -> str:
     """Resolves the model path and precision without loading weights: a typo in EMBEDDING_MODEL or
     EMBEDDING_PRECISION shows here before the first query fails on it."""
-    from search.encoders import describe_configuration
+    from search.engine.encoders import describe_configuration
 
     return describe_configuration()
 

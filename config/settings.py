@@ -212,7 +212,7 @@ QDRANT_URL = env_str("QDRANT_URL")
 QDRANT_API_KEY = env_str("QDRANT_API_KEY") or None
 QDRANT_PATH = Path(env_str("QDRANT_PATH", str(VAR_DIR / "qdrant")))
 QDRANT_TIMEOUT_S = env_float("QDRANT_TIMEOUT_S", 5.0)
-# The outbox applier runs off the query path (search/applier.py): a thread in the web process that owns the
+# The outbox applier runs off the query path (search/engine/applier.py): a thread in the web process that owns the
 # embedded store, woken by Postgres NOTIFY and polling every INDEX_APPLIER_POLL_S as a backstop; with
 # QDRANT_URL, Celery applies after each ingest and beat re-runs it every INDEX_APPLIER_POLL_S.
 # INDEX_APPLIER_THREAD=0 keeps a web process from starting the thread (one that must not open the store).
@@ -236,7 +236,7 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 16)  # 15-18 % faster tha
 EMBEDDING_PRECISION = env_str("EMBEDDING_PRECISION", "auto").strip().lower()
 
 # --- LLM (OpenAI-compatible; optional) ------------------------------------
-# search/llm.py is the one reader. Both OPENAI_BASE_URL and LLM_MODEL set: query parsing, why-matched and answers
+# search/engine/llm.py is the one reader. Both OPENAI_BASE_URL and LLM_MODEL set: query parsing, why-matched and answers
 # ask the LLM; either empty: every caller takes its deterministic path (parser, rule-based why, extractive answer).
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "not-needed")  # local servers often need none
@@ -356,7 +356,7 @@ STREAM_MAX_S = env_float("STREAM_MAX_S", 120.0)
 # The CLI (`manage.py ingest`) is not limited. VAR_DIR is always refused.
 INGEST_ALLOWED_ROOTS = env_list("INGEST_ALLOWED_ROOTS", [])
 
-# --- Self-serve content (search/content.py, search/ingest/archives.py, projects/quotas.py) ----------------
+# --- Self-serve content (search/ingest/content.py, search/ingest/archives.py, projects/quotas.py) ----------------
 # Uploads: the request body (multipart) and what an archive may expand to. Breaking one is a 413/422, nothing written.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 50 * 1024 * 1024)
 UPLOAD_MAX_FILE_BYTES = env_int("UPLOAD_MAX_FILE_BYTES", 5 * 1024 * 1024)  # a single uploaded file

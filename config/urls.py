@@ -3,11 +3,11 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 import config.converters  # noqa: F401 - registers <id:...>
+from config.dashboard import dashboard
 from config.views import healthz, home
 from people import pages as people_pages
-from search import pages as search_pages
-from search.dashboard_views import dashboard
-from search.mcp_http import mcp_endpoint
+from search.edge.mcp.http import mcp_endpoint
+from search.edge.pages import context as search_pages
 
 handler400 = "config.errors.json_400"
 handler404 = "config.errors.json_404"
@@ -17,7 +17,7 @@ urlpatterns = [
     path("admin/dashboard/", admin.site.admin_view(dashboard), name="admin-dashboard"),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
-    path("mcp", mcp_endpoint, name="mcp"),  # the MCP server over streamable HTTP (search/mcp_http.py)
+    path("mcp", mcp_endpoint, name="mcp"),  # the MCP server over streamable HTTP (search/edge/mcp/http.py)
     path("accounts/", include("django.contrib.auth.urls")),
     path("", home, name="home"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -34,6 +34,6 @@ urlpatterns = [
     path("", include("accounts.urls")),
     path("", include("projects.urls")),
     path("", include("credits.urls")),
-    path("", include("search.urls")),
+    path("", include("search.edge.urls")),
     path("", include("people.urls")),
 ]

@@ -6,7 +6,7 @@ could stall every tenant's ingestion. RE2 has no backtracking: a match costs O(l
 with both bounded here (MAX_PATTERN_CHARS, MAX_SUBJECT_CHARS) and RE2's memory budget fixed, every match a user's
 pattern can cause is bounded. RE2 refuses what needs backtracking (backreferences, lookaround); those patterns
 are refused when set, with a 400 that says so. Every place a user's or operator's pattern runs compiles it here
-(docs/security.md, "Patterns"); path globs have their own bounds (search/globs.py).
+(docs/security.md, "Patterns"); path globs have their own bounds (search/engine/globs.py).
 """
 from __future__ import annotations
 

@@ -5,8 +5,8 @@ then nothing (or opens a stream and never reads it) keeps a thread, and, once a 
 Postgres connection; a few dozen such clients from one account exhaust the connections of every tenant. Here each
 accepted socket gets REQUEST_SOCKET_TIMEOUT_S: a read or write that waits longer fails and the request ends.
 The other bounds live where their work is: the body is read before any view runs (config.middleware), MCP
-requests end within MCP_REQUEST_TIMEOUT_S (search.mcp_http), streamed answers within STREAM_MAX_S
-(search.answer). See docs/security.md, "Requests that end".
+requests end within MCP_REQUEST_TIMEOUT_S (search.edge.mcp.http), streamed answers within STREAM_MAX_S
+(search.rules.answer). See docs/security.md, "Requests that end".
 """
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from people.indexing import refresh_search_documents, vector_literal
 from people.normalize import normalize_company
-from search.encoders import embed_cached
+from search.engine.encoders import embed_cached
 
 if TYPE_CHECKING:
     from django.db.backends.utils import CursorWrapper

@@ -12,7 +12,7 @@ import numpy as np
 from django.db import connection, transaction
 
 from people.models import ExperienceCard, ExperienceCardChild
-from search.encoders import embed_cached
+from search.engine.encoders import embed_cached
 
 PARENT_DOC_SQL = """
 UPDATE people_experiencecard SET search_document =

@@ -370,8 +370,8 @@ def parse_deterministic(query: str, *, gazetteer: Gazetteer | None = None) -> di
 
 
 def parse_with_llm(query: str) -> dict[str, Any]:
-    """Cleanup then single-extract; raises search.llm.LLMError on any failure (the caller falls back)."""
-    from search.llm import LLMError, chat_json
+    """Cleanup then single-extract; raises search.engine.llm.LLMError on any failure (the caller falls back)."""
+    from search.engine.llm import LLMError, chat_json
 
     cleaned = chat_json(system=PROMPT_SEARCH_CLEANUP, user=query).get("query_cleaned")
     if not isinstance(cleaned, str) or not cleaned.strip():
@@ -406,7 +406,7 @@ def llm_unused_terms(query: str, payload: dict[str, Any]) -> list[str]:
 def parse_query(query: str, *, gazetteer: Gazetteer | None = None) -> dict[str, Any]:
     """LLM when configured, deterministic otherwise or on any LLM failure. The deterministic parser reads
     `gazetteer` (the directory's vocabulary, people.gazetteer.current()); without one, the curated list only."""
-    from search.llm import LLMError, is_configured
+    from search.engine.llm import LLMError, is_configured
 
     if is_configured():
         try:

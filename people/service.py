@@ -55,7 +55,7 @@ def _stage(timings: dict[str, float] | None, name: str) -> Iterator[None]:
 def embed_query_text(text: str) -> np.ndarray:
     """The query vector; any failure of the embedding provider is a 503 (and, because it runs before the
     debit, no charge)."""
-    from search.encoders import embed_texts
+    from search.engine.encoders import embed_texts
 
     try:
         vecs = embed_texts([text])
@@ -119,7 +119,7 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
     text = parsed.get("query_embedding_text") or parsed.get("query_original") or query
     with _stage(timings, "embed"):
         qvec = embed_query_text(text) if text.strip() else np.zeros(0, dtype=np.float32)
-    from search.llm import is_configured
+    from search.engine.llm import is_configured
 
     understanding = {"parser": parsed.get("parser", "deterministic"), "understood": parsed.get("understood", []),
                      "unused_terms": parsed.get("unused_terms", [])}

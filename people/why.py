@@ -122,7 +122,7 @@ def mark_refinement(*, search_id: str, state: str) -> None:
 def refine_with_llm(*, search_id: str) -> int:
     """One batched LLM call for all results of a search; returns how many rows got refined reasons."""
     from people.models import Search, SearchResult
-    from search.llm import LLMError, chat_json, is_configured
+    from search.engine.llm import LLMError, chat_json, is_configured
 
     search = Search.objects.filter(pk=search_id).first()
     if search is None:

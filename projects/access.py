@@ -39,7 +39,7 @@ def accessible_dataset_ids(project: Project, *, include_global: bool = True) -> 
 
 
 def is_dataset_accessible(project: Project, dataset_id: int | str) -> bool:
-    """Re-check one dataset against the live access set (search.access does documents and chunks)."""
+    """Re-check one dataset against the live access set (search.engine.access does documents and chunks)."""
     sql = f"SELECT EXISTS (SELECT 1 FROM ({ACCESSIBLE_DATASETS_SQL}) a WHERE a.id = %(did)s)"
     with connection.cursor() as cur:
         cur.execute(sql, {"pid": project.pk, "glob": True, "did": dataset_id})

@@ -29,7 +29,7 @@ class ProjectForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from search.reranker_training import trained_rerankers
+        from search.quality.reranker_training import trained_rerankers
 
         choices = [("", "none (RERANKER_MODEL, else the embedded reranker on request)")]
         for m in trained_rerankers():
@@ -59,7 +59,7 @@ class ProjectAdmin(DeletesOwnedContent, admin.ModelAdmin):
         """Runs here, in the web process, because it owns the embedded index handle (a command in another
         process cannot open it while the server runs); a few seconds per hundred judged queries."""
         from config.errors import DependencyDown
-        from search.fusion_choice import choose_for_project
+        from search.quality.fusion_choice import choose_for_project
 
         for project in queryset:
             try:

@@ -26,12 +26,12 @@ from projects.serializers import (
     ShareCreateSerializer,
     ShareSerializer,
 )
-from search import datasets as search_datasets
-from search.serializers import (
+from search.edge.serializers import (
     DatasetCreateWithSourceSerializer,
     DatasetDetailWithSourceSerializer,
     DatasetWithSourceSerializer,
 )
+from search.ingest import datasets as search_datasets
 from search.sources import sync as sources
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class ProjectDetailView(APIView):
         ser.is_valid(raise_exception=True)
         reranker = ser.validated_data.get("reranker")
         if reranker:
-            from search.reranker_training import model_path
+            from search.quality.reranker_training import model_path
 
             model_path(reranker)  # a name not trained here is a 400 on `reranker`
         project = membership.update_project(user=request.user, project=project, name=ser.validated_data.get("name"),

@@ -1,4 +1,4 @@
-"""A project's own datasets as its members manage them: changes and deletion (search.datasets adds the counts).
+"""A project's own datasets as its members manage them: changes and deletion (search.ingest.datasets adds the counts).
 
 Why here and not in the page: the settings page, the API and the admin must apply the same rule
 ("editors and owners of the dataset's project delete content") and the delete must be the one that

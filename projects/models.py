@@ -18,7 +18,7 @@ class Project(models.Model):
     # queries rerank with it by default. Blank: RERANKER_MODEL, else the embedded reranker (opt-in).
     reranker = models.CharField(max_length=64, blank=True, default="",
                                 help_text="Name of a reranker trained with manage.py train_reranker (blank: none).")
-    # the fusion chosen from this project's feedback by `manage.py choose_fusion` (search.fusion_choice):
+    # the fusion chosen from this project's feedback by `manage.py choose_fusion` (search.quality.fusion_choice):
     # {"setting": {...} or null when the default stays, "label", "reason", "evidence"}; queries that name no
     # fusion run the setting when one was adopted
     fusion = models.JSONField(default=dict, blank=True, editable=False)

@@ -21,7 +21,7 @@ from projects import membership, sharing
 from projects.access import membership_role, project_for_member
 from projects.datasets import WRITERS, delete_dataset
 from projects.models import Dataset, Membership, Project
-from search.datasets import datasets_overview
+from search.ingest.datasets import datasets_overview
 
 
 def _error(exc: ApiError) -> dict[str, Any]:

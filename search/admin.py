@@ -14,7 +14,7 @@ from django.utils.html import format_html
 from config.adminkit import ReadOnlyAdmin
 from config.errors import ApiError
 from projects.models import Dataset, Membership, ProjectShare
-from search import maintenance, traversal
+from search.ingest import maintenance
 from search.models import (
     Chunk,
     DailyMetric,
@@ -32,6 +32,7 @@ from search.models import (
     Source,
     TraversalConfig,
 )
+from search.rules import traversal
 from search.tasks import reembed_dataset
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
     """Long actions go to Celery (or the embedded store's owner); progress shows under Ingest jobs.
 
     Registered here, not in projects.admin: its panel and actions are search's upkeep of the dataset's content
-    (search.maintenance), and projects does not reach into search."""
+    (search.ingest.maintenance), and projects does not reach into search."""
 
     list_display = ("name", "project", "kind", "is_global", "created_at")
     list_filter = ("kind", "is_global")
@@ -290,7 +291,7 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
     def run_view(self, request: HttpRequest) -> HttpResponse:
         """POST only. Synchronous: a check reads every point once (seconds at 100k); the message gives the counts."""
         from config.errors import DependencyDown
-        from search.reconcile import reconcile
+        from search.engine.reconcile import reconcile
 
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])

@@ -14,7 +14,7 @@ def _drop_git_mirror(sender: type, instance: object, **kwargs: object) -> None:
 
 
 def _close_index() -> None:
-    from search.index import close_index
+    from search.engine.index import close_index
 
     close_index()
 

@@ -57,8 +57,8 @@ class Chunk(models.Model):
     text = models.TextField()
     micro_summary = models.TextField(blank=True, default="")
     text_hash = models.CharField(max_length=64, db_index=True)
-    # distinct sparse term indices (search.sparse.document_term_ids), set by the ingest runner; triggers turn them
-    # into per-dataset document frequencies (search.term_stats, migration 0010)
+    # distinct sparse term indices (search.engine.sparse.document_term_ids), set by the ingest runner; triggers turn them
+    # into per-dataset document frequencies (search.engine.term_stats, migration 0010)
     terms = ArrayField(models.BigIntegerField(), default=list, blank=True)
     # rulebook enrichment (seed 002); empty for code/web
     ruleset_id = models.CharField(max_length=100, blank=True, default="", db_index=True)
@@ -119,7 +119,7 @@ class IndexWatermark(models.Model):
     store = models.CharField(max_length=500, unique=True)
     last_outbox_id = models.BigIntegerField(default=0)
     # The last complete pass: it read every row committed before scanned_at, up to scanned_id, even past a young
-    # gap that holds last_outbox_id back. search.index.wait_until_indexed reads both.
+    # gap that holds last_outbox_id back. search.engine.index.wait_until_indexed reads both.
     scanned_id = models.BigIntegerField(default=0)
     scanned_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -229,7 +229,7 @@ class QuerySession(models.Model):
         MCP = "mcp", "MCP server"
 
     kind = models.CharField(max_length=16, default="context")  # context | rules
-    # where the query came from: the DRF API, the server-rendered pages, or the MCP server (search.mcp_server)
+    # where the query came from: the DRF API, the server-rendered pages, or the MCP server (search.edge.mcp.server)
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.API, db_index=True)
     query = models.TextField()
     filters = models.JSONField(default=dict, blank=True)
@@ -296,7 +296,7 @@ class GraphEdge(models.Model):
         DESCRIBES = "describes"
         HAS_TRAIT = "has_trait"
         REFERENCES = "references"
-        SIMILAR_TO = "similar_to"  # embedding neighbours above a threshold (search.graph.similarity_edges)
+        SIMILAR_TO = "similar_to"  # embedding neighbours above a threshold (search.rules.graph.similarity_edges)
 
     dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="graph_edges")
     ruleset_id = models.CharField(max_length=100, db_index=True)
@@ -326,7 +326,7 @@ class TraversalConfig(models.Model):
     gm_keywords = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     intent_patterns = models.JSONField(default=dict, blank=True)
     policies = models.JSONField(default=dict, blank=True)
-    # {abbreviation: expansion} applied to the sparse query (search.aliases): learned from the books + edits
+    # {abbreviation: expansion} applied to the sparse query (search.rules.aliases): learned from the books + edits
     aliases = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -71,7 +71,7 @@ def apply_index_outbox() -> int:
     embedded store it is a no-op: the web process owns the store and its applier thread applies."""
     if not settings.QDRANT_URL:
         return 0
-    from search.index import apply_outbox
+    from search.engine.index import apply_outbox
 
     return apply_outbox()
 
@@ -79,7 +79,7 @@ def apply_index_outbox() -> int:
 @shared_task
 def aggregate_query_metrics(day: str | None = None) -> int:
     """MRR@15 and nDCG@10 per project per day from judged sessions (ranx), into DailyMetric."""
-    from search.metrics import aggregate_day
+    from search.quality.online import aggregate_day
 
     days = [date.fromisoformat(day)] if day else [date.today() - timedelta(days=1), date.today()]
     return sum(aggregate_day(day=d) for d in days)
@@ -89,7 +89,7 @@ def aggregate_query_metrics(day: str | None = None) -> int:
              acks_late=True)
 def reembed_dataset(self: Task, dataset_id: int, force: bool = False) -> dict:
     """Recompute a dataset's vectors for the configured model; the outbox carries them to the index."""
-    from search.maintenance import reembed
+    from search.ingest.maintenance import reembed
 
     stats = reembed(dataset_id=dataset_id, force=force)
     if settings.QDRANT_URL:
@@ -100,7 +100,7 @@ def reembed_dataset(self: Task, dataset_id: int, force: bool = False) -> dict:
 @shared_task(acks_late=True)
 def reindex_collection() -> dict:
     """Rebuild a Qdrant server's collection from Postgres (the embedded store rebuilds in its owner process)."""
-    from search.index import rebuild
+    from search.engine.index import rebuild
 
     return rebuild() if settings.QDRANT_URL else {}
 

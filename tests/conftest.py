@@ -115,7 +115,7 @@ def celery_worker_proc(transactional_db, settings):
             proc.kill()
             raise RuntimeError("celery worker wrote no heartbeat")
         time.sleep(0.05)
-    from search.applier import BackgroundApplier
+    from search.engine.applier import BackgroundApplier
 
     applier = BackgroundApplier().start()  # index=None: whichever store is the process singleton at each pass
     yield proc

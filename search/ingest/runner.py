@@ -39,7 +39,7 @@ def cache_vectors(*, drafts: list[DocumentDraft]) -> dict[str, int]:
 
     Separate from writing so a job can do the slow part first, with progress, and then write a whole
     upload in one short transaction (search.ingest.staged): the cache is shared and changes no dataset."""
-    from search.encoders import fill_embedding_cache
+    from search.engine.encoders import fill_embedding_cache
 
     return fill_embedding_cache([embed_input(c) for d in drafts for c in d.chunks])
 
@@ -49,15 +49,15 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
 
     The rules chunker and the BEIR loader call this too: any ChunkDraft list works.
     """
-    from search.encoders import dense_model_id, text_hash
+    from search.engine.encoders import dense_model_id, text_hash
+    from search.engine.sparse import document_term_ids, sparse_document_text
+    from search.engine.term_stats import lock_dataset_writes
     from search.models import Chunk, Document, IndexOutbox
-    from search.sparse import document_term_ids, sparse_document_text
-    from search.term_stats import lock_dataset_writes
 
     model_id = dense_model_id()
     stats = {"chunks": 0, **cache_vectors(drafts=drafts)}
     with transaction.atomic():
-        lock_dataset_writes(dataset_id=dataset.pk)  # writers of one dataset take turns (search.term_stats)
+        lock_dataset_writes(dataset_id=dataset.pk)  # writers of one dataset take turns (search.engine.term_stats)
         paths = [d.path for d in drafts]
         # The search_chunk trigger (migration 0002) queues the index deletes for these rows.
         Chunk.objects.filter(dataset=dataset, path__in=paths).delete()
@@ -317,9 +317,9 @@ def ingest_rulebook(*, dataset: Dataset, path: str | Path, ruleset_id: str = "",
     citation's file names its book. Unchanged files are skipped by content hash (sync_documents).
     Here, not in search.ingest.rules, so that module stays pure (text in, drafts out) like code.py.
     """
-    from search.graph import build_graph
     from search.ingest.rules import read_rulebook
-    from search.traversal import build_default_config
+    from search.rules.graph import build_graph
+    from search.rules.traversal import build_default_config
 
     ruleset_id = ruleset_id or options.get("ruleset") or dataset.name
     book_id = book_id or options.get("book") or Path(path).stem
@@ -373,7 +373,7 @@ def apply_own_writes() -> int:
     applier thread was woken by the outbox NOTIFY and applies it instead.
     """
     from config.errors import DependencyDown
-    from search.index import apply_outbox
+    from search.engine.index import apply_outbox
 
     try:
         return apply_outbox()

@@ -1,7 +1,7 @@
 """Wake the index applier when outbox rows commit, and record how far its last complete pass read.
 
 Why NOTIFY: the process that owns the embedded store applies the outbox in a
-background thread (search.applier) instead of on the query path. A
+background thread (search.engine.applier) instead of on the query path. A
 statement-level trigger sends one notification per INSERT statement on
 search_indexoutbox, which Postgres delivers only when the writing transaction
 commits (and drops if it rolls back), so the applier wakes exactly when there

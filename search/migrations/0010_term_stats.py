@@ -1,6 +1,6 @@
 """Per-dataset document frequencies for BM25 (search.term_stats), kept by triggers on search_chunk.
 
-Chunk.terms holds the distinct sparse term indices of the chunk (search.sparse.document_term_ids); the
+Chunk.terms holds the distinct sparse term indices of the chunk (search.engine.sparse.document_term_ids); the
 statement-level triggers below add and subtract them per dataset in the same transaction as the chunk rows,
 whatever path writes or removes them, as migration 0002 does for the index outbox. Term -1 counts the
 dataset's chunks. search_termstat has no foreign key on purpose: a dataset's rows reach zero and are deleted by
@@ -125,7 +125,7 @@ DROP TABLE IF EXISTS search_termstat;
 
 
 def backfill_terms(apps, schema_editor):
-    from search.sparse import document_term_ids, sparse_document_text
+    from search.engine.sparse import document_term_ids, sparse_document_text
 
     Chunk = apps.get_model("search", "Chunk")
     last = 0

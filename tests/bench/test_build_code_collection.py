@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from search.evaluation import load_beir
+from search.quality.evaluation import load_beir
 
 _SPEC = importlib.util.spec_from_file_location(
     "build_code_collection", Path(__file__).resolve().parents[2] / "bench" / "build_code_collection.py")

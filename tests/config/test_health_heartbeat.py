@@ -51,7 +51,7 @@ def test_a_heartbeat_of_another_queue_does_not_count(settings, make_user):
 
 
 def test_healthz_never_opens_the_index(monkeypatch, make_user):
-    from search import index
+    from search.engine import index
 
     index.close_index()  # this process holds no handle, as a web process before its applier opened it
 
@@ -66,7 +66,7 @@ def test_healthz_never_opens_the_index(monkeypatch, make_user):
 @pytest.mark.slow
 def test_a_running_worker_is_up_by_its_heartbeat_and_a_clean_stop_is_down_at_once(celery_worker_proc, make_user,
                                                                                   no_ping):
-    from search.index import get_index
+    from search.engine.index import get_index
 
     get_index()  # the web process opens its index at start; healthz reports the handle, it does not open one
     status, body = _staff_get(make_user)

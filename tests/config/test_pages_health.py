@@ -75,7 +75,7 @@ def test_healthz_503_when_redis_is_unreachable(settings):
 
 @pytest.mark.slow
 def test_healthz_200_with_everything_up(celery_worker_proc):
-    from search.index import get_index
+    from search.engine.index import get_index
 
     get_index()  # the web process opens its index at start (its applier thread); /healthz never opens it
     resp = Client().get("/healthz")

@@ -112,7 +112,7 @@ class Pool:
 def build_pool(root: Path) -> Pool:
     """Ingest the pool for real (chunker, embeddings, outbox, Qdrant) into project `pool-home`."""
     from projects.models import Dataset, Project
-    from search.index import apply_outbox
+    from search.engine.index import apply_outbox
     from search.ingest.runner import ingest_rulebook, start_ingest
     from search.models import Chunk, Document
 

@@ -14,7 +14,7 @@ def world(django_db_setup, django_db_blocker, tmp_path_factory):
     from django.core.management import call_command
     from django.test import override_settings
 
-    from search.index import open_index, set_index
+    from search.engine.index import open_index, set_index
 
     tmp = tmp_path_factory.mktemp("fuzz")
     limits = {k: "100000/m" for k in django_settings.RATE_LIMITS}

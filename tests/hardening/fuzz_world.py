@@ -38,9 +38,9 @@ def build_world(tmp: Path) -> World:
     from people.service import run_search
     from projects.models import Membership, Project
     from projects.sharing import create_dataset, grant_share
-    from search.demo_rules import load_demo_rules
-    from search.index import apply_outbox
-    from search.pipeline import run_query
+    from search.engine.index import apply_outbox
+    from search.engine.pipeline import run_query
+    from search.rules.demo import load_demo_rules
     from tests.people.factory import embed_all, make_person
     from tests.search.ctx_fixtures import ingest, write_repo
 

@@ -226,7 +226,7 @@ def form_cases(fill: dict[str, Any]) -> Iterator[Case]:
 
 def mcp_cases(fill: dict[str, Any]) -> Iterator[Case]:
     """Every string argument of every MCP tool (and a key of its arguments) with text no store holds."""
-    from search.mcp_server import mcp
+    from search.edge.mcp.server import mcp
 
     filled = {"project": fill["slug"], "search_session_id": str(fill["session_id"]), "chunk_id": fill["chunk_id"]}
     for tool in mcp._tool_manager.list_tools():

@@ -59,7 +59,7 @@ def _run_pending() -> None:
 def _step(op: tuple, w: dict) -> None:
     from projects.models import Dataset, ProjectShare
     from projects.sharing import create_dataset, grant_share, revoke_share_row
-    from search import content
+    from search.ingest import content
 
     datasets = list(Dataset.objects.filter(project__in=[w["a"], w["b"]]).order_by("pk"))
     pick = datasets[op[1] % len(datasets)] if datasets and len(op) > 1 and isinstance(op[1], int) else None
@@ -93,9 +93,9 @@ def _step(op: tuple, w: dict) -> None:
 
 def _check(w: dict, index) -> int:
     from projects.access import accessible_dataset_ids
+    from search.engine.pipeline import run_query
+    from search.engine.reconcile import reconcile
     from search.models import Chunk
-    from search.pipeline import run_query
-    from search.reconcile import reconcile
 
     report = reconcile(index=index, record=False)
     assert report.exact, report.as_dict()
@@ -118,9 +118,9 @@ def test_random_content_lifecycles_keep_the_index_exact_and_access_tight(make_us
                                                                         monkeypatch):
     from django.db import transaction
 
-    from search.index import open_index, set_index
+    from search.engine.index import open_index, set_index
 
-    monkeypatch.setattr("search.index.GAP_GRACE_S", 0.0)
+    monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)
     stats = {"examples": 0, "steps": 0, "results": 0}
 
     @hsettings(max_examples=12, deadline=None, database=None, derandomize=True,

@@ -52,7 +52,7 @@ def sse_events(resp) -> list[tuple[str, dict]]:
 def world(make_user, make_project, client_for, tmp_path):
     """A member with credits, a tiny code dataset and a tiny rulebook, indexed in the session's store."""
     from projects.models import Dataset
-    from search.index import apply_outbox
+    from search.engine.index import apply_outbox
     from search.ingest.runner import start_ingest
 
     user = make_user("faults@example.com", credits=5)
@@ -98,7 +98,7 @@ def _no_logs_written():
 @pytest.fixture
 def qdrant_down():
     """The process index re-opened against a Qdrant server URL on a closed port (the ClientIndex adapter)."""
-    from search.index import close_index
+    from search.engine.index import close_index
 
     close_index()
     with override_settings(QDRANT_URL=f"http://127.0.0.1:{closed_port()}", QDRANT_TIMEOUT_S=1.0):
@@ -129,7 +129,7 @@ def test_qdrant_unreachable_rules_search_page_and_answer_stream(world, qdrant_do
 
 def test_qdrant_back_up_serves_again(world, qdrant_down):
     """After the outage the process re-opens the real index: the fault does not poison the singleton."""
-    from search.index import close_index
+    from search.engine.index import close_index
 
     assert world["api"].post("/api/projects/faults/query", {"q": "deduct"}, format="json").status_code == 503
     close_index()
@@ -219,7 +219,7 @@ def test_missing_embedding_model_context_query_is_503_and_logs_nothing(world, ba
 
 def test_missing_embedding_model_before_the_index_is_opened_is_503(world, bad_model):
     """A fresh process opens the index with the model's id and dimension: that must be a 503 too, not a 500."""
-    from search.index import close_index
+    from search.engine.index import close_index
 
     close_index()
     try:

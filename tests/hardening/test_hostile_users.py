@@ -84,7 +84,7 @@ def test_a_pattern_re2_cannot_run_is_refused_when_the_source_is_set(team, patter
 
 def test_a_rules_intent_pattern_runs_in_re2_and_a_backtracking_one_is_refused():
     from config.errors import BadInput
-    from search import traversal
+    from search.rules import traversal
 
     with pytest.raises(BadInput) as caught:
         traversal.save_config(ruleset_id="probe", names={}, intent_patterns={"spell": r"(?<!no )cast"})

@@ -99,7 +99,7 @@ def test_a_nul_in_a_page_form_is_a_400_page_not_a_500(owner, client):
 @pytest.fixture
 def shop_index(owner, edge_index, code_repo):
     from projects.models import Project
-    from search.index import apply_outbox
+    from search.engine.index import apply_outbox
 
     ingest(Project.objects.get(slug="shop"), "src", code_repo, repo="shop")
     apply_outbox()
@@ -130,7 +130,7 @@ def test_path_globs_are_bounded_in_length_and_wildcards(owner, client_for, shop_
 
 
 def test_a_glob_compiles_to_a_literal_prefix_and_a_bounded_pattern():
-    from search.globs import compile_glob
+    from search.engine.globs import compile_glob
 
     g = compile_glob("search/ingest/**/*.py")
     assert g.prefix == "search/ingest/" and g.regex.startswith("^search/ingest/")
@@ -244,7 +244,7 @@ def test_answer_validates_before_the_stream_and_never_streams_exception_text(own
 
 
 def test_a_failing_search_inside_a_stream_sends_a_generic_error_event():
-    from search.answer import stream_answer
+    from search.rules.answer import stream_answer
 
     def boom() -> dict:
         raise RuntimeError("psycopg.errors.SomethingInternal: relation search_chunk at /srv/secret")
@@ -312,7 +312,7 @@ def test_every_glob_either_is_refused_or_compiles_to_a_regex_postgres_accepts():
     from hypothesis import strategies as st
 
     from config.errors import BadInput
-    from search.globs import compile_glob
+    from search.engine.globs import compile_glob
 
     alphabet = st.sampled_from(list("[]!^-*?:.=\\/{}()|+$aZ9_%é") + ["[:alpha:]", "[.a.]", "[=a=]", "**/"])
     seen = {"refused": 0, "ran": 0}
@@ -343,7 +343,7 @@ def test_a_globs_literal_prefix_can_use_the_path_index():
     collation (with sequential scans priced out, as on a large table)."""
     from django.db import connection
 
-    from search.globs import compile_glob
+    from search.engine.globs import compile_glob
 
     g = compile_glob("billing/**/*.py")
     with connection.cursor() as cur:

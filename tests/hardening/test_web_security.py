@@ -174,7 +174,7 @@ def _assert_escaped(resp, *, expect_shown: bool = True) -> None:
 def xss_world(make_user, make_project, tmp_path):
     """A member whose project, code, rulebook and people all carry the payloads."""
     from projects.models import Dataset
-    from search.index import apply_outbox
+    from search.engine.index import apply_outbox
     from search.ingest.runner import start_ingest
 
     user = make_user("xss@example.com", credits=20)

@@ -130,8 +130,8 @@ def test_ingest_killed_mid_run_is_resumed_by_a_new_worker_with_nothing_lost_or_d
     from django.db import connection
 
     from projects.models import Dataset
-    from search.encoders import dense_model_id
-    from search.index import apply_outbox, pending_outbox
+    from search.engine.encoders import dense_model_id
+    from search.engine.index import apply_outbox, pending_outbox
     from search.ingest.locks import runner_alive
     from search.ingest.runner import start_ingest
     from search.models import Chunk, Document, EmbeddingCache, IngestJob

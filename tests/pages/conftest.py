@@ -49,7 +49,7 @@ def member(make_user, make_project):
 @pytest.fixture
 def code_dataset(member, tmp_path):
     from projects.models import Dataset
-    from search.index import apply_outbox
+    from search.engine.index import apply_outbox
     from search.ingest.runner import start_ingest
 
     _, project = member
@@ -67,7 +67,7 @@ def code_dataset(member, tmp_path):
 @pytest.fixture
 def rules_dataset(member, tmp_path):
     from projects.models import Dataset
-    from search.index import apply_outbox
+    from search.engine.index import apply_outbox
     from search.ingest.runner import start_ingest
 
     _, project = member

@@ -224,7 +224,7 @@ def test_same_key_from_ten_threads_one_search_one_charge(make_user, client_for):
     embed_all()
     u = make_user("racer@example.com", credits=10)
     keys = [client_for(u) for _ in range(10)]
-    from search.encoders import get_dense_model
+    from search.engine.encoders import get_dense_model
 
     get_dense_model()  # load once before the race
     statuses, bodies = [], []

@@ -1,9 +1,9 @@
-"""search.llm against a real local OpenAI-compatible server through the real openai client."""
+"""search.engine.llm against a real local OpenAI-compatible server through the real openai client."""
 import time
 
 import pytest
 
-from search import llm
+from search.engine import llm
 from tests.fake_llm import fake_llm  # noqa: F401 - fixture
 
 

@@ -4,7 +4,7 @@ from django.utils import timezone
 
 from projects.access import accessible_dataset_ids
 from projects.models import Dataset, ProjectShare
-from search.access import is_resource_accessible
+from search.engine.access import is_resource_accessible
 
 pytestmark = pytest.mark.django_db
 

@@ -100,11 +100,11 @@ def test_deleting_a_project_removes_its_datasets_shared_into_other_projects(team
 
 def test_deleting_a_project_with_ingested_content_leaves_zero_orphan_points(team, code_repo, edge_index,
                                                                              monkeypatch, make_project):
-    from search.index import apply_outbox
+    from search.engine.index import apply_outbox
+    from search.engine.reconcile import reconcile
     from search.models import Chunk
-    from search.reconcile import reconcile
 
-    monkeypatch.setattr("search.index.GAP_GRACE_S", 0.0)  # earlier tests' rolled-back ids are not young gaps
+    monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)  # earlier tests' rolled-back ids are not young gaps
     ingest(team["project"], "src", code_repo, repo="shop")
     keep = make_project("keep", team["users"]["owner"])
     ingest(keep, "kept", code_repo, repo="kept")

@@ -84,7 +84,7 @@ def code_repo(tmp_path) -> Path:
 @pytest.fixture
 def edge_index(tmp_path, db):
     """A private embedded store installed as the process singleton for the test."""
-    from search.index import open_index, set_index
+    from search.engine.index import open_index, set_index
 
     index = open_index(path=tmp_path / "qdrant")
     set_index(index)

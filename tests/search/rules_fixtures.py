@@ -21,7 +21,7 @@ def rules_index(edge_index):
 @pytest.fixture
 def emberfall(rules_index) -> dict[str, Any]:
     """The demo rulebook (ruleset emberfall; books core and gm-guide) in the global dataset of project demo."""
-    from search.demo_rules import load_demo_rules
+    from search.rules.demo import load_demo_rules
 
     return load_demo_rules()
 

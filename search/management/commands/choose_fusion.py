@@ -1,12 +1,12 @@
 """`manage.py choose_fusion --project SLUG [--min-queries N] [--min-gain X] [--dry-run]`: pick a project's fusion
-from its feedback, on evidence (search.fusion_choice), and show the grid and the decision."""
+from its feedback, on evidence (search.quality.fusion_choice), and show the grid and the decision."""
 from __future__ import annotations
 
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from search.fusion_choice import MIN_GAIN, MIN_QUERIES
+from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES
 
 
 class Command(BaseCommand):
@@ -22,8 +22,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **opts: Any) -> None:
         from projects.models import Project
-        from search.evaluation_runs import NotReady, check_ready
-        from search.fusion_choice import choose_for_project
+        from search.quality.fusion_choice import choose_for_project
+        from search.quality.runs import NotReady, check_ready
 
         if opts["min_queries"] < 2:
             raise CommandError("--min-queries must be at least 2 (one query per half)")

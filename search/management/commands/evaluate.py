@@ -18,8 +18,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.errors import BadInput
-from search.evaluation import PIPELINES
-from search.evaluation_runs import ALL_RULES_PIPELINES, RULES_PIPELINES
+from search.quality.evaluation import PIPELINES
+from search.quality.runs import ALL_RULES_PIPELINES, RULES_PIPELINES
 
 
 class Command(BaseCommand):
@@ -54,8 +54,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from search.evaluation import save_run, write_report
-        from search.evaluation_runs import NotReady, evaluate_beir, evaluate_rules, resolve_other_model
+        from search.quality.evaluation import save_run, write_report
+        from search.quality.runs import NotReady, evaluate_beir, evaluate_rules, resolve_other_model
 
         known = PIPELINES if opts["beir"] else ALL_RULES_PIPELINES
         pipelines = [p.strip() for p in (opts["pipelines"] or ",".join(known)).split(",") if p.strip()]
@@ -80,7 +80,7 @@ class Command(BaseCommand):
                                        progress=progress, kind=opts["kind"], model=model,
                                        reranker=opts["reranker"] or None)
             else:
-                default_q = Path(__file__).resolve().parents[2] / "demo_rules" / "eval_queries.json"
+                default_q = Path(__file__).resolve().parents[2] / "rules" / "demo_rules" / "eval_queries.json"
                 report = evaluate_rules(path=opts["rules"] or str(default_q), project_slug=opts["project"] or "demo",
                                         pipelines=pipelines if opts["pipelines"] else None,
                                         max_queries=opts["max_queries"] or None, progress=progress,
@@ -97,7 +97,7 @@ class Command(BaseCommand):
         if opts["json"]:
             self.stdout.write(json.dumps(report.as_dict(), indent=2))
         else:
-            from search.evaluation import markdown_table
+            from search.quality.evaluation import markdown_table
 
             self.stdout.write(markdown_table(report))
         print(f"report: {files['markdown']}  chart: {files['png']}", file=sys.stderr)

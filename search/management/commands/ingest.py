@@ -80,7 +80,7 @@ class Command(BaseCommand):
         applied = 0
         if not opts["no_apply"]:
             from config.errors import DependencyDown
-            from search.index import apply_outbox
+            from search.engine.index import apply_outbox
 
             try:
                 applied = apply_outbox()

@@ -30,7 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("--url", default="", help="selftest: a running server's /mcp to check over HTTP")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from search.mcp_server import caller_for_secret, serve_stdio
+        from search.edge.mcp.server import caller_for_secret, serve_stdio
 
         secret = opts["key"] or os.environ.get("PLATFORM_API_KEY", "")
         if not secret:
@@ -48,7 +48,7 @@ class Command(BaseCommand):
         anyio.run(serve_stdio, caller)
 
     async def _selftest(self, caller: Any, project: str, query: str, url: str, secret: str) -> bool:
-        from search.mcp_server import http_client, in_process_client
+        from search.edge.mcp.server import http_client, in_process_client
 
         out = self.stdout
         t0 = time.perf_counter()

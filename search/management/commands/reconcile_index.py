@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from config.errors import DependencyDown
 
 if TYPE_CHECKING:
-    from search.reconcile import ReconcileReport
+    from search.engine.reconcile import ReconcileReport
 
 
 class Command(BaseCommand):
@@ -23,8 +23,8 @@ class Command(BaseCommand):
         parser.add_argument("--path", default="", help="check a separate embedded store at this path")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from search.index import get_index, open_index
-        from search.reconcile import reconcile
+        from search.engine.index import get_index, open_index
+        from search.engine.reconcile import reconcile
 
         try:
             index = open_index(path=opts["path"]) if opts["path"] else get_index()

@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--path", default="", help="rebuild a separate embedded store at this path")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from search.index import get_index, open_index, rebuild
+        from search.engine.index import get_index, open_index, rebuild
 
         try:
             index = open_index(path=opts["path"]) if opts["path"] else get_index()

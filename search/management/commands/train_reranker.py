@@ -1,4 +1,4 @@
-"""`manage.py train_reranker`: fine-tune a cross-encoder from the bundled MiniLM weights (search/reranker_training.py).
+"""`manage.py train_reranker`: fine-tune a cross-encoder from the bundled MiniLM weights (search/quality/reranker_training.py).
 
     manage.py train_reranker --beir ../shared/data/scifact --name scifact-ce          # the train split's judgements
     manage.py train_reranker --beir ../shared/data/scifact --pseudo --name scifact-pq # pseudo-queries alone
@@ -46,7 +46,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from search import reranker_training as rt
+        from search.quality import reranker_training as rt
 
         cfg = rt.TrainConfig(max_pairs=opts["max_pairs"], negatives=opts["negatives"], epochs=opts["epochs"],
                              batch_queries=opts["batch"], learning_rate=opts["lr"], max_length=opts["max_length"],
@@ -58,7 +58,7 @@ class Command(BaseCommand):
             with ExitStack() as stack:
                 index = None
                 if opts["beir"]:
-                    from search.evaluation_runs import throwaway_index
+                    from search.quality.runs import throwaway_index
 
                     examples, dataset_ids, data, extra_filter = self._beir_examples(opts, progress=progress)
                     # the collection is an evaluation dataset: its chunks are searched in a store of their own
@@ -93,9 +93,9 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(m, indent=2))
 
     def _beir_examples(self, opts: dict[str, Any], *, progress: bool) -> tuple[list, list[int], dict, dict]:
-        from search import reranker_training as rt
-        from search.evaluation_runs import ingest_beir
         from search.models import Chunk
+        from search.quality import reranker_training as rt
+        from search.quality.runs import ingest_beir
 
         coll, dataset, _ = ingest_beir(path=opts["beir"], progress=progress, split=opts["split"])
         extra_filter = {"kind": [coll.kind]}
@@ -111,7 +111,7 @@ class Command(BaseCommand):
 
     def _project_examples(self, opts: dict[str, Any]) -> tuple[list, list[int], dict, Any]:
         from projects.models import Dataset, Project
-        from search import reranker_training as rt
+        from search.quality import reranker_training as rt
 
         project = Project.objects.filter(slug=opts["project"]).first()
         if project is None:

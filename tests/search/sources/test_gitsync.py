@@ -549,7 +549,7 @@ def test_a_tag_or_a_commit_sha_can_be_the_ref(dataset, remote):
 
 def test_query_results_show_the_commit_the_dataset_reflects(dataset, remote, client_for, make_user):
     from projects.models import Membership
-    from search.pipeline import run_query
+    from search.engine.pipeline import run_query
 
     remote.commit(FIRST_TREE, "first")
     attach(dataset, remote.url)

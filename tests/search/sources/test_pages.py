@@ -1,4 +1,4 @@
-"""The dataset page's source forms (search.sources.pages): add a git or web source, see it, sync now, the sync
+"""The dataset page's source forms (search.edge.pages.sources): add a git or web source, see it, sync now, the sync
 history with the failure, remove it; refused sources re-render the page with the reason and the form refilled.
 
 A sync that must fail points at a closed port on 127.0.0.1 (allowed here by SOURCES_ALLOWED_NETWORKS), so it

@@ -1,0 +1,141 @@
+"""Context API: query, ingest, feedback. Views parse, authorise, call one service, render."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.errors import BadInput, Forbidden, NotFound
+from config.ratelimits import enforce
+from config.schema import ERROR_RESPONSES, ErrorSerializer
+from projects.access import limit_to_key_projects, project_for_member
+from projects.policy import authorize
+from search.edge import serializers as s
+
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from rest_framework.request import Request
+
+    from accounts.models import User
+    from search.models import IngestJob
+
+_ERRS = {**ERROR_RESPONSES, 503: ErrorSerializer}
+
+
+def _body(request: Request) -> dict[str, Any]:
+    if not isinstance(request.data, dict):
+        raise BadInput("The body must be a JSON object.", field=None)
+    return request.data
+
+
+def _filters(filters: dict | None) -> dict | None:
+    """The parsed filters in the shape run_query validates (a single repo/lang is already a list)."""
+    return {k: v for k, v in filters.items() if v is not None} if filters else None
+
+
+class QueryView(APIView):
+    required_scope = "query"
+
+    @extend_schema(operation_id="context_query", request=s.QueryRequestSerializer,
+                   responses={200: s.QueryResponseSerializer, **_ERRS}, tags=["context"],
+                   description="Hybrid dense+sparse search over every dataset the project can see, with a why per "
+                               "result, a context pack and per-stage timings.")
+    def post(self, request: Request, slug: str) -> Response:
+        from search.engine.pipeline import run_query
+
+        enforce(request, group="context_query")
+        project = project_for_member(user=request.user, slug=slug)
+        ser = s.QueryRequestSerializer(data=_body(request))
+        ser.is_valid(raise_exception=True)
+        data = ser.validated_data
+        result = run_query(user=request.user, project=project, q=data["q"], filters=_filters(data.get("filters")),
+                           include_global=data["include_global"], top_k=data["top_k"],
+                           candidates=data["candidates"], fusion=data.get("fusion"), rerank=data["rerank"],
+                           budget_tokens=data["budget_tokens"])
+        return Response(s.QueryResponseSerializer(result.as_dict()).data)
+
+
+def _job_data(job: IngestJob) -> dict[str, Any]:
+    """An ingest job as its documented shape (IngestJobSerializer reads the model's fields)."""
+    return s.IngestJobSerializer(job).data
+
+
+def allowed_source(*, user: User, source: str) -> Path:
+    """Server-path ingest through the API: staff only, an absolute path under INGEST_ALLOWED_ROOTS, never VAR_DIR.
+
+    Why so narrow: a relative path resolved against the server's working directory, and the old default root
+    was the whole checkout, runtime state included, so any editor could index the server's own files. Teams
+    bring content by push, upload or a source; the CLI (`manage.py ingest`) stays unrestricted for operators.
+    """
+    if not user.is_staff:
+        raise Forbidden("Ingesting a server path is for staff; push documents or upload files instead.",
+                        field="source", code="staff_only")
+    roots = [Path(r).resolve() for r in settings.INGEST_ALLOWED_ROOTS]
+    if not roots:
+        raise BadInput("Server-path ingest is disabled: INGEST_ALLOWED_ROOTS is empty.", field="source")
+    if not Path(source).is_absolute():
+        raise BadInput("Must be an absolute path.", field="source")
+    path = Path(source).resolve()
+    var_dir = Path(settings.VAR_DIR).resolve()
+    inside = any(path == r or r in path.parents for r in roots)
+    if not inside or path == var_dir or var_dir in path.parents:
+        raise BadInput("Source is outside the allowed ingest roots.", field="source")
+    if not path.exists():
+        raise BadInput("Source does not exist on the server.", field="source")
+    return path
+
+
+class IngestView(APIView):
+    required_scope = "ingest"
+
+    @extend_schema(operation_id="context_ingest", request=s.IngestRequestSerializer,
+                   responses={202: s.IngestJobSerializer, 403: ErrorSerializer, **_ERRS}, tags=["context"])
+    def post(self, request: Request, slug: str) -> Response:
+        from projects.models import Dataset
+        from search.ingest.runner import start_ingest
+
+        project = project_for_member(user=request.user, slug=slug)
+        authorize("ingest.path", user=request.user, project=project)
+        ser = s.IngestRequestSerializer(data=_body(request))
+        ser.is_valid(raise_exception=True)
+        data = ser.validated_data
+        source = allowed_source(user=request.user, source=data["source"])
+        dataset, _ = Dataset.objects.get_or_create(project=project, name=data["dataset"],
+                                                   defaults={"kind": data["kind"]})
+        job = start_ingest(dataset=dataset, source=str(source), kind=data["kind"], user=request.user,
+                           options={"repo": data.get("repo") or ""})
+        return Response(_job_data(job), status=202)
+
+
+class IngestJobView(APIView):
+    required_scope = "query"
+
+    @extend_schema(operation_id="context_ingest_job", responses={200: s.IngestJobSerializer, **_ERRS},
+                   tags=["context"])
+    def get(self, request: Request, job_id: UUID) -> Response:
+        from search.models import IngestJob
+
+        jobs = IngestJob.objects.filter(pk=job_id, dataset__project__memberships__user=request.user)
+        job = limit_to_key_projects(jobs, request.user, "dataset__project_id").first()
+        if job is None:
+            raise NotFound("Ingest job not found.")
+        return Response(_job_data(job))
+
+
+class FeedbackView(APIView):
+    required_scope = "query"
+
+    @extend_schema(operation_id="context_feedback", request=s.FeedbackRequestSerializer,
+                   responses={201: s.FeedbackSerializer, **_ERRS}, tags=["context"])
+    def post(self, request: Request, session_id: UUID) -> Response:
+        from search.quality.feedback import record_feedback
+
+        ser = s.FeedbackRequestSerializer(data=_body(request))
+        ser.is_valid(raise_exception=True)
+        fb = record_feedback(user=request.user, session_id=session_id, **ser.validated_data)
+        return Response(s.FeedbackSerializer(fb).data, status=201)

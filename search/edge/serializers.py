@@ -1,0 +1,357 @@
+"""Request and response shapes of the context, rules and content API: the views parse with the Input serializers and
+render through the Output ones, so the OpenAPI schema is exactly what goes over the wire
+(tests/config/test_response_contracts.py holds every operation to it). Deeper checks of `q`/filters live in
+pipeline.validate_query so the API, pages and commands reject the same inputs with the same field names."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework import serializers
+
+from config.fields import FlagField, InputSerializer, IntField, NumberField, TextField, TextListField
+from projects.serializers import DatasetCreateSerializer, DatasetDetailSerializer, DatasetSerializer
+from search.engine.fusion import FUSIONS, RULES_FUSIONS
+from search.engine.globs import MAX_GLOB_LENGTH
+from search.engine.pipeline import MAX_Q
+
+
+class QueryFiltersSerializer(InputSerializer):
+    repo = TextListField(required=False, help_text="Repo name(s); a string works too.")
+    path = TextField(required=False, max_length=MAX_GLOB_LENGTH,
+                     help_text="Path prefix (`search/`) or glob (`search/**/*.py`, at most 10 wildcards).")
+    lang = TextListField(required=False, help_text="Language(s), e.g. python; a string works too.")
+    dataset = TextListField(required=False, help_text="Only these datasets (names as listed by the project's "
+                                                      "datasets endpoint, or ids); a string works too. A name the "
+                                                      "project cannot search is a 400 on `filters.dataset`.")
+
+
+class QueryRequestSerializer(InputSerializer):
+    q = TextField(max_length=MAX_Q, trim_whitespace=False)
+    filters = QueryFiltersSerializer(required=False, allow_null=True)
+    include_global = FlagField(default=True)
+    top_k = IntField(default=15, min_value=1, max_value=50)
+    candidates = IntField(default=100, min_value=1, max_value=200)
+    fusion = serializers.ChoiceField(choices=list(FUSIONS), required=False,
+                                     help_text="Default: the fusion the project adopted from its feedback "
+                                               "(manage.py choose_fusion), else rrf (k=60, equal weights).")
+    rerank = FlagField(required=False, allow_null=True, default=None,
+                       help_text="Default: on only when RERANKER_MODEL is configured.")
+    budget_tokens = IntField(default=8000, min_value=100, max_value=100000)
+
+
+class WhySerializer(serializers.Serializer):
+    dense_score = serializers.FloatField(allow_null=True)
+    dense_rank = serializers.IntegerField(allow_null=True)
+    sparse_score = serializers.FloatField(allow_null=True)
+    sparse_rank = serializers.IntegerField(allow_null=True)
+    fused_score = serializers.FloatField()
+    rank_before_rerank = serializers.IntegerField()
+    rerank_score = serializers.FloatField(allow_null=True)
+    graph_boost = serializers.FloatField(allow_null=True, help_text="Rules: what the graph added (null elsewhere).")
+    path_prior = serializers.FloatField(help_text="Multiplier from the query naming a path or symbol (1.0: none).")
+    final_rank = serializers.IntegerField()
+    dataset_id = serializers.IntegerField()
+    project_id = serializers.IntegerField(help_text="The project queried.")
+    owner_project_id = serializers.IntegerField(help_text="The project that owns the dataset (own, shared or global).")
+    span = serializers.CharField()
+    commit = serializers.CharField(allow_null=True, help_text="Git sources: the commit the result's dataset "
+                                   "reflects (its last synced commit); null for content that is not from git.")
+
+
+class ResultSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    chunk_id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    dataset_id = serializers.IntegerField()
+    repo = serializers.CharField()
+    path = serializers.CharField()
+    lang = serializers.CharField()
+    symbol = serializers.CharField()
+    start_line = serializers.IntegerField()
+    end_line = serializers.IntegerField()
+    span = serializers.CharField()
+    kind = serializers.CharField(help_text="code | web | rules | beir")
+    heading_path = serializers.ListField(child=serializers.CharField(), help_text="Web/rules: the headings above.")
+    url = serializers.CharField(help_text="Web pages: the page URL (canonical link) when known, else empty.")
+    micro_summary = serializers.CharField()
+    text = serializers.CharField()
+    score = serializers.FloatField()
+    why = WhySerializer()
+
+
+class QueryResponseSerializer(serializers.Serializer):
+    search_session_id = serializers.UUIDField()
+    results = ResultSerializer(many=True)
+    pack = serializers.DictField()
+    timings_ms = serializers.DictField(child=serializers.FloatField())
+    reranker = serializers.CharField(allow_null=True)
+    fusion = serializers.CharField()
+    fusion_source = serializers.ChoiceField(choices=["request", "project", "default"],
+                                            help_text="request: named in the body; project: adopted from the "
+                                                      "project's feedback; default: rrf k=60.")
+    fusion_params = serializers.DictField(help_text="method, rrf_k and the dense/sparse weights that ran.")
+
+
+class IngestRequestSerializer(InputSerializer):
+    dataset = TextField(max_length=200, help_text="Dataset name in this project (created if missing).")
+    kind = serializers.ChoiceField(choices=["code", "web", "rules"])
+    source = TextField(max_length=2000, help_text="Staff only: an absolute server path under INGEST_ALLOWED_ROOTS "
+                                                  "(empty by default, so nowhere).")
+    repo = TextField(max_length=200, required=False, allow_blank=True)
+
+
+class IngestJobSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    dataset_id = serializers.IntegerField()
+    kind = serializers.CharField()
+    source = serializers.CharField()
+    status = serializers.CharField()
+    percent = serializers.IntegerField()
+    files_total = serializers.IntegerField()
+    files_done = serializers.IntegerField()
+    files_skipped = serializers.IntegerField()
+    files_deleted = serializers.IntegerField()
+    chunks_written = serializers.IntegerField()
+    embeddings_computed = serializers.IntegerField()
+    embeddings_cached = serializers.IntegerField()
+    error = serializers.CharField()
+    result = serializers.DictField(help_text="What the job did beyond its counters. A sync: {mode: diff | full | "
+                                             "crawl, from, to (commits), changed, deleted (paths, capped)}; "
+                                             "empty for other jobs.")
+
+
+class FeedbackRequestSerializer(InputSerializer):
+    chunk_id = IntField(min_value=1)
+    relevance = IntField(min_value=0, max_value=3)
+
+
+class FeedbackSerializer(serializers.Serializer):
+    chunk_id = serializers.IntegerField()
+    relevance = serializers.IntegerField()
+
+
+_RULES_ID = r"^[\w.:-]{1,100}$"
+_RULES_ALIASES = {"query": "q", "books": "book", "rulesets": "ruleset"}
+
+
+class RulesRequestSerializer(InputSerializer):
+    """Body of rules search and rules answer. `validated_data` is the keyword arguments of
+    search.rules.search.rules_search (q, books, rulesets, ...); an omitted tuning field keeps its default there."""
+
+    aliases = frozenset(_RULES_ALIASES)
+
+    q = TextField(max_length=MAX_Q, help_text="The question (`query` is accepted as an alias).")
+    book = serializers.ListField(child=serializers.RegexField(_RULES_ID), required=False, max_length=50,
+                                 help_text="Book id(s) to search; a single string works too. Alias: books.")
+    ruleset = serializers.ListField(child=serializers.RegexField(_RULES_ID), required=False, max_length=50,
+                                    help_text="Ruleset id(s); a single string works too. Alias: rulesets.")
+    fusion = serializers.ChoiceField(choices=list(RULES_FUSIONS), default="rrf")
+    graph = FlagField(default=True, help_text="false disables the graph boost.")
+    seed_top_n = IntField(required=False, min_value=0, max_value=20)
+    depth = IntField(required=False, min_value=0, max_value=4)
+    decay = NumberField(required=False, min_value=0.0, max_value=1.0)
+    graph_top_k = IntField(required=False, min_value=0, max_value=200)
+    graph_strength = NumberField(required=False, min_value=0.0, max_value=1.0)
+    top_k = IntField(default=8, min_value=1, max_value=50)
+    candidates = IntField(default=100, min_value=1, max_value=200)
+    rerank = FlagField(default=False)
+    prefer_kinds = FlagField(default=True, help_text="false: no boost for the content kinds the question's "
+                                                     "intents prefer (traversal config policies).")
+    audience = FlagField(default=True, help_text="false: no boost for sections written for the detected reader "
+                                                 "(player or GM).")
+    expand_aliases = FlagField(default=True, help_text="false: the sparse leg does not expand abbreviations "
+                                                       "(AC -> armor class) from the traversal config.")
+    route_chapters = IntField(default=0, min_value=0, max_value=20,
+                              help_text="Search only the N likeliest chapters (0: the whole book).")
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            data = dict(data)
+            for alias, name in _RULES_ALIASES.items():
+                if alias in data:
+                    value = data.pop(alias)
+                    data.setdefault(name, value)
+            for name in ("book", "ruleset"):
+                if isinstance(data.get(name), str):
+                    data[name] = [data[name]] if data[name] else []
+                elif data.get(name) is None:
+                    data.pop(name, None)
+        out = super().to_internal_value(data)
+        out["books"] = out.pop("book", [])
+        out["rulesets"] = out.pop("ruleset", [])
+        return out
+
+
+class RulesResultSerializer(ResultSerializer):
+    book_id = serializers.CharField(allow_blank=True)
+    ruleset_id = serializers.CharField(allow_blank=True)
+    section_path = serializers.ListField(child=serializers.CharField())
+    page = serializers.CharField(allow_blank=True)
+    content_kind = serializers.CharField(allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField())
+    traits = serializers.DictField()
+    is_rule_bearing = serializers.BooleanField()
+    base_score = serializers.FloatField(help_text="Fused score before the policy and graph boosts.")
+    policy_boost = serializers.FloatField(help_text="What the traversal policies (preferred kinds, audience) added.")
+    graph_boost = serializers.FloatField()
+    graph_path = serializers.ListField(child=serializers.JSONField(), help_text="How the boost reached this chunk.")
+
+
+class RulesSearchResponseSerializer(serializers.Serializer):
+    search_session_id = serializers.UUIDField(allow_null=True)
+    results = RulesResultSerializer(many=True)
+    analysis = serializers.DictField(help_text="Detected intents, entities, audience and preferred kinds.")
+    filters = serializers.DictField()
+    fusion = serializers.CharField()
+    reranker = serializers.CharField(allow_null=True)
+    graph = serializers.DictField()
+    policies = serializers.DictField(help_text="The policies applied: prefer_kinds, audience, graph_relations, "
+                                               "sparse_query (after aliases).")
+    routing = serializers.DictField(help_text="Chapter routing: top_n and the chapters searched.")
+    timings_ms = serializers.DictField(child=serializers.FloatField())
+    candidate_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+# --------------------------------------------------------------------------- self-serve content
+class PushDocumentSerializer(InputSerializer):
+    external_id = TextField(max_length=500, help_text="Your id for the document; a second push with it replaces it.")
+    path = TextField(max_length=1000, help_text="Where results point (`src/app.py`, `docs/intro.md`); its suffix "
+                                                "picks the language or the markdown/HTML reader.")
+    text = TextField(trim_whitespace=False, max_length=1_000_000)
+    title = TextField(max_length=500, required=False, allow_blank=True)
+    url = TextField(max_length=2000, required=False, allow_blank=True)
+    lang = TextField(max_length=40, required=False, allow_blank=True, help_text="Overrides the language from the path.")
+    metadata = serializers.DictField(required=False, help_text="Stored with the document.")
+
+
+class PushRequestSerializer(InputSerializer):
+    documents = PushDocumentSerializer(many=True, allow_empty=False,
+                                       help_text="At most PUSH_MAX_DOCUMENTS (1,000) per request.")
+    repo = TextField(max_length=200, required=False, allow_blank=True, help_text="Default: the dataset name.")
+
+    def validate_documents(self, value: list) -> list:
+        from django.conf import settings
+
+        if len(value) > settings.PUSH_MAX_DOCUMENTS:
+            raise serializers.ValidationError(f"At most {settings.PUSH_MAX_DOCUMENTS} documents per request.")
+        return value
+
+
+class DocumentDeleteSerializer(InputSerializer):
+    external_ids = TextListField(required=False, max_length=1000, child=TextField(max_length=500))
+    paths = TextListField(required=False, max_length=1000, child=TextField(max_length=1000))
+
+
+class DocumentDeleteResultSerializer(serializers.Serializer):
+    deleted = serializers.IntegerField()
+    missing = serializers.ListField(child=serializers.CharField(), help_text="Ids or paths that were not there.")
+
+
+class DocumentSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    external_id = serializers.CharField(allow_blank=True)
+    path = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    url = serializers.CharField(allow_blank=True)
+    lang = serializers.CharField(allow_blank=True)
+    content_hash = serializers.CharField()
+    size_bytes = serializers.IntegerField()
+    chunk_count = serializers.IntegerField()
+    updated_at = serializers.DateTimeField()
+
+
+class DocumentPageSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    results = DocumentSerializer(many=True)
+
+
+class DocumentListQuerySerializer(InputSerializer):
+    limit = IntField(required=False, min_value=1, max_value=500, default=100)
+    offset = IntField(required=False, min_value=0, max_value=10**7, default=0)
+    path_prefix = TextField(required=False, max_length=1000)
+
+
+class UploadRequestSerializer(InputSerializer):
+    file = serializers.FileField(help_text="A file (code, markdown, HTML, JSON rulebook) or an archive "
+                                           "(.zip, .tar.gz, .tgz, .tar) of a repository or rulebook.")
+    mode = serializers.ChoiceField(choices=["merge", "mirror"], required=False,
+                                   help_text="mirror: files missing from the upload are removed (default for "
+                                             "archives); merge: add and replace only (default for one file).")
+    repo = TextField(max_length=200, required=False, allow_blank=True)
+    ruleset = serializers.RegexField(r"^[\w.:-]{1,100}$", required=False, help_text="Rules datasets.")
+    book = serializers.RegexField(r"^[\w.:-]{1,100}$", required=False, help_text="Rules datasets.")
+
+
+# --------------------------------------------------------------------------- dataset sources (search.sources)
+class SourceSerializer(serializers.Serializer):
+    """A dataset's source as the API shows it: whether a token is stored (`has_token`), never the token."""
+
+    type = serializers.ChoiceField(choices=["git", "web"])
+    config = serializers.DictField(help_text="git: {url, ref, subdir}; web: {seeds, scope, max_pages, max_depth, "
+                                             "include, exclude}; normalised as stored.")
+    url = serializers.CharField(help_text="The git URL or the first seed.")
+    interval_s = serializers.IntegerField(allow_null=True, help_text="Seconds between scheduled syncs; null: "
+                                                                     "manual syncs only.")
+    has_token = serializers.BooleanField(help_text="Whether a token is stored (encrypted; never returned).")
+    last_sync_at = serializers.DateTimeField(allow_null=True, help_text="When the last sync ended, either way.")
+    last_success_at = serializers.DateTimeField(allow_null=True)
+    next_sync_at = serializers.DateTimeField(allow_null=True, help_text="When the scheduler syncs next (null: "
+                                                                        "manual only); pushed back after failures.")
+    last_error = serializers.CharField(allow_blank=True, help_text="Why the last sync failed; empty after a "
+                                                                   "success.")
+    consecutive_failures = serializers.IntegerField()
+    commit = serializers.CharField(allow_null=True, help_text="Git: the commit the dataset reflects.")
+    active_sync_id = serializers.UUIDField(allow_null=True, help_text="The sync job queued or running, if any.")
+
+
+class SourceSetSerializer(InputSerializer):
+    source = serializers.DictField(help_text='git: {"type": "git", "url": "https://host/org/repo.git", "ref": '
+                                             '"main", "subdir": ""}; web: {"type": "web", "seeds": [url, ...], '
+                                             '"scope": "same-host" | "prefix", "max_pages", "max_depth", "include", '
+                                             '"exclude"}. URLs must not reach private or loopback addresses; local '
+                                             'paths (file://, /path) are for staff.')
+    interval_s = IntField(required=False, allow_null=True, min_value=0,
+                          help_text="Seconds between scheduled syncs (at least SOURCES_MIN_INTERVAL_S); null or "
+                                    "absent: manual syncs only.")
+    token = TextField(required=False, allow_blank=True, max_length=4096, trim_whitespace=False,
+                      help_text="A credential for a private repository, stored encrypted and never returned. "
+                                "Absent: keep the stored one; empty: remove it.")
+
+
+class DatasetCreateWithSourceSerializer(DatasetCreateSerializer):
+    source = serializers.DictField(required=False, allow_null=True,
+                                   help_text="Optional: the dataset follows this source from the start (see PUT "
+                                             ".../datasets/{id}/source).")
+    interval_s = IntField(required=False, allow_null=True, min_value=0, help_text="With `source`.")
+    token = TextField(required=False, allow_blank=True, max_length=4096, trim_whitespace=False,
+                      help_text="With `source`: stored encrypted, never returned.")
+
+
+class DatasetWithSourceSerializer(DatasetSerializer):
+    source = SourceSerializer(source="source_view", allow_null=True, read_only=True,
+                              help_text="The git repository or web site the dataset follows; null if none.")
+
+    class Meta(DatasetSerializer.Meta):
+        fields = [*DatasetSerializer.Meta.fields, "source"]
+        read_only_fields = fields
+
+
+class DatasetDetailWithSourceSerializer(DatasetDetailSerializer):
+    source = SourceSerializer(source="source_view", allow_null=True, read_only=True,
+                              help_text="The git repository or web site the dataset follows; null if none.")
+
+    class Meta(DatasetDetailSerializer.Meta):
+        fields = [*DatasetDetailSerializer.Meta.fields, "source"]
+        read_only_fields = fields
+
+
+class SyncJobSerializer(IngestJobSerializer):
+    trigger = serializers.CharField(source="options.trigger", default="",
+                                    help_text="manual | schedule | command | admin")
+    summary = serializers.CharField(help_text="The result in one line (mode, commits, changed and deleted files).")
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)

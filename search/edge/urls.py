@@ -1,0 +1,35 @@
+from django.urls import path
+
+import config.converters  # noqa: F401 - registers <id:...>
+from search.edge.api import content as content_api
+from search.edge.api import context as api
+from search.edge.api import rules as rules_api
+from search.edge.api import sources as sources_api
+from search.edge.pages import content as content_pages
+from search.edge.pages import sources as sources_pages
+
+_DATASET = "api/projects/<slug:slug>/datasets/<id:dataset_id>"
+
+urlpatterns: list = [
+    path("api/projects/<slug:slug>/query", api.QueryView.as_view(), name="api-context-query"),
+    path("api/projects/<slug:slug>/ingest", api.IngestView.as_view(), name="api-context-ingest"),
+    path("api/ingest-jobs/<uuid:job_id>", api.IngestJobView.as_view(), name="api-ingest-job"),
+    path("api/query-sessions/<uuid:session_id>/feedback", api.FeedbackView.as_view(), name="api-query-feedback"),
+    path("api/projects/<slug:slug>/rules/search", rules_api.RulesSearchView.as_view(), name="api-rules-search"),
+    path("api/projects/<slug:slug>/answer", rules_api.AnswerView.as_view(), name="api-rules-answer"),
+    path(f"{_DATASET}/documents", content_api.DocumentListView.as_view(), name="api-documents"),
+    path(f"{_DATASET}/documents/<path:external_id>", content_api.DocumentDetailView.as_view(), name="api-document"),
+    path(f"{_DATASET}/uploads", content_api.UploadView.as_view(), name="api-uploads"),
+    path(f"{_DATASET}/source", sources_api.SourceView.as_view(), name="api-dataset-source"),
+    path(f"{_DATASET}/sync", sources_api.SyncView.as_view(), name="api-dataset-sync"),
+    path(f"{_DATASET}/syncs", sources_api.SyncHistoryView.as_view(), name="api-dataset-syncs"),
+    path("projects/<slug:slug>/datasets/new", content_pages.dataset_create, name="dataset-create"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/", content_pages.dataset_page, name="dataset-page"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/upload", content_pages.dataset_upload, name="dataset-upload"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/documents/delete", content_pages.document_delete,
+         name="dataset-document-delete"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/source", sources_pages.source_save, name="dataset-source-save"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/source/remove", sources_pages.source_remove,
+         name="dataset-source-remove"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/sync", sources_pages.sync_now, name="dataset-sync"),
+]

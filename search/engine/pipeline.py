@@ -1,0 +1,432 @@
+"""query -> access -> candidates -> fuse -> (hook) -> re-check -> rerank -> top_k -> pack -> log.
+
+Why one function: the API, the pages, the rules engine and the evaluation
+harness all call `run_query` (or the lower-level `retrieve` for ablations), so
+access control, the why and the logging cannot drift between them.
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.db import connection, transaction
+
+from config.errors import BadInput
+from search.engine.fusion import FUSIONS, RRF_K, WEIGHTED, Candidate, fuse, single_leg
+from search.engine.globs import GLOB_CHARS, Glob, compile_glob
+from search.engine.index import READ_GATE, IndexFilter, VectorIndex, get_index
+from search.engine.packing import DEFAULT_BUDGET, build_pack
+
+if TYPE_CHECKING:
+    from accounts.models import User
+    from projects.models import Project
+    from search.quality.fusion_choice import FusionSetting
+
+MAX_Q = 2000
+MAX_TOP_K = 50
+MAX_CANDIDATES = 200
+FILTER_KEYS = {"repo", "path", "lang", "dataset"}
+EXTRA_FILTER_KEYS = {"book_id", "ruleset_id", "kind", "repo", "lang", "paths"}
+MAX_GLOB_PATHS = 20000
+LEGS = ("hybrid", "dense", "sparse")
+
+
+@dataclass
+class QueryResult:
+    results: list[dict[str, Any]]
+    pack: dict[str, Any]
+    timings: dict[str, float]
+    reranker: str | None
+    session_id: str | None
+    candidates: list[Candidate] = field(default_factory=list)
+    fusion: str = "rrf"
+    fusion_source: str = "default"  # request | project (adopted from its feedback) | default
+    fusion_params: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"search_session_id": self.session_id, "results": self.results, "pack": self.pack,
+                "timings_ms": self.timings, "reranker": self.reranker, "fusion": self.fusion,
+                "fusion_source": self.fusion_source, "fusion_params": self.fusion_params}
+
+
+# --------------------------------------------------------------------------- validation
+def _str_list(value: Any, field_name: str) -> list[str]:
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) and v.strip() for v in values):
+        raise BadInput("Must be a non-empty string or list of strings.", field=field_name)
+    if len(values) > 100 or any(len(v) > 1000 for v in values):
+        raise BadInput("Too many or too long values.", field=field_name)
+    return [v.strip() for v in values]
+
+
+def validate_query(*, q: Any, filters: Any = None, top_k: Any = 15, candidates: Any = 100, fusion: Any = None,
+                   include_global: Any = True, rerank: Any = None) -> dict[str, Any]:
+    """Every bad input becomes a 400 naming its field (never a 500)."""
+    if not isinstance(q, str) or not q.strip():
+        raise BadInput("Query must be a non-empty string.", field="q")
+    if len(q) > MAX_Q:
+        raise BadInput(f"Query is longer than {MAX_Q} characters.", field="q")
+    if "\x00" in q:
+        raise BadInput("Query contains a NUL character.", field="q")
+    for name, value, hi in (("top_k", top_k, MAX_TOP_K), ("candidates", candidates, MAX_CANDIDATES)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
+            raise BadInput(f"Must be an integer between 1 and {hi}.", field=name)
+    if candidates < top_k:
+        raise BadInput("Must be at least top_k.", field="candidates")
+    if fusion is not None and fusion not in FUSIONS:
+        raise BadInput(f"Must be one of {', '.join(FUSIONS)}.", field="fusion")
+    if not isinstance(include_global, bool):
+        raise BadInput("Must be a boolean.", field="include_global")
+    if rerank is not None and not isinstance(rerank, bool):
+        raise BadInput("Must be a boolean.", field="rerank")
+    clean: dict[str, Any] = {}
+    if filters not in (None, {}):
+        if not isinstance(filters, dict):
+            raise BadInput("Must be an object.", field="filters")
+        unknown = set(filters) - FILTER_KEYS
+        if unknown:
+            raise BadInput(f"Unknown filter key(s): {', '.join(sorted(unknown))}; allowed: repo, path, lang, "
+                           "dataset.",
+                           field=f"filters.{sorted(unknown)[0]}")
+        for key in ("repo", "lang", "dataset"):
+            if filters.get(key) is not None:
+                clean[key] = _str_list(filters[key], f"filters.{key}")
+        if filters.get("path") is not None:
+            path = filters["path"]
+            if not isinstance(path, str) or not path.strip() or len(path) > 1000:
+                raise BadInput("Must be a non-empty path prefix or glob.", field="filters.path")
+            path = path.strip().lstrip("./") if path.strip().startswith("./") else path.strip()
+            if GLOB_CHARS & set(path):
+                clean["path_glob"] = compile_glob(path)
+            else:
+                clean["path_prefix"] = path
+    return clean
+
+
+# --------------------------------------------------------------------------- retrieval
+def _resolve_glob(dataset_ids: list[int], glob: Glob) -> list[str]:
+    """The paths a glob matches: the literal prefix narrows by index, the bounded regex checks the rest."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT DISTINCT path FROM search_chunk WHERE dataset_id = ANY(%s) AND path LIKE %s AND path ~ %s"
+                    " LIMIT %s", [list(dataset_ids), glob.like, glob.regex, MAX_GLOB_PATHS + 1])
+        return [r[0] for r in cur.fetchall()]
+
+
+def narrow_datasets(*, dataset_ids: set[int] | list[int], wanted: list[str]) -> list[int]:
+    """The searchable datasets a `filters.dataset` names (by name or id). A value that names none of them is a
+    400: a typo must not silently search nothing, and a dataset the project cannot read is not revealed."""
+    from projects.models import Dataset
+
+    rows = list(Dataset.objects.filter(pk__in=list(dataset_ids)).values_list("id", "name"))
+    out: set[int] = set()
+    for value in wanted:
+        hits = {pk for pk, name in rows if name == value or str(pk) == value}
+        if not hits:
+            raise BadInput(f"No dataset {value!r} among those this project can search.", field="filters.dataset")
+        out |= hits
+    return sorted(out)
+
+
+def build_filter(*, dataset_ids: list[int], clean_filters: dict[str, Any] | None = None,
+                 extra_filter: dict[str, Any] | None = None) -> IndexFilter:
+    clean_filters = clean_filters or {}
+    flt = IndexFilter(dataset_ids=sorted(dataset_ids), repo=clean_filters.get("repo"), lang=clean_filters.get("lang"),
+                      path_prefix=clean_filters.get("path_prefix"))
+    if clean_filters.get("path_glob"):
+        paths = _resolve_glob(flt.dataset_ids, clean_filters["path_glob"])
+        if len(paths) > MAX_GLOB_PATHS:
+            raise BadInput("The path glob matches too many files; narrow it.", field="filters.path")
+        flt.paths = paths
+    for key, value in (extra_filter or {}).items():
+        if key not in EXTRA_FILTER_KEYS:
+            raise ValueError(f"unknown extra_filter key {key!r}")
+        values = [value] if isinstance(value, str) else list(value)
+        if key in ("repo", "lang", "paths") and getattr(flt, key):
+            values = [v for v in getattr(flt, key) if v in values]  # intersect with the user's filter
+        setattr(flt, key, values)
+    return flt
+
+
+def searched_kinds(flt: IndexFilter) -> frozenset[str]:
+    """The content kinds a filter can return, so the sparse query is analysed like those documents.
+
+    A kind filter (rules search, evaluation) is exact; otherwise the kinds of the searched datasets, whose
+    ingest decides the chunks' kind (code datasets hold code chunks, web datasets web chunks, ...).
+    """
+    from projects.models import Dataset
+
+    if flt.kind:
+        return frozenset(flt.kind)
+    return frozenset(Dataset.objects.filter(pk__in=flt.dataset_ids).values_list("kind", flat=True).distinct())
+
+
+def retrieve(*, q: str, flt: IndexFilter, candidates: int = 100, fusion: str = "rrf", legs: str = "hybrid",
+             index: VectorIndex | None = None, fusion_weights: dict[str, float] | None = None, rrf_k: int = RRF_K,
+             kinds: frozenset[str] | None = None,
+             timings: dict[str, float] | None = None, sparse_q: str | None = None,
+             dense_model: str | None = None) -> list[Candidate]:
+    """Dense top-N + sparse top-N under one filter, fused. No access re-check, no logging (ablations).
+
+    `sparse_q` replaces the query text of the sparse leg only (rules aliases expand "AC" for BM25 while the
+    dense leg embeds what the user wrote). `dense_model` embeds the query with another local model than
+    EMBEDDING_MODEL (`evaluate --model-id`); `index` must then hold that model's vectors. `kinds`: the content
+    kinds searched, when the caller has read them already (searched_kinds)."""
+    index = index or get_index()
+    timings = timings if timings is not None else {}
+    with READ_GATE.reading():  # a background apply in this process steps aside while this runs
+        return _retrieve(q=q, flt=flt, candidates=candidates, fusion=fusion, legs=legs, index=index,
+                         fusion_weights=fusion_weights, timings=timings, sparse_q=sparse_q, dense_model=dense_model,
+                         rrf_k=rrf_k, kinds=kinds)
+
+
+def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: str, index: VectorIndex,
+              fusion_weights: dict[str, float] | None, timings: dict[str, float],
+              sparse_q: str | None = None, dense_model: str | None = None, rrf_k: int = RRF_K,
+              kinds: frozenset[str] | None = None) -> list[Candidate]:
+    from search.engine.encoders import embed_query
+    from search.engine.term_stats import weighted_query
+
+    dense: list[tuple[int, float]] = []
+    sparse: list[tuple[int, float]] = []
+    if legs in ("hybrid", "dense"):
+        t = time.perf_counter()
+        vec = embed_query(q, model=dense_model)
+        timings["embed_ms"] = _ms(t)
+        t = time.perf_counter()
+        dense = index.search_dense(vec.tolist(), flt=flt, limit=candidates)
+        timings["dense_ms"] = _ms(t)
+    if legs in ("hybrid", "sparse"):
+        t = time.perf_counter()
+        kinds = kinds if kinds is not None else searched_kinds(flt)
+        query_vec = weighted_query(sparse_q or q, kinds=kinds, dataset_ids=flt.dataset_ids)
+        sparse = index.search_sparse(query_vec, flt=flt, limit=candidates)
+        timings["sparse_ms"] = _ms(t)
+    t = time.perf_counter()
+    if legs == "dense":
+        out = single_leg(dense, leg="dense", limit=candidates)
+    elif legs == "sparse":
+        out = single_leg(sparse, leg="sparse", limit=candidates)
+    else:
+        out = fuse(dense=dense, sparse=sparse, method=fusion, weights=fusion_weights, limit=candidates, rrf_k=rrf_k)
+    timings["fuse_ms"] = _ms(t)
+    return out
+
+
+_TEST_PATH = re.compile(r"(^|/)(tests?|spec|__tests__)/|(^|/)test_[^/]*$|_test\.[a-z]+$|\.spec\.[a-z]+$")
+_MIGRATION_PATH = re.compile(r"(^|/)migrations/")
+PATH_PRIORS = {"test": 0.8, "migration": 0.5}
+
+
+def apply_path_prior(cands: list[Candidate], *, q: str) -> list[Candidate]:
+    """Code only: tests and migrations mention everything; rank them below the code they exercise unless asked for.
+
+    Multiplies the fused score (recorded in the why as path_prior) and re-sorts; rank_before is the rank after it.
+    """
+    ql = q.lower()
+    changed = False
+    for c in cands:
+        if c.chunk.kind != "code":
+            continue
+        prior = 1.0
+        if "test" not in ql and _TEST_PATH.search(c.chunk.path):
+            prior = PATH_PRIORS["test"]
+        elif "migrat" not in ql and _MIGRATION_PATH.search(c.chunk.path):
+            prior = PATH_PRIORS["migration"]
+        if prior != 1.0:
+            c.fused_score *= prior
+            c.extra["path_prior"] = prior
+            changed = True
+    if changed:
+        cands.sort(key=lambda c: (-c.fused_score, c.rank_before))
+        for i, c in enumerate(cands, start=1):
+            c.rank_before = i
+    return cands
+
+
+def rerank_candidates(*, q: str, cands: list[Candidate], project: Project | None = None,
+                      reranker: Any = None) -> str:
+    """Score loaded candidates in place (rerank_score, rank_after) and re-sort them; returns the reranker name.
+    `reranker`: a given one (evaluation); else the project's (search.engine.rerank.get_reranker)."""
+    from django.conf import settings
+
+    from search.engine.rerank import CrossEncoderReranker, get_reranker, rerank_text
+
+    reranker = reranker or get_reranker(project=project)
+    # a cross-encoder costs a forward pass per candidate: it reorders the fused top RERANK_DEPTH, and the rest keep
+    # their fused order below them (the cheap embedded reranker sees every candidate)
+    depth = settings.RERANK_DEPTH if isinstance(reranker, CrossEncoderReranker) else len(cands)
+    head, tail = cands[:depth], cands[depth:]
+    docs = [rerank_text(micro_summary=c.chunk.micro_summary, text=c.chunk.text, path=c.chunk.path,
+                        symbol=c.chunk.symbol) for c in head]
+    scores = reranker.score(q, docs, prior=[c.fused_score for c in head])
+    for c, s in zip(head, scores, strict=True):
+        c.rerank_score = s
+    head.sort(key=lambda c: (-(c.rerank_score or 0.0), c.rank_before))
+    low = min((c.rerank_score or 0.0 for c in head), default=0.0)
+    for n, c in enumerate(tail, start=1):
+        c.rerank_score = low - n  # below every reranked candidate, in fused order
+    cands[:] = head + tail
+    for i, c in enumerate(cands, start=1):
+        c.rank_after = i
+    return reranker.name
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 2)
+
+
+def _why(c: Candidate, project_id: int, commit: str | None = None) -> dict[str, Any]:
+    ch = c.chunk
+    return {"dense_score": c.dense_score, "dense_rank": c.dense_rank, "sparse_score": c.sparse_score,
+            "sparse_rank": c.sparse_rank, "fused_score": c.fused_score, "rank_before_rerank": c.rank_before,
+            "rerank_score": c.rerank_score, "graph_boost": c.graph_boost,
+            "path_prior": c.extra.get("path_prior", 1.0), "final_rank": c.final_rank,
+            "dataset_id": ch.dataset_id, "project_id": project_id, "owner_project_id": ch.dataset.project_id,
+            "span": f"{ch.path}:{ch.start_line}-{ch.end_line}", "commit": commit}
+
+
+def result_dict(c: Candidate, *, project_id: int, commit: str | None = None) -> dict[str, Any]:
+    """One result as the API shows it; `commit`: the git commit its dataset reflects (None: not a git source)."""
+    ch = c.chunk
+    return {"rank": c.final_rank, "chunk_id": ch.pk, "document_id": ch.document_id, "dataset_id": ch.dataset_id,
+            "repo": ch.repo, "path": ch.path, "lang": ch.lang, "kind": ch.kind, "symbol": ch.symbol,
+            "heading_path": ch.heading_path, "start_line": ch.start_line, "end_line": ch.end_line,
+            "span": f"{ch.path}:{ch.start_line}-{ch.end_line}", "url": (ch.meta or {}).get("url", ""),
+            "micro_summary": ch.micro_summary,
+            "text": ch.text, "score": c.rerank_score if c.rerank_score is not None else c.fused_score,
+            "why": _why(c, project_id, commit)}
+
+
+# --------------------------------------------------------------------------- the service
+def run_query(*, user: User | None, project: Project, q: str, filters: dict[str, Any] | None = None,
+              include_global: bool = True, top_k: int = 15, candidates: int = 100, fusion: str | None = None,
+              rerank: bool | None = None,
+              extra_filter: dict[str, Any] | None = None,
+              post_fusion_hook: Callable[[list[Candidate]], list[Candidate]] | None = None, log: bool = True,
+              kind: str = "context", budget_tokens: int = DEFAULT_BUDGET, legs: str = "hybrid",
+              index: VectorIndex | None = None, source: str = "api", sparse_q: str | None = None) -> QueryResult:
+    """The one query service. Caller must already be authorised for `project` (membership).
+
+    A read: it never applies the index outbox (that is the applier's job, search/engine/applier.py), so it never
+    waits on an ingest's write; a chunk not applied yet is simply not found, and one applied but since
+    removed or unshared is dropped by the SQL re-check. Its only writes are the query log (`log=True`).
+
+    `fusion` None: the setting the project adopted from its feedback (search.quality.fusion_choice), else RRF k=60.
+    """
+    from projects.access import accessible_dataset_ids
+    from search.engine.access import filter_accessible_chunk_ids
+    from search.engine.rerank import rerank_default
+    from search.models import Chunk, Document
+
+    t_total = time.perf_counter()
+    clean = validate_query(q=q, filters=filters, top_k=top_k, candidates=candidates, fusion=fusion,
+                           include_global=include_global, rerank=rerank)
+    if legs not in LEGS:
+        raise BadInput(f"Must be one of {', '.join(LEGS)}.", field="legs")
+    do_rerank = rerank_default(project=project) if rerank is None else rerank
+    timings: dict[str, float] = {}
+
+    index = index or get_index()
+
+    t = time.perf_counter()
+    dataset_ids = accessible_dataset_ids(project, include_global=include_global)
+    if clean.get("dataset"):
+        dataset_ids = narrow_datasets(dataset_ids=dataset_ids, wanted=clean["dataset"])
+    flt = build_filter(dataset_ids=list(dataset_ids), clean_filters=clean, extra_filter=extra_filter)
+    kinds = searched_kinds(flt)  # read once: the fusion default and the sparse analyzer both follow it
+    setting, fusion_source = fusion_for(project=project, fusion=fusion, kinds=kinds)
+    timings["access_ms"] = _ms(t)
+
+    cands = retrieve(q=q, flt=flt, candidates=candidates, fusion=setting.method, legs=legs, index=index,
+                     timings=timings, sparse_q=sparse_q, fusion_weights=setting.weights(), rrf_k=setting.rrf_k,
+                     kinds=kinds)
+    if post_fusion_hook is not None:
+        t = time.perf_counter()
+        cands = post_fusion_hook(cands)
+        timings["hook_ms"] = _ms(t)
+
+    # a stale payload (revoked share, moved dataset) must never leak: re-check in SQL, then load the rows
+    t = time.perf_counter()
+    allowed = filter_accessible_chunk_ids(project, [c.chunk_id for c in cands], include_global=include_global)
+    rows = {c.pk: c for c in Chunk.objects.filter(pk__in=allowed).select_related("dataset")}
+    cands = [c for c in cands if c.chunk_id in rows]
+    for c in cands:
+        c.chunk = rows[c.chunk_id]
+    if clean.get("path_glob"):
+        rx = re.compile(clean["path_glob"].regex)
+        cands = [c for c in cands if rx.search(c.chunk.path)]
+    cands = apply_path_prior(cands, q=q)
+    timings["recheck_ms"] = _ms(t)
+
+    reranker_name = None
+    if do_rerank and cands:
+        t = time.perf_counter()
+        reranker_name = rerank_candidates(q=q, cands=cands, project=project)
+        timings["rerank_ms"] = _ms(t)
+    top = cands[:top_k]
+    for i, c in enumerate(top, start=1):
+        c.final_rank = i
+
+    t = time.perf_counter()
+    # one query for the macros and the commit each result reflects: its dataset's git source's synced commit
+    # (Source.state), else the commit its document was written at (Document.meta, e.g. a source since removed)
+    macros, commits = {}, {}
+    for pk, macro, source_commit, doc_commit in Document.objects.filter(
+            pk__in={c.chunk.document_id for c in top}).values_list(
+            "pk", "macro_summary", "dataset__source__state__commit", "meta__commit"):
+        macros[pk] = macro
+        commits[pk] = source_commit or doc_commit or None
+    pack = build_pack([c.chunk for c in top], budget_tokens=budget_tokens, macro_by_document=macros)
+    timings["pack_ms"] = _ms(t)
+    results = [result_dict(c, project_id=project.pk, commit=commits.get(c.chunk.document_id)) for c in top]
+
+    session_id = None
+    if log:
+        t = time.perf_counter()
+        session_id = log_query(user=user, project=project, q=q, kind=kind, source=source, reranker=reranker_name,
+                               filters={"filters": filters or {}, "include_global": include_global, "top_k": top_k,
+                                        "candidates": candidates, "fusion": setting.method,
+                                        "fusion_setting": {**setting.as_dict(), "source": fusion_source},
+                                        "rerank": do_rerank,
+                                        "extra_filter": extra_filter or {}},
+                               cands=cands, timings=timings, result_count=len(results))
+        timings["log_ms"] = _ms(t)
+    timings["total_ms"] = _ms(t_total)
+    return QueryResult(results=results, pack=pack, timings=timings, reranker=reranker_name, session_id=session_id,
+                       candidates=cands, fusion=setting.method, fusion_source=fusion_source,
+                       fusion_params=setting.as_dict())
+
+
+def fusion_for(*, project: Project, fusion: str | None, kinds: frozenset[str]) -> tuple[FusionSetting, str]:
+    """(setting, source): the request's method with its default parameters, else the project's adopted setting,
+    else the default for the kinds searched (search.quality.fusion_choice.kind_default)."""
+    from search.quality.fusion_choice import FusionSetting, kind_default, project_setting
+
+    if fusion is not None:
+        weights = WEIGHTED if fusion == "weighted" else {"dense": 1.0, "sparse": 1.0}
+        return FusionSetting(method=fusion, dense=weights["dense"], sparse=weights["sparse"]), "request"
+    adopted = project_setting(project)
+    return (adopted, "project") if adopted is not None else (kind_default(kinds), "default")
+
+
+def log_query(*, user: User | None, project: Project, q: str, kind: str, reranker: str | None, filters: dict[str, Any],
+              cands: list[Candidate], timings: dict[str, float], result_count: int, source: str = "api") -> str:
+    """One QuerySession + one RerankResult per candidate, in one transaction and one bulk insert."""
+    from search.models import QuerySession, RerankResult
+
+    with transaction.atomic():
+        session = QuerySession.objects.create(user=user if getattr(user, "pk", None) else None, project=project,
+                                              kind=kind, source=source, query=q, filters=filters, reranker=reranker or "",
+                                              timings=dict(timings), result_count=result_count)
+        RerankResult.objects.bulk_create([
+            RerankResult(session=session, chunk_id=c.chunk_id, dataset_id=c.chunk.dataset_id, project_id=project.pk,
+                         dense_score=c.dense_score, dense_rank=c.dense_rank, sparse_score=c.sparse_score,
+                         sparse_rank=c.sparse_rank, fused_score=c.fused_score, rank_before=c.rank_before,
+                         rerank_score=c.rerank_score, rank_after=c.rank_after, final_rank=c.final_rank,
+                         graph_boost=c.graph_boost)
+            for c in cands
+        ])
+    return str(session.search_session_id)

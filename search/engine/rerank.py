@@ -1,0 +1,141 @@
+"""One reranker interface: a sentence-transformers CrossEncoder when RERANKER_MODEL names a local path,
+else an embedded reranker that needs no extra weights.
+
+Why the embedded one is lexical: a CrossEncoder built from MiniLM has an
+untrained head (DESIGN.md), and re-scoring with the same bi-encoder adds
+nothing. The embedded reranker blends the fused score with how much of the
+query the chunk's micro-summary, symbol and path cover, which helps code
+queries that name a symbol. It is not the default (see docs/context.md for the
+SciFact figures); `rerank=true` asks for it explicitly.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from django.conf import settings
+
+from config.errors import BadInput, DependencyDown
+from search.engine.encoders import inference_context, precision
+from search.engine.sparse import tokenize
+
+SNIPPET_CHARS = 1500
+_lock = threading.Lock()
+
+
+class Reranker(Protocol):
+    name: str
+
+    def score(self, query: str, docs: list[str], *, prior: list[float]) -> list[float]: ...
+
+
+def rerank_text(*, micro_summary: str, text: str, path: str = "", symbol: str = "") -> str:
+    """What a reranker reads: micro-summary + snippet (the path/symbol head is cheap context)."""
+    head = " ".join(x for x in (path, symbol) if x)
+    return "\n".join(x for x in (head, micro_summary, text[:SNIPPET_CHARS]) if x)
+
+
+class CrossEncoderReranker:
+    """A local CrossEncoder. A model trained here (its folder has manifest.json) ships with `blend`, the share of
+    the fused score mixed into its own (search/quality/reranker_training.py); any other CrossEncoder scores alone."""
+
+    def __init__(self, path: str) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import CrossEncoder
+
+        self.name = f"cross-encoder:{Path(path).name}"
+        self.model = CrossEncoder(path, device="cpu")
+        self.blend: float | None = None
+        manifest = Path(path) / "manifest.json"
+        if manifest.is_file():
+            import json
+
+            blend = json.loads(manifest.read_text()).get("blend")
+            self.blend = float(blend) if isinstance(blend, int | float) else None
+
+    def score(self, query: str, docs: list[str], *, prior: list[float]) -> list[float]:
+        if not docs:
+            return []
+        with _lock, inference_context(precision()):
+            scores = [float(s) for s in self.model.predict([(query, d) for d in docs], show_progress_bar=False)]
+        if self.blend is None:
+            return scores
+        from search.quality.reranker_training import blend_scores
+
+        return blend_scores(model=scores, prior=prior, blend=self.blend)
+
+
+class CoverageReranker:
+    """fused (min-max over the candidates) blended with query-term coverage of the candidate's head text."""
+
+    name = "embedded:coverage-v1"
+    alpha = 0.7
+
+    def score(self, query: str, docs: list[str], *, prior: list[float]) -> list[float]:
+        q = set(tokenize(query))
+        if not docs:
+            return []
+        lo, hi = min(prior), max(prior)
+        out = []
+        for doc, p in zip(docs, prior, strict=True):
+            base = (p - lo) / (hi - lo) if hi > lo else 1.0
+            head = "\n".join(doc.split("\n")[:3])  # path/symbol + micro-summary lines
+            cov = len(q & set(tokenize(head))) / len(q) if q else 0.0
+            out.append(self.alpha * base + (1 - self.alpha) * cov)
+        return out
+
+
+@lru_cache(maxsize=4)
+def _cross_encoder(path: str, label: str = "") -> CrossEncoderReranker:
+    ce = CrossEncoderReranker(path)
+    if label:
+        ce.name = label
+    return ce
+
+
+def get_reranker(*, project: Any = None) -> Reranker:
+    """The project's trained reranker when it has one, else RERANKER_MODEL, else the embedded one."""
+    if project is not None and getattr(project, "reranker", ""):
+        from search.quality.reranker_training import model_path
+
+        try:
+            path = model_path(project.reranker)
+        except BadInput as exc:
+            raise DependencyDown("reranker", f"project {project.slug!r} names reranker {project.reranker!r}, which "
+                                             "is not trained on this machine (var/models/rerankers/).") from exc
+        return _cross_encoder(str(path), label=f"trained:{project.reranker}")
+    path = settings.RERANKER_MODEL
+    if path:
+        if not Path(path).expanduser().exists():
+            raise DependencyDown("reranker", f"RERANKER_MODEL={path!r} is not a local path; this platform never "
+                                             "downloads weights: point it at a CrossEncoder directory or unset it.")
+        try:
+            return _cross_encoder(str(Path(path).expanduser()))
+        except Exception as exc:
+            logging.getLogger(__name__).warning("could not load RERANKER_MODEL: %r", exc)
+            raise DependencyDown("reranker", "Could not load RERANKER_MODEL; see the server log.") from exc
+    return CoverageReranker()
+
+
+def load_reranker(name_or_path: str) -> CrossEncoderReranker:
+    """A cross-encoder by trained name (var/models/rerankers/<name>) or local folder; BadInput (field `reranker`)
+    for anything else: weights are never downloaded."""
+    from search.quality.reranker_training import NAME_RE, model_path, models_dir
+
+    if NAME_RE.fullmatch(name_or_path) and (models_dir() / name_or_path / "manifest.json").is_file():
+        return _cross_encoder(str(model_path(name_or_path)), label=f"trained:{name_or_path}")
+    path = Path(name_or_path).expanduser()
+    if not (path / "config.json").is_file():
+        raise BadInput(f"{name_or_path!r} is neither a reranker trained here (manage.py train_reranker) nor a local "
+                       "CrossEncoder folder; this platform never downloads weights.", field="reranker")
+    return _cross_encoder(str(path.resolve()), label=f"cross-encoder:{path.name}")
+
+
+def rerank_default(*, project: Any = None) -> bool:
+    """Rerank by default only with a real cross-encoder: the project's trained one or RERANKER_MODEL (the embedded
+    one is opt-in)."""
+    return bool(getattr(project, "reranker", "") or settings.RERANKER_MODEL)

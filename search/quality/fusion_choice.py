@@ -1,0 +1,229 @@
+"""Fusion chosen per project from its own feedback, adopted only on evidence (issue 15 §2).
+
+Why a rule and not "the best setting on the judged queries": a grid of fusions scored on a few dozen queries
+always has a winner, and most winners are noise (on the code collection the train split's pick was 0.005 below
+RRF on test). So the grid is scored on one half of the project's judged queries (the pick half), and the
+winner replaces the default only when the other half (the confirm half, never used to pick) agrees: a mean
+nDCG@10 gain of at least MIN_GAIN over the default, with the one-sided 95 % bootstrap lower bound of the
+paired per-query gain above zero, and the setting not below either single leg on all judged queries. Under
+`min_queries` judged queries nothing is chosen. The evidence is stored either way, so the admin shows why a
+project runs what it runs.
+
+A judged query is a context query of the project with feedback: its chunks rated 1-3 are relevant (graded),
+0 is judged not relevant, unrated chunks count as not relevant. The legs are re-run now, over the project's
+current datasets, so the choice reflects today's index.
+"""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+
+from search.engine.fusion import fuse
+
+if TYPE_CHECKING:
+    from projects.models import Project
+    from search.engine.index import VectorIndex
+
+MIN_QUERIES = 30
+MIN_GAIN = 0.01
+BOOTSTRAP = 2000
+DEPTH = 100
+
+
+@dataclass(frozen=True)
+class FusionSetting:
+    """One way to fuse the legs: RRF with a rank offset and leg weights, or a score fusion with weights."""
+
+    method: str = "rrf"
+    rrf_k: int = 60
+    dense: float = 1.0
+    sparse: float = 1.0
+
+    @property
+    def label(self) -> str:
+        if self.method == "rrf":
+            return f"rrf k={self.rrf_k} dense {self.dense:g} / sparse {self.sparse:g}"
+        return f"{self.method} dense {self.dense:g} / sparse {self.sparse:g}"
+
+    def weights(self) -> dict[str, float]:
+        return {"dense": self.dense, "sparse": self.sparse}
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FusionSetting:
+        return cls(method=str(data["method"]), rrf_k=int(data.get("rrf_k", 60)), dense=float(data["dense"]),
+                   sparse=float(data["sparse"]))
+
+
+DEFAULT = FusionSetting()
+# Per content kind, chosen on labelled train splits and confirmed on their test splits: on prose (SciFact: 807
+# train queries picked it, +0.022 nDCG@10 over RRF on the 300 test queries, bench/results/fusion_scifact.md)
+# DBSF with sparse 0.6 / dense 0.4; on code the train pick lost to RRF on test (fusion_by_kind.md), so RRF stays.
+PROSE_DEFAULT = FusionSetting("dbsf", 60, 0.4, 0.6)
+PROSE_KINDS = frozenset({"web", "beir"})
+GRID: tuple[FusionSetting, ...] = (
+    DEFAULT,
+    *(FusionSetting("rrf", k, 1.0, s) for k in (10, 30, 60, 100) for s in (0.5, 1.0, 2.0)
+      if (k, s) != (60, 1.0)),
+    *(FusionSetting(m, 60, round(1 - s, 2), s) for m in ("weighted", "dbsf") for s in (0.3, 0.5, 0.6, 0.7)),
+)
+
+
+def kind_default(kinds: frozenset[str] | set[str]) -> FusionSetting:
+    """The default for what a query searches: prose only -> PROSE_DEFAULT; code, rules or a mix -> RRF k=60."""
+    return PROSE_DEFAULT if kinds and set(kinds) <= PROSE_KINDS else DEFAULT
+
+
+@dataclass
+class FusionChoice:
+    """What choose_fusion found: the setting to run (DEFAULT unless adopted) and the evidence for it."""
+
+    setting: FusionSetting
+    adopted: bool
+    reason: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"setting": self.setting.as_dict() if self.adopted else None, "adopted": self.adopted,
+                "label": self.setting.label, "reason": self.reason, "evidence": self.evidence}
+
+
+def project_setting(project: Project) -> FusionSetting | None:
+    """The fusion a project adopted (Project.fusion), or None (the default runs)."""
+    data = (project.fusion or {}).get("setting")
+    return FusionSetting.from_dict(data) if data else None
+
+
+def judged_queries(*, project: Project) -> dict[str, dict[int, int]]:
+    """query text -> {chunk id: relevance} from the project's context feedback; several sessions of one query
+    merge (the highest rating of a chunk wins)."""
+    from search.models import Feedback
+
+    out: dict[str, dict[int, int]] = {}
+    rows = (Feedback.objects.filter(session__project=project, session__kind="context", chunk__isnull=False)
+            .values_list("session__query", "chunk_id", "relevance"))
+    for query, chunk_id, rel in rows:
+        judged = out.setdefault(query.strip(), {})
+        judged[chunk_id] = max(rel, judged.get(chunk_id, 0))
+    return {q: rels for q, rels in out.items() if q and any(r > 0 for r in rels.values())}
+
+
+def ndcg10(ranked: list[int], rels: dict[int, int]) -> float:
+    """Graded nDCG@10 with linear gains (ranx's `ndcg`): the metric evaluate reports."""
+    dcg = sum(rels.get(cid, 0) / math.log2(i + 2) for i, cid in enumerate(ranked[:10]))
+    ideal = sorted((r for r in rels.values() if r > 0), reverse=True)[:10]
+    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+Legs = dict[str, tuple[list[tuple[int, float]], list[tuple[int, float]]]]
+
+
+def run_legs(*, queries: list[str], dataset_ids: list[int], index: VectorIndex | None = None) -> Legs:
+    """Each query's dense and sparse hits (top DEPTH), searched once; every setting is scored from these."""
+    from search.engine.pipeline import build_filter, retrieve
+
+    flt = build_filter(dataset_ids=dataset_ids)
+    out: Legs = {}
+    for q in queries:
+        dense = [(c.chunk_id, c.dense_score or 0.0) for c in retrieve(q=q, flt=flt, candidates=DEPTH, legs="dense",
+                                                                     index=index)]
+        sparse = [(c.chunk_id, c.sparse_score or 0.0) for c in retrieve(q=q, flt=flt, candidates=DEPTH,
+                                                                       legs="sparse", index=index)]
+        out[q] = (dense, sparse)
+    return out
+
+
+def score_setting(setting: FusionSetting, *, legs: Legs, judged: dict[str, dict[int, int]],
+                  queries: list[str]) -> list[float]:
+    """Per-query nDCG@10 of one setting over `queries`."""
+    out = []
+    for q in queries:
+        dense, sparse = legs[q]
+        fused = fuse(dense=dense, sparse=sparse, method=setting.method, weights=setting.weights(),
+                     rrf_k=setting.rrf_k, limit=10)
+        out.append(ndcg10([c.chunk_id for c in fused], judged[q]))
+    return out
+
+
+def _lower_bound(deltas: list[float], *, seed: int) -> float:
+    """One-sided 95 % bootstrap lower bound of the mean paired gain."""
+    rng = random.Random(seed)
+    n = len(deltas)
+    means = sorted(statistics.fmean(rng.choices(deltas, k=n)) for _ in range(BOOTSTRAP))
+    return means[int(0.05 * BOOTSTRAP)]
+
+
+def choose(*, legs: Legs, judged: dict[str, dict[int, int]], min_queries: int = MIN_QUERIES,
+           min_gain: float = MIN_GAIN, seed: int = 15, baseline: FusionSetting = DEFAULT) -> FusionChoice:
+    """The rule in the module docstring, over legs already run (pure: tests feed it hand-made legs).
+    `baseline`: what the project runs without a choice (its content kind's default)."""
+    queries = sorted(q for q in judged if q in legs)
+    n = len(queries)
+    evidence: dict[str, Any] = {"judged_queries": n, "min_queries": min_queries, "min_gain": min_gain,
+                                "baseline": baseline.label,
+                                "computed_at": timezone.now().isoformat()}
+    if n < min_queries:
+        return FusionChoice(baseline, False, f"{n} judged queries; at least {min_queries} are needed", evidence)
+    random.Random(seed).shuffle(queries)
+    pick, confirm = queries[: n // 2], queries[n // 2:]
+    grid = {s: statistics.fmean(score_setting(s, legs=legs, judged=judged, queries=pick)) for s in GRID}
+    best = max(GRID, key=lambda s: (grid[s], s == baseline))  # a tie keeps the default
+    evidence["pick"] = {"queries": len(pick), "grid": {s.label: round(v, 4) for s, v in grid.items()},
+                        "best": best.label}
+    dense_only = statistics.fmean(ndcg10([i for i, _ in legs[q][0]], judged[q]) for q in queries)
+    sparse_only = statistics.fmean(ndcg10([i for i, _ in legs[q][1]], judged[q]) for q in queries)
+    evidence["legs"] = {"dense": round(dense_only, 4), "sparse": round(sparse_only, 4)}
+    if best == baseline:
+        return FusionChoice(baseline, False, "the default is the best setting on the pick half", evidence)
+    base = score_setting(baseline, legs=legs, judged=judged, queries=confirm)
+    cand = score_setting(best, legs=legs, judged=judged, queries=confirm)
+    deltas = [b - a for a, b in zip(base, cand, strict=True)]
+    gain, low = statistics.fmean(deltas), _lower_bound(deltas, seed=seed)
+    overall = statistics.fmean(score_setting(best, legs=legs, judged=judged, queries=queries))
+    evidence["confirm"] = {"queries": len(confirm), "default": round(statistics.fmean(base), 4),
+                           "best": round(statistics.fmean(cand), 4), "gain": round(gain, 4),
+                           "gain_lower_95": round(low, 4), "wins": sum(d > 0 for d in deltas),
+                           "losses": sum(d < 0 for d in deltas)}
+    evidence["best_all_queries"] = round(overall, 4)
+    if gain < min_gain:
+        return FusionChoice(baseline, False, f"{best.label} gains {gain:+.4f} on the confirm half; "
+                                            f"{min_gain} is needed", evidence)
+    if low <= 0:
+        return FusionChoice(baseline, False, f"{best.label} gains {gain:+.4f} on the confirm half, but its 95 % "
+                                            f"lower bound is {low:+.4f}", evidence)
+    if overall < max(dense_only, sparse_only):
+        return FusionChoice(baseline, False, f"{best.label} is below a single leg on the judged queries", evidence)
+    return FusionChoice(best, True, f"{best.label} gains {gain:+.4f} nDCG@10 on {len(confirm)} held-out judged "
+                                    f"queries (95 % lower bound {low:+.4f})", evidence)
+
+
+def choose_for_project(*, project: Project, min_queries: int = MIN_QUERIES, min_gain: float = MIN_GAIN,
+                       save: bool = True, index: VectorIndex | None = None) -> FusionChoice:
+    """Run the rule on the project's feedback over its datasets (own, shared and global, as its queries search)
+    and store the result on the project (`save`): the adopted setting, or the default with the reason."""
+    from projects.access import accessible_dataset_ids
+    from projects.models import Dataset
+
+    judged = judged_queries(project=project)
+    dataset_ids = list(accessible_dataset_ids(project, include_global=True))
+    kinds = set(Dataset.objects.filter(pk__in=dataset_ids).values_list("kind", flat=True))
+    baseline = kind_default(kinds)
+    if len(judged) < min_queries:  # not worth running the legs
+        result = choose(legs={}, judged=judged, min_queries=min_queries, min_gain=min_gain, baseline=baseline)
+        result.evidence["judged_queries"] = len(judged)
+        result.reason = f"{len(judged)} judged queries; at least {min_queries} are needed"
+    else:
+        legs = run_legs(queries=sorted(judged), dataset_ids=dataset_ids, index=index)
+        result = choose(legs=legs, judged=judged, min_queries=min_queries, min_gain=min_gain, baseline=baseline)
+    if save:
+        type(project).objects.filter(pk=project.pk).update(fusion=result.as_dict())
+        project.fusion = result.as_dict()
+    return result

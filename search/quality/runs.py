@@ -1,0 +1,381 @@
+"""Whole evaluation runs: ingest/resolve a collection, run every pipeline, add the rules-only metrics.
+
+Why separate from evaluation.py: that module is pure metrics and reporting (tested on
+hand-made fixtures); this one touches the database, the index and the projects.
+"""
+from __future__ import annotations
+
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tqdm import tqdm
+
+from search.quality.evaluation import (
+    PIPELINES,
+    EvalReport,
+    Ranker,
+    answer_cosine,
+    beir_documents,
+    compute_metrics,
+    cross_book_contamination,
+    evaluability,
+    expand_gold,
+    load_beir,
+    load_rules_queries,
+    make_rankers,
+    mean_or_none,
+    ranked_to_run,
+    resolve_expected,
+    run_pipelines,
+    token_f1,
+)
+from search.rules.chapter_routing import chapter_of
+from search.rules.policies import SIMILARITY_RELATIONS, STRUCTURAL_RELATIONS
+
+if TYPE_CHECKING:
+    from projects.models import Project
+    from search.engine.index import VectorIndex
+
+
+class NotReady(RuntimeError):
+    """The database or the index cannot serve an evaluation; the message says what to run instead."""
+
+
+def check_ready(*, live_index: bool = True) -> None:
+    """Fail with the command to run when Postgres is down or unmigrated, or (with `live_index`) the live index
+    cannot open. A BEIR evaluation searches a throwaway store of its own, so it passes live_index=False and runs
+    while `make run` holds the embedded store.
+
+    Called after the input files are read (a bad file is named first) and before any other work.
+    Why before any work: without this the first ORM query of an evaluation raises a ProgrammingError
+    ("relation projects_project does not exist") or an OperationalError deep in a traceback, which tells a
+    new user nothing about `manage.py migrate` or `manage.py platform up`."""
+    from django.db import DatabaseError, connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    from config.errors import DependencyDown
+
+    name = connection.settings_dict.get("NAME") or "?"
+    try:
+        connection.ensure_connection()
+        executor = MigrationExecutor(connection)
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except DatabaseError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise NotReady(f"Postgres is not reachable ({first}). Start the services with `manage.py platform up` "
+                       "(or `make run`), or set DATABASE_URL to a running server.") from exc
+    if plan:
+        apps = sorted({m.app_label for m, _ in plan})
+        raise NotReady(f"the database {name!r} is not migrated ({len(plan)} migrations not applied: "
+                       f"{', '.join(apps)}). Run `manage.py migrate` first; `make demo` also loads the demo "
+                       "rulebook that `manage.py evaluate` searches by default.")
+    if not live_index:
+        return
+    from search.engine.index import get_index
+
+    try:
+        get_index()
+    except DependencyDown as exc:
+        raise NotReady(f"{exc.detail} Set QDRANT_URL to a running Qdrant, or stop the process that holds the "
+                       "embedded store (`make run` serves it; the embedded store admits one open handle).") from exc
+
+
+# `--model-id`: the pipelines whose ranking depends on the embedding model, repeated as `<name>@<model id>` rows
+# (sparse is model-independent; the API default always runs the live configuration)
+MODEL_PIPELINES = ("dense", "fused", "weighted", "fused+rerank", "fused+graph")
+_POINTS_BATCH = 2000
+
+
+def resolve_other_model(model: str) -> tuple[str, int]:
+    """(model id, dimension) of `--model-id`, loading its weights now, so that a hub name or a folder without a
+    model is named before any ingest or embedding work (a ValueError, which the command reports)."""
+    from config.errors import DependencyDown
+    from search.engine.encoders import EmbeddingModelError, embedding_dim, resolve_model
+
+    try:
+        model_id, path = resolve_model(model=model)
+        dim = embedding_dim(model=model)
+    except EmbeddingModelError as exc:
+        raise ValueError(f"--model-id {model!r}: {exc}") from exc
+    except DependencyDown as exc:
+        raise ValueError(f"--model-id {model!r}: {exc.detail}") from exc
+    configured_id, configured = resolve_model()
+    if model_id == configured_id and Path(path).resolve() != Path(configured).resolve():
+        # the embedding cache is keyed by the folder name: two models with one name would share vectors
+        raise ValueError(f"--model-id {model!r}: its folder name {model_id!r} is the configured EMBEDDING_MODEL's id "
+                         "(the embedding cache is keyed by it); copy or link the model under another name")
+    return model_id, dim
+
+
+@contextmanager
+def throwaway_index(*, dataset_ids: list[int], kinds: list[str] | None = None,
+                    model: str | None = None) -> Iterator[tuple[VectorIndex, dict[str, Any]]]:
+    """A store of its own holding these datasets' chunks, dropped on exit; -> (index, stats).
+
+    Why: an evaluation (or a reranker's training on a BEIR collection) must not touch the live index, which
+    serves every tenant; evaluation datasets are kept out of it (Dataset.is_evaluation). With `model` (a local
+    sentence-transformers folder, `evaluate --model-id`) the points carry that model's vectors, through its
+    embedding cache (a second run embeds nothing); without it, the configured model's vectors, cached at ingest.
+    The store is an embedded one in a temporary folder, or, with QDRANT_URL, uniquely named collections on that
+    server, deleted afterwards. stats: model_id, points, build_s, and (with `model`) embedded, cached."""
+    import time
+
+    from django.conf import settings
+
+    from search.engine.encoders import dense_model_id, embedding_dim, fill_embedding_cache
+    from search.engine.index import build_points, open_index
+    from search.ingest.maintenance import chunk_embed_input
+    from search.models import Chunk
+
+    t0 = time.perf_counter()
+    qs = Chunk.objects.filter(dataset_id__in=dataset_ids)
+    if kinds:
+        qs = qs.filter(kind__in=kinds)
+    stats: dict[str, Any] = {}
+    if model:
+        model_id, dim = resolve_other_model(model)
+        chunks = list(qs.order_by("pk").only("pk", "text", "micro_summary"))
+        stats = fill_embedding_cache([chunk_embed_input(c) for c in chunks], model=model)
+        ids = [c.pk for c in chunks]
+    else:
+        model_id, dim = dense_model_id(), embedding_dim()
+        ids = list(qs.order_by("pk").values_list("pk", flat=True))
+    with tempfile.TemporaryDirectory(prefix="eval-index-") as tmp:
+        if settings.QDRANT_URL:
+            index = open_index(url=settings.QDRANT_URL, model_id=f"eval-{uuid.uuid4().hex[:8]}-{model_id}", dim=dim)
+        else:
+            index = open_index(path=tmp, model_id=model_id, dim=dim)
+        try:
+            for i in range(0, len(ids), _POINTS_BATCH):
+                points, _ = build_points(ids[i:i + _POINTS_BATCH], model_id=model_id, evaluation=True)
+                index.upsert(points)
+            if hasattr(index, "flush"):
+                index.flush()
+            yield index, {"model_id": model_id, **stats, "points": index.count(),
+                          "build_s": round(time.perf_counter() - t0, 2)}
+        finally:
+            if settings.QDRANT_URL:
+                index.drop()
+            index.close()
+
+
+def run_pipelines_with_model(*, model: str | None, project: Project, dataset_ids: list[int],
+                              extra_filter: dict[str, Any], rankers: dict[str, Ranker], pipelines: list[str],
+                              queries: dict[str, str], qrels: dict[str, dict[str, int]],
+                              to_doc: Callable[[list[int]], dict[int, str]] | None = None, progress: bool = True,
+                              ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """run_pipelines, plus `<pipeline>@<model id>` rows for MODEL_PIPELINES when `model` is given: the same
+    rankers over `model`'s throwaway index, queries embedded by `model`. -> (metrics, ranked, timings, extra);
+    extra = {"other_model": the index stats} or {}."""
+    extra: dict[str, Any] = {}
+    with ExitStack() as stack:
+        if model:
+            index, built = stack.enter_context(
+                throwaway_index(model=model, dataset_ids=dataset_ids, kinds=extra_filter.get("kind")))
+            extra["other_model"] = {k: v for k, v in built.items() if k != "build_s"}
+            other = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter=extra_filter, index=index,
+                                 dense_model=model)
+            added = {f"{p}@{extra['other_model']['model_id']}": other[p] for p in MODEL_PIPELINES if p in pipelines}
+            rankers, pipelines = {**rankers, **added}, [*pipelines, *added]
+        metrics, ranked, timings = run_pipelines(queries=queries, qrels=qrels, rankers=rankers, to_doc=to_doc,
+                                                 pipelines=pipelines, progress=progress)
+    return metrics, ranked, timings, extra
+
+
+def _eval_project(slug: str) -> Project:
+    from projects.models import Project
+
+    project, _ = Project.objects.get_or_create(slug=slug, defaults={"name": slug.title()})
+    return project
+
+
+def beir_dataset_name(coll: Any) -> str:
+    """`beir:<name>`, or `beir:<name>:code` for a code collection: a document's chunks keep the kind they were
+    ingested with (an unchanged document is skipped), so each kind gets its own dataset."""
+    return f"beir:{coll.name}" if coll.kind == "beir" else f"beir:{coll.name}:{coll.kind}"
+
+
+def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool = True,
+                max_queries: int | None = None, kind: str | None = None,
+                split: str = "test") -> tuple[Any, Any, dict[str, Any]]:
+    """(collection, dataset, stats). Re-running skips unchanged documents and reuses cached embeddings. `split`
+    picks the judged queries (train for `train_reranker`); the corpus and its dataset are the same.
+
+    The dataset is an evaluation dataset: its chunks live in Postgres (so a re-run is incremental) but never in
+    the live index; a run searches them in a throwaway_index of its own."""
+    from projects.models import Dataset
+    from search.ingest.runner import sync_documents
+
+    coll = load_beir(path, max_queries=max_queries, kind=kind, split=split)
+    check_ready(live_index=False)  # the corpus is searched in a throwaway store: the live one may be held
+    project = _eval_project(project_slug)
+    dataset, _ = Dataset.objects.get_or_create(project=project, name=beir_dataset_name(coll),
+                                               defaults={"kind": coll.kind, "is_evaluation": True})
+    if not dataset.is_evaluation:
+        raise ValueError(f"project {project.slug!r} already has a dataset named {dataset.name!r} that is not an "
+                         "evaluation dataset; pass another --project")
+    drafts = beir_documents(coll)
+    bar = tqdm(total=len(drafts), desc="ingest", file=sys.stderr, disable=not progress)
+    last = {"files": 0}
+
+    def tick(stats: dict[str, int]) -> None:
+        bar.update(stats["files"] - last["files"])
+        last["files"] = stats["files"]
+
+    stats = sync_documents(dataset=dataset, drafts=drafts, progress=tick)
+    bar.close()
+    return coll, dataset, stats
+
+
+def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: list[str] | None = None,
+                  max_queries: int | None = None, progress: bool = True, kind: str | None = None,
+                  model: str | None = None, reranker: str | None = None) -> EvalReport:
+    """`model` (a local sentence-transformers folder) adds `dense|fused|weighted@<model id>` rows: the same
+    queries over a throwaway index of that model's vectors, side by side with the configured model's."""
+    from search.models import Chunk
+
+    if model:
+        resolve_other_model(model)  # a bad path is named before the ingest
+    trained = None
+    if reranker:
+        from search.engine.rerank import load_reranker
+
+        trained = load_reranker(reranker)  # a bad name is named before the ingest too
+    coll, dataset, stats = ingest_beir(path=path, project_slug=project_slug, progress=progress,
+                                       max_queries=max_queries, kind=kind)
+    id_to_doc = dict(Chunk.objects.filter(dataset=dataset).values_list("id", "path"))
+    extra_filter = {"kind": [coll.kind]}
+    with throwaway_index(dataset_ids=[dataset.pk], kinds=[coll.kind]) as (index, built):
+        rankers = make_rankers(project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter,
+                               trained=trained, index=index)
+        metrics, _, timings, extra = run_pipelines_with_model(
+            model=model, project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter,
+            rankers=rankers, pipelines=list(pipelines or PIPELINES), queries=coll.queries, qrels=coll.qrels,
+            to_doc=lambda ids: {i: id_to_doc[i] for i in ids if i in id_to_doc}, progress=progress)
+    timings["index"] = {"points": built["points"], "build_s": built["build_s"], "store": "throwaway, dropped"}
+    ev = evaluability(coll)
+    for m in metrics.values():
+        m["evaluability"] = ev
+    timings["ingest"] = stats
+    if trained is not None:
+        from django.conf import settings
+
+        extra["trained_reranker"] = {"name": trained.name, "rerank_depth": settings.RERANK_DEPTH}
+    return EvalReport(collection=beir_dataset_name(coll), queries=len(coll.queries), pipelines=metrics,
+                      timings=timings, extra={"corpus_docs": len(coll.corpus), "kind": coll.kind, **extra})
+
+
+# Rules-only ablations: the API default (rules_search) with one policy or experiment changed per row.
+RULES_PIPELINES: dict[str, dict[str, Any]] = {
+    "no-prefer-kinds": {"prefer_kinds": False},
+    "no-audience": {"audience": False},
+    "no-policies": {"prefer_kinds": False, "audience": False},
+    "no-aliases": {"expand_aliases": False},
+    "graph-structural": {"relations": list(STRUCTURAL_RELATIONS)},
+    "graph-similar": {"relations": list(SIMILARITY_RELATIONS)},
+    "graph-both": {"relations": [*STRUCTURAL_RELATIONS, *SIMILARITY_RELATIONS]},
+}
+# `--chapter-routing-report`: the API default searching only the likeliest chapters (routing off = "default")
+ROUTING_PIPELINES: dict[str, dict[str, Any]] = {"routing-top1": {"route_chapters": 1},
+                                                "routing-top3": {"route_chapters": 3}}
+ALL_RULES_PIPELINES = (*PIPELINES, *RULES_PIPELINES, *ROUTING_PIPELINES)
+RULES_FILTER: dict[str, Any] = {"kind": ["rules"]}
+
+
+def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] | None = None,
+                   max_queries: int | None = None, progress: bool = True, expand: bool = False,
+                   chapter_routing_report: bool = False, model: str | None = None) -> EvalReport:
+    """Rulebook queries over the project's rules datasets, with contamination and answer similarity.
+
+    `expand` adds the metrics against expanded gold (`*_expanded`: a gold section's children and
+    continuations count as relevant) beside the plain ones. `chapter_routing_report` adds the routing rows
+    (top-1, top-3 chapters) with their evaluability (gold inside the routed chapters) and hit@1/MRR@10 over
+    the queries that stay evaluable; routing off is the `default` row. Without it the routing rows run only
+    when named in `pipelines`. `model` (a local sentence-transformers folder) adds `dense|fused|weighted@<model
+    id>` rows over a throwaway index of the rules chunks embedded with that model."""
+    from projects.access import accessible_dataset_ids
+    from projects.models import Project
+    from search.engine.index import apply_outbox, get_index
+    from search.models import Chunk
+    from search.rules.answer import extractive_answer
+    from search.rules.search import rules_search
+
+    queries = load_rules_queries(path)[:max_queries or None]
+    check_ready()
+    project = Project.objects.filter(slug=project_slug).first()
+    if project is None:
+        raise LookupError(f"project {project_slug!r} does not exist (run `manage.py demo` or ingest a rulebook)")
+    dataset_ids = sorted(accessible_dataset_ids(project))
+    apply_outbox(index=get_index())
+    qrels, texts, evaluable = {}, {}, 0
+    expanded: dict[str, dict[str, int]] = {}
+    for rq in queries:
+        expected = resolve_expected(rq, dataset_ids=dataset_ids)
+        texts[rq.id] = rq.query
+        qrels[rq.id] = {str(c): 1 for c in expected}
+        evaluable += bool(expected)
+        if expand:
+            expanded[rq.id] = {str(c): 1 for c in expand_gold(expected, dataset_ids=dataset_ids)}
+    routed: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (pipeline, query) -> chapters searched
+
+    def variant(name: str, **overrides: Any) -> Callable[[str, dict[str, Any]], list[tuple[int, float]]]:
+        def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
+            found = rules_search(user=None, project=project, q=q, log=False, top_k=50, **overrides)
+            routed[(name, q)] = {(c["book_id"], c["chapter"]) for c in found["routing"]["chapters"]}
+            scores = {r["chunk_id"]: r["score"] for r in found["results"]}
+            return [(cid, scores.get(cid, 0.0)) for cid in found["candidate_ids"]]
+        return rank
+
+    rankers = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter=RULES_FILTER,
+                           default=variant("default"))
+    rankers.update({name: variant(name, **kw) for name, kw in {**RULES_PIPELINES, **ROUTING_PIPELINES}.items()})
+    names = pipelines or [p for p in ALL_RULES_PIPELINES if chapter_routing_report or p not in ROUTING_PIPELINES]
+    if chapter_routing_report:
+        names = list(dict.fromkeys([*names, "default", *ROUTING_PIPELINES]))
+    metrics, ranked, timings, extra = run_pipelines_with_model(
+        model=model, project=project, dataset_ids=dataset_ids, extra_filter=RULES_FILTER, rankers=rankers,
+        pipelines=names, queries=texts, qrels=qrels, progress=progress)
+    runs = {name: {qid: ranked_to_run(docs) for qid, docs in per.items()} for name, per in ranked.items()}
+    if expand:
+        for name in ranked:
+            full = compute_metrics(qrels=expanded, run=runs[name])
+            metrics[name].update({f"{k}_expanded": full[k] for k in ("hit@1", "mrr@10", "ndcg@10", "recall@100")})
+    if chapter_routing_report:
+        chapter_of_chunk = {cid: (book, chapter_of(list(path))) for cid, book, path in Chunk.objects.filter(
+            id__in={int(d) for docs in qrels.values() for d in docs}).values_list("id", "book_id", "section_path")}
+        for name in ranked:
+            if name not in ROUTING_PIPELINES and name != "default":
+                continue
+            reach = {qid for qid, docs in qrels.items() if docs and (name not in ROUTING_PIPELINES or any(
+                chapter_of_chunk.get(int(d)) in routed.get((name, texts[qid]), set()) for d in docs))}
+            within = compute_metrics(qrels={q: d for q, d in qrels.items() if q in reach}, run=runs[name])
+            metrics[name]["routing_evaluability"] = round(len(reach) / max(1, len(queries)), 4)
+            metrics[name]["hit@1_evaluable"] = within["hit@1"] if reach else None
+            metrics[name]["mrr@10_evaluable"] = within["mrr@10"] if reach else None
+    all_ids = {int(d) for per in ranked.values() for docs in per.values() for d, _ in docs[:10]}
+    rows = {r["id"]: r for r in Chunk.objects.filter(id__in=all_ids).values("id", "book_id", "text")}
+    by_id = {rq.id: rq for rq in queries}
+    for name, per in ranked.items():
+        contamination, pairs = [], []
+        for qid, docs in per.items():
+            rq = by_id[qid]
+            top = [rows[int(d)] for d, _ in docs[:10] if int(d) in rows]
+            share = cross_book_contamination(book_id=rq.book_id, top_books=[r["book_id"] for r in top])
+            if share is not None:
+                contamination.append(share)
+            if rq.answer and top:
+                answer, _ = extractive_answer(q=rq.query, results=top[:5])
+                pairs.append((answer, rq.answer))
+        routing_ev = metrics[name].pop("routing_evaluability", None)
+        metrics[name]["evaluability"] = routing_ev if routing_ev is not None else \
+            round(evaluable / max(1, len(queries)), 4)
+        metrics[name]["cross_book_contamination"] = mean_or_none(contamination)
+        metrics[name]["answer_similarity"] = mean_or_none([token_f1(a, b) for a, b in pairs])
+        metrics[name]["answer_cosine"] = mean_or_none(answer_cosine(pairs))
+    return EvalReport(collection=f"rules:{Path(path).stem}@{project_slug}", queries=len(queries), pipelines=metrics,
+                      timings=timings, extra=extra)

@@ -1,0 +1,202 @@
+"""Rules search: the context pipeline plus book/ruleset filters, intent detection and graph boost.
+
+Why a thin layer over `search.engine.pipeline.run_query`: access control, fusion, rerank
+and logging must be the same code for every product; what rules add is a filter
+(book, ruleset), a post-fusion hook (graph boost) and the per-result "why" for
+the boost (base score, boost, path). The evaluation harness's `default` pipeline
+for rulebooks is this function with its defaults.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from config.errors import BadInput
+from config.fields import check_text
+from search.engine.fusion import RULES_FUSIONS
+from search.engine.pipeline import MAX_Q
+from search.rules.graph import (
+    DEFAULT_DECAY,
+    DEFAULT_DEPTH,
+    DEFAULT_SEED_TOP_N,
+    DEFAULT_STRENGTH,
+    DEFAULT_TOP_K,
+    apply_graph_boost,
+)
+
+if TYPE_CHECKING:
+    from accounts.models import User
+    from projects.models import Project
+    from search.models import TraversalConfig
+
+DEFAULTS: dict[str, Any] = {"fusion": "rrf", "graph": True, "seed_top_n": DEFAULT_SEED_TOP_N, "depth": DEFAULT_DEPTH,
+                            "decay": DEFAULT_DECAY, "graph_top_k": DEFAULT_TOP_K, "graph_strength": DEFAULT_STRENGTH,
+                            "top_k": 8, "candidates": 100, "rerank": False}
+_ID = re.compile(r"^[\w.:-]{1,100}$")
+
+
+def _ids(value: Any, field: str) -> list[str]:
+    if value in (None, "", []):
+        return []
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) and _ID.match(v) for v in values) or len(values) > 50:
+        raise BadInput("Must be an id or a list of ids (letters, digits, . _ : -).", field=field)
+    return values
+
+
+def _num(params: dict, key: str, kind: type, lo: float, hi: float) -> Any:
+    value = params.get(key, DEFAULTS[key])
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+        raise BadInput(f"Must be a{'n integer' if kind is int else ' number'} between {lo} and {hi}.", field=key)
+    if not lo <= value <= hi:
+        raise BadInput(f"Must be between {lo} and {hi}.", field=key)
+    return kind(value)
+
+
+def validate_rules_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Parse the rules-specific request fields; any bad value is a 400 naming its field."""
+    if not isinstance(params, dict):
+        raise BadInput("Body must be a JSON object.", field="body")
+    q = params.get("q", params.get("query"))
+    if not isinstance(q, str) or not q.strip():
+        raise BadInput("Query must be a non-empty string.", field="q")
+    if len(q) > MAX_Q:
+        raise BadInput(f"Query is longer than {MAX_Q} characters.", field="q")
+    check_text(q, field="q")
+    fusion = params.get("fusion", DEFAULTS["fusion"])
+    if fusion not in RULES_FUSIONS:
+        raise BadInput(f"Must be one of {', '.join(RULES_FUSIONS)}.", field="fusion")
+    graph = params.get("graph", DEFAULTS["graph"])
+    if not isinstance(graph, bool):
+        raise BadInput("Must be a boolean.", field="graph")
+    rerank = params.get("rerank", DEFAULTS["rerank"])
+    if not isinstance(rerank, bool):
+        raise BadInput("Must be a boolean.", field="rerank")
+    return {
+        "q": q.strip(), "books": _ids(params.get("book", params.get("books")), "book"),
+        "rulesets": _ids(params.get("ruleset", params.get("rulesets")), "ruleset"), "fusion": fusion,
+        "graph": graph, "rerank": rerank,
+        "seed_top_n": _num(params, "seed_top_n", int, 0, 20), "depth": _num(params, "depth", int, 0, 4),
+        "decay": _num(params, "decay", float, 0.0, 1.0), "graph_top_k": _num(params, "graph_top_k", int, 0, 200),
+        "graph_strength": _num(params, "graph_strength", float, 0.0, 1.0),
+        "top_k": _num(params, "top_k", int, 1, 50), "candidates": _num(params, "candidates", int, 1, 200),
+    }
+
+
+def books_named_in(*, q: str, dataset_ids: list[int]) -> list[str]:
+    """Book ids the query names ("in the Player Handbook" -> player-handbook), among accessible rules books."""
+    from search.models import Chunk
+
+    books = set(Chunk.objects.filter(dataset_id__in=dataset_ids, kind="rules").exclude(book_id="")
+                .values_list("book_id", flat=True).distinct())
+    norm = " " + re.sub(r"[^a-z0-9]+", " ", q.lower()) + " "
+    return sorted(b for b in books if len(b) >= 3 and f" {re.sub(r'[^a-z0-9]+', ' ', b.lower()).strip()} " in norm)
+
+
+def rules_search(*, user: User | None, project: Project, q: str, books: list[str] | None = None,
+                 rulesets: list[str] | None = None,
+                 fusion: str = DEFAULTS["fusion"], graph: bool = DEFAULTS["graph"],
+                 seed_top_n: int = DEFAULTS["seed_top_n"], depth: int = DEFAULTS["depth"],
+                 decay: float = DEFAULTS["decay"], graph_top_k: int = DEFAULTS["graph_top_k"],
+                 graph_strength: float = DEFAULTS["graph_strength"], top_k: int = DEFAULTS["top_k"],
+                 candidates: int = DEFAULTS["candidates"], rerank: bool = DEFAULTS["rerank"],
+                 prefer_kinds: bool = True, audience: bool = True, relations: list[str] | None = None,
+                 expand_aliases: bool = True, route_chapters: int = 0, log: bool = True,
+                 source: str = "api") -> dict[str, Any]:
+    """Search the project's rulebooks. Returns {results, analysis, filters, graph, timings_ms, search_session_id}.
+
+    `prefer_kinds`, `audience` and `relations` switch the traversal config's policies (search.rules.policies):
+    the evaluation harness turns each off in its own ablation row; `relations=None` walks the edges the
+    config names (`policies["graph"]["relations"]`). `expand_aliases` expands the sparse query with the
+    config's abbreviations (search.rules.aliases). `route_chapters` > 0 searches only the query's likeliest chapters
+    (search.rules.chapter_routing); 0 searches the whole book."""
+    from projects.access import accessible_dataset_ids
+    from search.engine.pipeline import run_query
+    from search.rules.aliases import expand_query
+    from search.rules.chapter_routing import in_chapters, route
+    from search.rules.policies import apply_policies, chunk_facts, describe, graph_relations
+    from search.rules.policies import strengths as policy_strengths
+    from search.rules.traversal import DEFAULT_GM_KEYWORDS, detect
+
+    dataset_ids = sorted(accessible_dataset_ids(project))
+    books = list(books or [])
+    named = [] if books else books_named_in(q=q, dataset_ids=dataset_ids)
+    if named:
+        books = named  # the query names a book: other books are not mixed in
+    config = _config_for(dataset_ids, ruleset_id=rulesets[0] if rulesets else None)
+    analysis = detect(query=q, config=config)
+    extra: dict[str, Any] = {"kind": ["rules"]}
+    if books:
+        extra["book_id"] = books
+    if rulesets:
+        extra["ruleset_id"] = list(rulesets)
+
+    routed: list[tuple[str, str]] = []
+    if route_chapters > 0:
+        routed, paths = route(q=q, top_n=route_chapters, dataset_ids=dataset_ids, analysis=analysis,
+                              books=books or None, rulesets=list(rulesets or []) or None)
+        if paths:  # no chapter at all means no rules chunk to search: the filter above already finds nothing
+            extra["paths"] = paths
+    sparse_q = expand_query(q, config.aliases or {}) if expand_aliases and config is not None else q
+    walk = tuple(relations) if relations is not None else graph_relations(config)
+    kind_strength, audience_strength = policy_strengths(config)
+
+    def hook(cands: list) -> list:
+        if routed:  # two chapters can share a document (the path filter's unit): keep the routed ones only
+            cands = in_chapters(cands, chapters=routed)
+        if (prefer_kinds and analysis.prefer_kinds) or (audience and analysis.audience):
+            kind_of, audience_of = chunk_facts([c.chunk_id for c in cands],
+                                               gm_keywords=config.gm_keywords if config else DEFAULT_GM_KEYWORDS)
+            cands = apply_policies(cands, analysis=analysis, kind_of=kind_of, audience_of=audience_of,
+                                   use_kinds=prefer_kinds, use_audience=audience, kind_strength=kind_strength,
+                                   audience_strength=audience_strength)
+        if graph:
+            cands = apply_graph_boost(cands, dataset_ids=dataset_ids, seed_top_n=seed_top_n, depth=depth,
+                                      decay=decay, top_k=graph_top_k, strength=graph_strength, relations=walk,
+                                      missing_filter={"book_id": books, "ruleset_id": list(rulesets or []),
+                                                      "kind": ["rules"], "path": extra.get("paths", [])})
+            if routed:  # a linked neighbour joins only from inside the routed chapters
+                cands = in_chapters(cands, chapters=routed)
+        return cands
+
+    res = run_query(user=user, project=project, q=q, top_k=top_k, candidates=candidates, fusion=fusion,
+                    rerank=rerank, extra_filter=extra, post_fusion_hook=hook, log=log, kind="rules",
+                    source=source, sparse_q=sparse_q if sparse_q != q else None)
+    by_id = {c.chunk_id: c for c in res.candidates}
+    results = []
+    for r in res.results:
+        c = by_id.get(r["chunk_id"])
+        ch = c.chunk
+        extra_why = getattr(c, "extra", {}) or {}
+        r.update(book_id=ch.book_id, ruleset_id=ch.ruleset_id, section_path=ch.section_path, page=ch.page,
+                 content_kind=ch.content_kind, tags=ch.tags, traits=ch.traits, is_rule_bearing=ch.is_rule_bearing)
+        # score = base (fusion) + policy boost + graph boost; the graph's own base already holds the policy boost
+        r["policy_boost"] = extra_why.get("policy_boost", 0.0)
+        r["base_score"] = extra_why.get("base_score", c.fused_score) - r["policy_boost"]
+        r["graph_boost"] = extra_why.get("graph_boost", 0.0)
+        r["graph_path"] = extra_why.get("graph_path", [])
+        results.append(r)
+    return {"search_session_id": res.session_id, "results": results, "analysis": analysis.as_dict(),
+            "filters": {"book": books, "ruleset": list(rulesets or []), "book_from_query": bool(named)},
+            "fusion": fusion, "reranker": res.reranker,
+            "graph": {"enabled": graph, "seed_top_n": seed_top_n, "depth": depth, "decay": decay,
+                      "top_k": graph_top_k, "strength": graph_strength},
+            "policies": {**describe(analysis=analysis, use_kinds=prefer_kinds, use_audience=audience, relations=walk),
+                         "sparse_query": sparse_q},
+            "routing": {"top_n": route_chapters, "chapters": [{"book_id": b, "chapter": c} for b, c in routed]},
+            "timings_ms": res.timings, "candidate_ids": [c.chunk_id for c in res.candidates]}
+
+
+def _config_for(dataset_ids: list[int], *, ruleset_id: str | None = None) -> TraversalConfig | None:
+    """The traversal config of the named ruleset, else of the first ruleset among the accessible rules chunks.
+
+    Only a ruleset the caller can read counts: the config's entity names would otherwise confirm what an
+    inaccessible rulebook contains (`analysis.entities`)."""
+    from search.models import Chunk
+    from search.rules.traversal import load_config
+
+    qs = Chunk.objects.filter(dataset_id__in=dataset_ids, kind="rules").exclude(ruleset_id="")
+    if ruleset_id is not None:
+        qs = qs.filter(ruleset_id=ruleset_id)
+    rs = qs.values_list("ruleset_id", flat=True).first()
+    return load_config(ruleset_id=rs) if rs else None

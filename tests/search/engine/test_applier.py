@@ -1,0 +1,185 @@
+"""Reads do not write: queries never apply the outbox; the background applier and the writers do."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
+
+WRITES = ("INSERT", "UPDATE", "DELETE")
+
+
+def _watermark(index) -> int:
+    from search.models import IndexWatermark
+
+    return IndexWatermark.objects.filter(store=index.store_key).values_list("last_outbox_id", flat=True).first() or 0
+
+
+def _ingest_unapplied(project, code_repo):
+    """An ingest whose outbox is still pending (what a Celery worker leaves behind for the applier)."""
+    from projects.models import Dataset
+    from search.ingest.runner import start_ingest
+
+    ds = Dataset.objects.create(project=project, name="shop", kind="code")
+    return start_ingest(dataset=ds, source=str(code_repo), kind="code", sync=True, apply_index=False)
+
+
+def test_a_query_performs_no_write_and_leaves_the_outbox_pending(make_user, make_project, code_repo, edge_index):
+    from search.engine.index import pending_outbox
+    from search.engine.pipeline import run_query
+
+    alice = make_user()
+    project = make_project("shop", alice)
+    _ingest_unapplied(project, code_repo)
+    pending, mark = pending_outbox(index=edge_index), _watermark(edge_index)
+    assert pending > 0
+
+    with CaptureQueriesContext(connection) as ctx:
+        result = run_query(user=alice, project=project, q="where are credits deducted", log=False)
+    statements = [q["sql"].lstrip().split()[0].upper() for q in ctx.captured_queries]
+    assert statements and set(statements) == {"SELECT"}, statements
+    assert result.results == []  # nothing applied yet, so nothing found: the query did not apply it
+    assert "outbox_ms" not in result.timings
+    assert (pending_outbox(index=edge_index), _watermark(edge_index), edge_index.count()) == (pending, mark, 0)
+
+    # with logging on, the only writes are the query log itself
+    with CaptureQueriesContext(connection) as ctx:
+        run_query(user=alice, project=project, q="where are credits deducted")
+    written = {q["sql"].split('"')[1] for q in ctx.captured_queries if q["sql"].lstrip().upper().startswith(WRITES)}
+    assert written == {"search_querysession"}, written  # no candidates yet: no RerankResult rows either
+    assert (pending_outbox(index=edge_index), edge_index.count()) == (pending, 0)
+
+
+def test_a_query_does_not_wait_for_an_apply_in_progress(make_user, make_project, code_repo, edge_index):
+    from search.engine.index import hold_applier, pending_outbox
+    from search.engine.pipeline import run_query
+
+    alice = make_user()
+    project = make_project("shop", alice)
+    ingest(project, "old", code_repo)  # applied by its (sync) writer
+    _ingest_unapplied(project, code_repo)
+    pending, mark = pending_outbox(index=edge_index), _watermark(edge_index)
+    assert pending > 0
+
+    held, release = threading.Event(), threading.Event()
+    out: dict = {}
+
+    def big_apply() -> None:  # an apply that holds the applier lock until the query is back (or a 45 s guard)
+        with hold_applier():
+            held.set()
+            out["query_waited"] = not release.wait(45)  # the former query-time apply waited up to 60 s for it
+
+    holder = threading.Thread(target=big_apply, daemon=True)
+    holder.start()
+    assert held.wait(10)
+    try:
+        result = run_query(user=alice, project=project, q="deduct credits", log=False)
+    finally:
+        release.set()
+        holder.join(10)
+    assert out["query_waited"] is False
+    assert result.results and result.results[0]["path"] == "billing/ledger.py"
+    assert (pending_outbox(index=edge_index), _watermark(edge_index)) == (pending, mark)
+
+
+def test_the_pass_reads_past_a_young_gap_and_wait_until_indexed_sees_it(make_user, make_project, code_repo,
+                                                                         edge_index):
+    from search.engine.index import _db_clock, apply_outbox, is_indexed, last_outbox_id, wait_until_indexed
+    from search.models import Chunk, IndexOutbox, IndexWatermark
+
+    project = make_project("shop", make_user())
+    _ingest_unapplied(project, code_repo)
+    rows = list(IndexOutbox.objects.order_by("pk"))
+    assert len(rows) >= 3
+    IndexOutbox.objects.filter(pk=rows[1].pk).delete()  # a gap: looks like a transaction still in flight
+    Chunk.objects.filter(pk=rows[1].chunk_id).delete()  # (its trigger queues a delete row at the end)
+
+    assert not wait_until_indexed(index=edge_index, timeout=0.2)  # nothing applies it but the applier
+    through, since = last_outbox_id(index=edge_index), _db_clock()
+    assert not is_indexed(through=through, since=since, index=edge_index)
+    apply_outbox(index=edge_index)
+    wm = IndexWatermark.objects.get(store=edge_index.store_key)
+    assert wm.last_outbox_id < rows[-1].pk  # held before the young gap ...
+    assert wm.scanned_id >= through  # ... but the pass read on to the end
+    assert is_indexed(through=through, since=since, index=edge_index)
+    assert not is_indexed(through=through, since=_db_clock(), index=edge_index)  # a later write needs a later pass
+    assert edge_index.count() == Chunk.objects.count()
+
+
+@pytest.mark.slow
+def test_background_applier_indexes_what_a_worker_writes_without_any_query(
+        transactional_db, celery_worker_proc, make_user, make_project, code_repo, edge_index):
+    from projects.models import Dataset
+    from search.engine.applier import BackgroundApplier
+    from search.engine.index import wait_until_indexed
+    from search.engine.pipeline import run_query
+    from search.ingest.runner import start_ingest
+    from search.models import Chunk, IngestJob
+
+    alice = make_user()
+    project = make_project("shop", alice)
+    ds = Dataset.objects.create(project=project, name="shop", kind="code")
+    # polling far slower than the test: only the outbox NOTIFY can wake it in time
+    applier = BackgroundApplier(index=edge_index, poll_s=600).start()
+    try:
+        job = start_ingest(dataset=ds, source=str(code_repo), kind="code")  # enqueued: the worker writes
+        deadline = time.time() + 180
+        while IngestJob.objects.get(pk=job.pk).status not in ("done", "failed") and time.time() < deadline:
+            time.sleep(0.2)
+        assert IngestJob.objects.get(pk=job.pk).status == "done"
+        assert wait_until_indexed(index=edge_index, timeout=60)
+        assert applier.stats["notified"] >= 1 and applier.stats["errors"] == 0
+        assert edge_index.count() == Chunk.objects.filter(dataset=ds).count() > 0
+        result = run_query(user=alice, project=project, q="deduct credits from a wallet", log=False)
+        assert result.results[0]["path"] == "billing/ledger.py"
+    finally:
+        applier.stop()
+    assert not applier.alive
+
+
+def test_a_background_apply_writes_no_batch_while_a_query_is_in_flight(transactional_db, make_user, make_project,
+                                                                        code_repo, edge_index):
+    """The applier steps aside for this process's queries (READ_GATE): the engine's upsert holds the GIL."""
+    from search.engine.index import READ_GATE, apply_outbox
+    from search.models import Chunk
+
+    project = make_project("shop", make_user())
+    _ingest_unapplied(project, code_repo)
+    expected = Chunk.objects.count()
+    assert expected > 1 and edge_index.count() == 0
+
+    done = threading.Event()
+
+    def apply() -> None:
+        try:
+            apply_outbox(index=edge_index, batch=1, yield_to_reads_s=60.0)
+        finally:
+            connection.close()
+            done.set()
+
+    with READ_GATE.reading():  # a query in flight
+        worker = threading.Thread(target=apply)
+        worker.start()
+        assert not done.wait(1.0)
+        assert edge_index.count() == 0  # it waited for the query instead of writing behind its back
+    assert done.wait(60)  # the query finished: the applier goes on at once, well before its 60 s bound
+    worker.join()
+    assert edge_index.count() == expected
+
+
+def test_a_query_that_never_ends_cannot_starve_the_applier(make_user, make_project, code_repo, edge_index):
+    """The wait is bounded per batch: with a read held throughout, every row is still applied."""
+    from search.engine.index import READ_GATE, apply_outbox
+    from search.models import Chunk
+
+    project = make_project("shop", make_user())
+    _ingest_unapplied(project, code_repo)
+    assert Chunk.objects.count() > 2 and edge_index.count() == 0
+    with READ_GATE.reading():
+        applied = apply_outbox(index=edge_index, batch=2, yield_to_reads_s=0.01)
+    assert applied >= Chunk.objects.count()
+    assert edge_index.count() == Chunk.objects.count()

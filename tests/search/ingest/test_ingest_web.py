@@ -1,0 +1,123 @@
+"""Web ingestion: saved HTML pages -> readable text chunked by headings, with the URL/path and heading path kept,
+spans exact against the extracted text, and the pages searchable end to end."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from search.ingest.web import html_to_markdown, read_web_document, walk
+from tests.search.ctx_fixtures import GUIDE_HTML, edge_index, ingest  # noqa: F401
+
+REFUNDS_HTML = """<html><head><title>Refund policy</title>
+<link rel="canonical" href="https://shop.example/help/refunds"></head><body>
+<nav><a href="/">Home</a> | <a href="/about">About us</a></nav>
+<article><h1>Refund policy</h1><p>We refund purchases within fourteen days. Keep your receipt.</p>
+<h2>Eligibility</h2><p>Unused items in their original packaging are eligible. Opened software is not.</p>
+<h3>Exceptions</h3><p>Gift cards are never refunded. Sale items can be exchanged only.</p>
+<h2>How to ask</h2><p>Write to support with your order number. We answer within two days.</p></article>
+<footer>Copyright 2026 Shop Inc. All rights reserved.</footer></body></html>"""
+
+
+@pytest.fixture
+def site(tmp_path):
+    root = tmp_path / "site"
+    (root / "help").mkdir(parents=True)
+    (root / "help" / "refunds.html").write_text(REFUNDS_HTML)
+    (root / "guide.htm").write_text(GUIDE_HTML)
+    (root / "notes.md").write_text("# Notes\n\nPlain markdown pages are read as they are.\n")
+    (root / "style.css").write_text("body { color: red }")
+    (root / ".cache").mkdir()
+    (root / ".cache" / "old.html").write_text(REFUNDS_HTML)
+    return root
+
+
+def test_walk_finds_pages_only(site):
+    assert sorted(rel for rel, _, _ in walk(site)) == ["guide.htm", "help/refunds.html", "notes.md"]
+
+
+def test_headings_become_the_heading_path_and_spans_are_exact(site):
+    page = site / "help" / "refunds.html"
+    doc, why = read_web_document(rel="help/refunds.html", abs_path=page, repo="site")
+    assert why == "" and doc.url == "https://shop.example/help/refunds" and doc.title == "Refund policy"
+    assert doc.path == "help/refunds.html" and all(c.meta["url"] == doc.url for c in doc.chunks)
+    paths = {tuple(c.heading_path): c for c in doc.chunks}
+    assert set(paths) == {("Refund policy",), ("Refund policy", "Eligibility"),
+                          ("Refund policy", "Eligibility", "Exceptions"), ("Refund policy", "How to ask")}
+    exc = paths[("Refund policy", "Eligibility", "Exceptions")]
+    assert exc.kind == "web" and exc.symbol == "Exceptions"
+    assert exc.micro_summary == "Refund policy > Eligibility > Exceptions: Gift cards are never refunded."
+    md, _, _, _ = html_to_markdown(REFUNDS_HTML)
+    md_lines = md.split("\n")
+    for c in doc.chunks:
+        assert c.text == "\n".join(md_lines[c.start_line - 1:c.end_line])
+    everything = "\n".join(c.text for c in doc.chunks)
+    assert "About us" not in everything and "All rights reserved" not in everything
+    assert doc.macro_summary.startswith("Refund policy: We refund purchases within fourteen days.")
+    assert "Sections: Refund policy, Eligibility, Exceptions, How to ask" in doc.macro_summary
+
+
+def test_a_page_with_no_readable_text_is_skipped(tmp_path):
+    page = tmp_path / "empty.html"
+    page.write_text("<html><head><script>var x = 1;</script></head><body>  </body></html>")
+    doc, why = read_web_document(rel="empty.html", abs_path=page)
+    assert doc is None and why == "no readable text"
+
+
+@pytest.mark.django_db
+def test_ingested_pages_answer_queries_with_url_and_heading_path(site, make_user, make_project, edge_index,
+                                                               client_for):
+    from search.models import Chunk, Document
+
+    alice = make_user("web@example.com")
+    project = make_project("help", alice)
+    ds, job = ingest(project, "site", site, kind="web", repo="shop-site")
+    assert job.status == "done" and job.files_total == 3
+    assert Document.objects.get(dataset=ds, path="help/refunds.html").url == "https://shop.example/help/refunds"
+    assert Chunk.objects.filter(dataset=ds, kind="web").count() >= 6
+
+    resp = client_for(alice).post("/api/projects/help/query", {"q": "are gift cards refunded?", "top_k": 3},
+                                  format="json")
+    assert resp.status_code == 200, resp.content
+    top = resp.json()["results"][0]
+    assert top["path"] == "help/refunds.html" and top["kind"] == "web"
+    assert top["heading_path"] == ["Refund policy", "Eligibility", "Exceptions"]
+    assert top["url"] == "https://shop.example/help/refunds"
+    assert top["span"] == f"help/refunds.html:{top['start_line']}-{top['end_line']}"
+
+
+# --------------------------------------------------------------------------- pages made by documentation generators
+GENERATORS = Path(__file__).parents[1] / "fixtures" / "generators"
+
+
+@pytest.mark.parametrize("page,paths,code_lines", [
+    ("sphinx.html", {("datetime — Basic date and time types",),
+                     ("datetime — Basic date and time types", "tzinfo Objects"),
+                     ("datetime — Basic date and time types", "timezone Objects"),
+                     ("datetime — Basic date and time types", "timezone Objects", "Class attributes")},
+     ["# Test code", "# on or after Oct 25."]),
+    ("mkdocs.html", {("Configuration",), ("Configuration", "Logging"), ("Configuration", "Storage")},
+     ["# Example logging section", "# Rotate daily"]),
+    ("docusaurus.html", {("Installation",), ("Installation", "Requirements"), ("Installation", "Upgrading")},
+     ["# Install the command line tool", "# Check the version"]),
+    ("plain.html", {("Backups",), ("Backups", "Restoring")}, ["# nightly at 02:00", "# restore drill"]),
+])
+def test_the_heading_path_is_the_pages_real_headings_and_code_samples_stay_code(page, paths, code_lines):
+    doc, why = read_web_document(rel=page, abs_path=GENERATORS / page)
+    assert why == ""
+    got = {tuple(c.heading_path) for c in doc.chunks}
+    assert got == paths, got  # no permalink mark (¶, #, zero-width space) and no code comment became a heading
+    text = "\n".join(c.text for c in doc.chunks)
+    for line in code_lines:
+        assert line in text  # the sample's comments are kept, as code, inside their section
+    assert not any(h.endswith(("¶", "#", "\u200b")) for c in doc.chunks for h in c.heading_path)
+    assert "Sections: " + ", ".join(p[-1] for p in sorted(paths, key=len)[:1]) in doc.macro_summary
+
+
+def test_a_markdown_page_keeps_hash_lines_inside_a_fence_as_code():
+    from search.ingest.web import chunk_markdown
+
+    md = "# Guide\n\nRun it:\n\n```bash\n# not a heading\nmake run\n```\n\n## Next\n\nMore text here.\n"
+    chunks = chunk_markdown(md)
+    assert {tuple(c.heading_path) for c in chunks} == {("Guide",), ("Guide", "Next")}
+    assert "# not a heading" in chunks[0].text
