@@ -3,7 +3,7 @@
 Why these figures: DESIGN.md promises incremental ingestion (an unchanged repo
 re-ingests >= 20x faster than the first time) and sub-second hybrid queries;
 this measures them on the real services (private Postgres/Redis/embedded
-Qdrant) through the product entry points: search.ingest.runner.start_ingest and
+Qdrant) through the product entry points: search.ingest.jobs.start_ingest and
 search.engine.pipeline.run_query. The corpus is this repository's own source plus
 generated Python modules (distinct functions, so nothing hits the embedding
 cache by accident) until the chunk target is reached.
@@ -95,7 +95,7 @@ def baseline_ingest(*, target_chunks: int) -> list[list[object]]:
 
     from projects.models import Dataset, Project
     from search.engine.encoders import resolve_precision
-    from search.ingest.runner import start_ingest
+    from search.ingest.jobs import start_ingest
     from search.models import Chunk, EmbeddingCache, IndexOutbox
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
@@ -140,7 +140,7 @@ def main() -> None:
     from search.engine.encoders import embed_query, embed_texts, resolve_precision
     from search.engine.index import apply_outbox, get_index
     from search.engine.pipeline import build_filter, run_query
-    from search.ingest.runner import start_ingest
+    from search.ingest.jobs import start_ingest
 
     embed_texts(["warm the model up"])  # model load is not ingest throughput
     baseline_rows = baseline_ingest(target_chunks=args.baseline_chunks) if args.baseline_chunks else []

@@ -104,7 +104,7 @@ def main() -> None:
     from django.conf import settings
 
     from projects.models import Dataset, Project
-    from search.ingest.runner import start_ingest
+    from search.ingest.jobs import start_ingest
     from search.models import Chunk
     from search.sources.spec import SourceSpec
     from search.sources.sync import set_source

@@ -35,7 +35,7 @@ def _half(coll: object, parity: int) -> list:
 def _ingest(project_slug: str, name: str, drafts: list) -> tuple[object, float]:
     from projects.models import Dataset, Project
     from search.engine.index import apply_outbox, get_index
-    from search.ingest.runner import sync_documents
+    from search.ingest.writer import sync_documents
 
     project, _ = Project.objects.get_or_create(slug=project_slug, defaults={"name": project_slug})
     dataset, _ = Dataset.objects.get_or_create(project=project, name=name, defaults={"kind": "beir"})
@@ -84,7 +84,7 @@ def _trigger_cost(drafts: list) -> tuple[float, float]:
     from django.db import connection, transaction
 
     from projects.models import Dataset, Project
-    from search.ingest.runner import write_documents
+    from search.ingest.writer import write_documents
 
     out = []
     for enabled in (True, False):
@@ -112,7 +112,7 @@ def main() -> None:
     from search.engine.pipeline import build_filter
     from search.engine.sparse import query_terms, term_index
     from search.engine.term_stats import idf_weights, weighted_query
-    from search.ingest.runner import cache_vectors
+    from search.ingest.writer import cache_vectors
     from search.models import Chunk
     from search.quality.evaluation import load_beir
 

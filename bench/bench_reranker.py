@@ -37,7 +37,7 @@ def main() -> None:
     var_dir = setup_django(var_dir=args.var_dir)
     from django.core.management import call_command
 
-    from search.quality.reranker_training import models_dir
+    from search.engine.reranker_store import models_dir
 
     sections = []
     for folder in args.beir:

@@ -29,7 +29,7 @@ class ProjectForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from search.quality.reranker_training import trained_rerankers
+        from search.engine.reranker_store import trained_rerankers
 
         choices = [("", "none (RERANKER_MODEL, else the embedded reranker on request)")]
         for m in trained_rerankers():

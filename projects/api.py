@@ -87,7 +87,7 @@ class ProjectDetailView(APIView):
         ser.is_valid(raise_exception=True)
         reranker = ser.validated_data.get("reranker")
         if reranker:
-            from search.quality.reranker_training import model_path
+            from search.engine.reranker_store import model_path
 
             model_path(reranker)  # a name not trained here is a 400 on `reranker`
         project = membership.update_project(user=request.user, project=project, name=ser.validated_data.get("name"),

@@ -33,6 +33,7 @@ from search.models import (
     TraversalConfig,
 )
 from search.rules import traversal
+from search.sources import sync
 from search.tasks import reembed_dataset
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
     def reingest(self, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
         for ds in queryset:
             try:
-                maintenance.reingest(dataset=ds, user=request.user)
+                sync.reingest(dataset=ds, user=request.user)
                 self.message_user(request, f"{ds.name}: ingest queued (see Ingest jobs for progress).")
             except ValueError as exc:
                 self.message_user(request, str(exc), messages.WARNING)

@@ -1,4 +1,9 @@
+from importlib import import_module
+
 from django.apps import AppConfig
+
+# The modules that register ingest job types (search.ingest.jobs.register): one line per job type's module.
+JOB_TYPES = ("search.ingest.files", "search.ingest.staged", "search.rules.ingest", "search.sources.sync")
 
 
 def _drop_git_mirror(sender: type, instance: object, **kwargs: object) -> None:
@@ -31,4 +36,7 @@ class SearchConfig(AppConfig):
         from config.embedded import on_teardown
 
         on_teardown(_close_index)
+        # Each job type registers its handler with search.ingest.jobs when its module loads (docs/architecture.md).
+        for module in JOB_TYPES:
+            import_module(module)
         post_delete.connect(_drop_git_mirror, sender=self.get_model("Source"), dispatch_uid="search.drop_git_mirror")

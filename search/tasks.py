@@ -26,8 +26,8 @@ def run_ingest_job(self: Task, job_id: str) -> dict:
 
     A job killed with its worker is re-queued by `recover_ingest_jobs` (search.ingest.recovery).
     """
+    from search.ingest.jobs import run_job
     from search.ingest.locks import JobBusy
-    from search.ingest.runner import run_job
     from search.models import IngestJob
 
     job = IngestJob.objects.select_related("dataset").get(pk=job_id)

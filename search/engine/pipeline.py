@@ -23,7 +23,7 @@ from search.engine.packing import DEFAULT_BUDGET, build_pack
 if TYPE_CHECKING:
     from accounts.models import User
     from projects.models import Project
-    from search.quality.fusion_choice import FusionSetting
+    from search.engine.fusion_settings import FusionSetting
 
 MAX_Q = 2000
 MAX_TOP_K = 50
@@ -403,7 +403,7 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
 def fusion_for(*, project: Project, fusion: str | None, kinds: frozenset[str]) -> tuple[FusionSetting, str]:
     """(setting, source): the request's method with its default parameters, else the project's adopted setting,
     else the default for the kinds searched (search.quality.fusion_choice.kind_default)."""
-    from search.quality.fusion_choice import FusionSetting, kind_default, project_setting
+    from search.engine.fusion_settings import FusionSetting, kind_default, project_setting
 
     if fusion is not None:
         weights = WEIGHTED if fusion == "weighted" else {"dense": 1.0, "sparse": 1.0}

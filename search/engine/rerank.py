@@ -64,7 +64,7 @@ class CrossEncoderReranker:
             scores = [float(s) for s in self.model.predict([(query, d) for d in docs], show_progress_bar=False)]
         if self.blend is None:
             return scores
-        from search.quality.reranker_training import blend_scores
+        from search.engine.reranker_store import blend_scores
 
         return blend_scores(model=scores, prior=prior, blend=self.blend)
 
@@ -100,7 +100,7 @@ def _cross_encoder(path: str, label: str = "") -> CrossEncoderReranker:
 def get_reranker(*, project: Any = None) -> Reranker:
     """The project's trained reranker when it has one, else RERANKER_MODEL, else the embedded one."""
     if project is not None and getattr(project, "reranker", ""):
-        from search.quality.reranker_training import model_path
+        from search.engine.reranker_store import model_path
 
         try:
             path = model_path(project.reranker)
@@ -124,7 +124,7 @@ def get_reranker(*, project: Any = None) -> Reranker:
 def load_reranker(name_or_path: str) -> CrossEncoderReranker:
     """A cross-encoder by trained name (var/models/rerankers/<name>) or local folder; BadInput (field `reranker`)
     for anything else: weights are never downloaded."""
-    from search.quality.reranker_training import NAME_RE, model_path, models_dir
+    from search.engine.reranker_store import NAME_RE, model_path, models_dir
 
     if NAME_RE.fullmatch(name_or_path) and (models_dir() / name_or_path / "manifest.json").is_file():
         return _cross_encoder(str(model_path(name_or_path)), label=f"trained:{name_or_path}")

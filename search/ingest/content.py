@@ -61,7 +61,7 @@ def _refuse_if_followed(dataset: Dataset) -> None:
 def _start(*, user: User, dataset: Dataset, source: str, options: dict[str, Any], filename: str = "",
            data: bytes = b"", documents: Sequence[dict[str, Any]] = ()) -> IngestJob:
     """Job and staged content in one transaction; the worker is told only after both committed."""
-    from search.ingest.runner import start_ingest
+    from search.ingest.jobs import start_ingest
     from search.models import StagedContent
 
     kind = dataset.kind if dataset.kind in ("code", "web", "rules") else "code"
@@ -133,7 +133,7 @@ def upload(*, user: User, dataset: Dataset, filename: str, data: bytes, mode: st
 def delete_documents(*, user: User, dataset: Dataset, external_ids: list[str] | None = None,
                      paths: list[str] | None = None) -> dict[str, Any]:
     """Delete documents by external id or path; -> {"deleted": n, "missing": [...]}. Index deletes ride along."""
-    from search.ingest.runner import delete_documents as delete_rows
+    from search.ingest.writer import delete_documents as delete_rows
     from search.models import Document
 
     wanted_ids, wanted_paths = list(external_ids or []), list(paths or [])

@@ -14,8 +14,8 @@ def load_demo(stdout: TextIOBase | None = None) -> dict:
     """Ingest the repo's source (incremental: a second call skips unchanged files) and apply it to the index."""
     from projects.models import Dataset, Project
     from search.engine.index import apply_outbox
+    from search.ingest.jobs import start_ingest
     from search.ingest.progress import file_progress
-    from search.ingest.runner import start_ingest
 
     project, _ = Project.objects.get_or_create(slug="demo", defaults={"name": "Demo"})
     dataset, _ = Dataset.objects.get_or_create(project=project, name="platform-source", defaults={"kind": "code"})

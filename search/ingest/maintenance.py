@@ -1,4 +1,6 @@
-"""Dataset upkeep behind the admin actions: re-ingest, recompute embeddings, reindex, and the per-dataset report.
+"""Dataset upkeep behind the admin actions: recompute embeddings, reindex, and the per-dataset report.
+
+Re-ingesting is search.sources.sync.reingest: a dataset that follows a source re-ingests by syncing it.
 
 Why a module of its own: the admin, Celery and commands call the same three
 operations, and each must respect "Postgres is the truth, the index a
@@ -10,35 +12,23 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from celery import current_app
 from django.conf import settings
 from django.db.models import Count, Max
 
 if TYPE_CHECKING:
-    from accounts.models import User
     from projects.models import Dataset
     from search.models import Chunk, IngestJob
+
+
+# The Celery task that rebuilds a Qdrant server's collection, named rather than imported (search.ingest.jobs says why)
+REINDEX_TASK = "search.tasks.reindex_collection"
 
 
 def last_ingest(*, dataset: Dataset) -> IngestJob | None:
     from search.models import IngestJob
 
     return IngestJob.objects.filter(dataset=dataset).order_by("-created_at").first()
-
-
-def reingest(*, dataset: Dataset, user: User | None = None) -> IngestJob:
-    """Re-run the dataset's last source through the incremental runner (unchanged files are skipped).
-
-    A dataset that follows a git or web source is synced instead (search.sources.sync.start_sync): its last job's
-    `source` is a URL for display, and a sync must keep its one-at-a-time rule (409 sync_running)."""
-    from search.ingest.runner import start_ingest
-    from search.sources.sync import source_of, start_sync
-
-    if source_of(dataset) is not None:
-        return start_sync(dataset=dataset, user=user, trigger="admin")
-    job = last_ingest(dataset=dataset)
-    if job is None:
-        raise ValueError(f"dataset {dataset.name!r} has never been ingested: run `manage.py ingest` once first")
-    return start_ingest(dataset=dataset, source=job.source, kind=job.kind, options=job.options, user=user)
 
 
 def reembed(*, dataset_id: int, force: bool = False) -> dict[str, int]:
@@ -70,9 +60,7 @@ def reindex(*, background: bool = True) -> str:
     """Rebuild the collection from Postgres: in Celery for a Qdrant server, in this process for the embedded
     store (the one process allowed to hold it)."""
     if settings.QDRANT_URL:
-        from search.tasks import reindex_collection
-
-        reindex_collection.delay()
+        current_app.send_task(REINDEX_TASK)
         return "queued in Celery"
     from search.engine.index import rebuild
 

@@ -51,8 +51,8 @@ def recover_stalled_ingests() -> list[str]:
     enqueue it once. The message is sent after the lock is released, so the
     runner it wakes never finds the lock held by us.
     """
+    from search.ingest.jobs import send
     from search.models import IngestJob
-    from search.tasks import run_ingest_job
 
     requeued = []
     for job in IngestJob.objects.filter(status=IngestJob.Status.RUNNING).order_by("created_at"):
@@ -64,7 +64,7 @@ def recover_stalled_ingests() -> list[str]:
         if not n:
             continue
         try:
-            run_ingest_job.delay(str(job.pk))
+            send(str(job.pk))
         except Exception:
             # broker down: put it back as running-and-dead so the next recovery pass tries again
             IngestJob.objects.filter(pk=job.pk, status=IngestJob.Status.PENDING).update(

@@ -23,7 +23,8 @@ from django.db import transaction
 from django.db.models import Count, F
 
 from search.ingest.base import DocumentDraft
-from search.ingest.runner import FILE_BATCH, Progress, cache_vectors, delete_documents, write_documents
+from search.ingest.jobs import register
+from search.ingest.writer import FILE_BATCH, Progress, cache_vectors, delete_documents, write_documents
 
 if TYPE_CHECKING:
     from projects.models import Dataset, Project
@@ -65,6 +66,8 @@ def _push_items(*, kind: str, documents: list[dict[str, Any]], tmp: Path) -> Ite
         yield doc, target
 
 
+@register("push")
+@register("upload")
 def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str, int]:
     """Run one push/upload job to completion or to a failure that wrote nothing."""
     from projects.models import Project
@@ -193,7 +196,7 @@ def _run_rules_upload(*, job: IngestJob, root: Path, staged: StagedContent,
     transaction: past a quota, the raise rolls the whole book back."""
     from projects import quotas
     from projects.models import Project
-    from search.ingest.runner import ingest_rulebook
+    from search.rules.ingest import ingest_rulebook
 
     options = {k: v for k, v in job.options.items() if k not in ("origin", "mode", "repo")}
     with transaction.atomic():

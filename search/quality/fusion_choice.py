@@ -18,12 +18,13 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
 from search.engine.fusion import fuse
+from search.engine.fusion_settings import DEFAULT, FusionSetting, kind_default
 
 if TYPE_CHECKING:
     from projects.models import Project
@@ -35,50 +36,12 @@ BOOTSTRAP = 2000
 DEPTH = 100
 
 
-@dataclass(frozen=True)
-class FusionSetting:
-    """One way to fuse the legs: RRF with a rank offset and leg weights, or a score fusion with weights."""
-
-    method: str = "rrf"
-    rrf_k: int = 60
-    dense: float = 1.0
-    sparse: float = 1.0
-
-    @property
-    def label(self) -> str:
-        if self.method == "rrf":
-            return f"rrf k={self.rrf_k} dense {self.dense:g} / sparse {self.sparse:g}"
-        return f"{self.method} dense {self.dense:g} / sparse {self.sparse:g}"
-
-    def weights(self) -> dict[str, float]:
-        return {"dense": self.dense, "sparse": self.sparse}
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FusionSetting:
-        return cls(method=str(data["method"]), rrf_k=int(data.get("rrf_k", 60)), dense=float(data["dense"]),
-                   sparse=float(data["sparse"]))
-
-
-DEFAULT = FusionSetting()
-# Per content kind, chosen on labelled train splits and confirmed on their test splits: on prose (SciFact: 807
-# train queries picked it, +0.022 nDCG@10 over RRF on the 300 test queries, bench/results/fusion_scifact.md)
-# DBSF with sparse 0.6 / dense 0.4; on code the train pick lost to RRF on test (fusion_by_kind.md), so RRF stays.
-PROSE_DEFAULT = FusionSetting("dbsf", 60, 0.4, 0.6)
-PROSE_KINDS = frozenset({"web", "beir"})
 GRID: tuple[FusionSetting, ...] = (
     DEFAULT,
     *(FusionSetting("rrf", k, 1.0, s) for k in (10, 30, 60, 100) for s in (0.5, 1.0, 2.0)
       if (k, s) != (60, 1.0)),
     *(FusionSetting(m, 60, round(1 - s, 2), s) for m in ("weighted", "dbsf") for s in (0.3, 0.5, 0.6, 0.7)),
 )
-
-
-def kind_default(kinds: frozenset[str] | set[str]) -> FusionSetting:
-    """The default for what a query searches: prose only -> PROSE_DEFAULT; code, rules or a mix -> RRF k=60."""
-    return PROSE_DEFAULT if kinds and set(kinds) <= PROSE_KINDS else DEFAULT
 
 
 @dataclass
@@ -93,12 +56,6 @@ class FusionChoice:
     def as_dict(self) -> dict[str, Any]:
         return {"setting": self.setting.as_dict() if self.adopted else None, "adopted": self.adopted,
                 "label": self.setting.label, "reason": self.reason, "evidence": self.evidence}
-
-
-def project_setting(project: Project) -> FusionSetting | None:
-    """The fusion a project adopted (Project.fusion), or None (the default runs)."""
-    data = (project.fusion or {}).get("setting")
-    return FusionSetting.from_dict(data) if data else None
 
 
 def judged_queries(*, project: Project) -> dict[str, dict[int, int]]:

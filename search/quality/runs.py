@@ -209,7 +209,7 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
     The dataset is an evaluation dataset: its chunks live in Postgres (so a re-run is incremental) but never in
     the live index; a run searches them in a throwaway_index of its own."""
     from projects.models import Dataset
-    from search.ingest.runner import sync_documents
+    from search.ingest.writer import sync_documents
 
     coll = load_beir(path, max_queries=max_queries, kind=kind, split=split)
     check_ready(live_index=False)  # the corpus is searched in a throwaway store: the live one may be held

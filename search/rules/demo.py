@@ -22,7 +22,7 @@ def load_demo_rules(stdout: TextIOBase | None = None) -> dict:
     """Ingest every demo book (incremental), rebuild config + graph, apply the index. Idempotent."""
     from projects.models import Dataset, Project
     from search.engine.index import apply_outbox
-    from search.ingest.runner import ingest_rulebook
+    from search.rules.ingest import ingest_rulebook
 
     project, _ = Project.objects.get_or_create(slug="demo", defaults={"name": "Demo"})
     dataset, _ = Dataset.objects.get_or_create(project=project, name=DATASET_NAME,

@@ -1,6 +1,6 @@
 """Web sources: a polite, scoped crawl whose pages become the dataset's documents.
 
-Why the crawl is a generator fed to search.ingest.runner.sync_documents: the sync machinery every other source
+Why the crawl is a generator fed to search.ingest.writer.sync_documents: the sync machinery every other source
 uses (content-hash skips, batched transactions, job counters, the outbox) then applies to pages too; the crawler
 only decides which URL becomes which draft. Fetches run in a few threads (search.sources.fetcher enforces the
 per-host delay and concurrency); results are handled in the order they were queued, so two crawls of the same
@@ -31,8 +31,8 @@ from django.utils import timezone
 
 from config.errors import BadInput
 from search.ingest.base import DocumentDraft
-from search.ingest.runner import Skip, delete_documents, sync_documents
 from search.ingest.web import web_document_from_bytes
+from search.ingest.writer import Skip, delete_documents, sync_documents
 from search.sources import netguard
 from search.sources.fetcher import Fetched, Fetcher
 from search.sources.links import page_links, sitemap_entries

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from search.ingest.base import DocumentDraft
     from search.ingest.progress import Progress
-    from search.ingest.runner import Skip
+    from search.ingest.writer import Skip
     from search.models import IngestJob, Source
 
 log = logging.getLogger(__name__)
@@ -356,7 +356,7 @@ def _drafts(*, store: Any, files: dict[str, bytes], paths: list[str], kind: str,
     """Drafts for `paths`; with `stored` (full mode) a blob whose sha256 is the stored content hash is kept
     without being parsed. Collects the paths written and those that yield no document (binary, minified,
     oversized, nothing readable), which the caller deletes."""
-    from search.ingest.runner import Skip
+    from search.ingest.writer import Skip
 
     for rel in paths:
         data = store[files[rel]].as_raw_string()
@@ -422,7 +422,7 @@ def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | No
     from dulwich.graph import can_fast_forward
     from dulwich.objects import Commit
 
-    from search.ingest.runner import delete_documents, sync_documents
+    from search.ingest.writer import delete_documents, sync_documents
     from search.models import Document, IngestJob
 
     url, ref, subdir = source.config["url"], source.config.get("ref", ""), source.config.get("subdir", "")

@@ -2,7 +2,7 @@
 
 Why syncs are ingest jobs: a sync has what every ingest has (progress, counters, errors, a worker that may
 die half-way, recovery that re-queues it), so it is an IngestJob with options.origin == "sync" and runs
-through search.ingest.runner.run_job under the job lock. What a sync adds is kept on the Source row: the
+through search.ingest.jobs.run_job under the job lock. What a sync adds is kept on the Source row: the
 commit (git) the dataset reflects, the schedule, the last error. The row is updated only when a sync ends,
 so a sync killed half-way is re-run from the same starting point: what it already wrote is skipped by
 content hash, nothing is embedded twice and nothing is lost.
@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from config.errors import BadInput, Conflict, NotFound
 from projects import policy
+from search.ingest.jobs import register
 from search.sources import secrets
 from search.sources.spec import SourceSpec, display_url, parse_interval, parse_source, parse_token
 
@@ -184,7 +185,8 @@ def active_sync(dataset: Dataset) -> IngestJob | None:
 def start_sync(*, dataset: Dataset, user: User | None = None, trigger: str = "manual", run_now: bool = False,
                progress: Progress | None = None) -> IngestJob:
     """Queue (or with `run_now`, run here) a sync of the dataset's source; 409 while one is pending or running."""
-    from search.ingest.runner import apply_own_writes, run_job, start_ingest
+    from search.ingest.jobs import run_job, start_ingest
+    from search.ingest.writer import apply_own_writes
     from search.models import IngestJob, Source
 
     _require_writer(user=user, dataset=dataset)
@@ -209,6 +211,7 @@ def start_sync(*, dataset: Dataset, user: User | None = None, trigger: str = "ma
     return job
 
 
+@register("sync")
 def run_sync(*, job: IngestJob, progress: Progress | None = None) -> dict[str, Any]:
     """Run one sync job (called by the runner under the job lock); record its outcome on the Source row."""
     from search.models import Source
@@ -234,7 +237,7 @@ def run_sync(*, job: IngestJob, progress: Progress | None = None) -> dict[str, A
 
 def _record(*, source_id: int, state: dict[str, Any] | None = None, error: BaseException | None = None) -> None:
     """The outcome of a sync on its Source: state and schedule on success; error and back-off on failure."""
-    from search.ingest.runner import job_error_text
+    from search.ingest.jobs import job_error_text
     from search.models import Source
 
     now = timezone.now()
@@ -269,7 +272,7 @@ def enqueue_due_syncs(*, now: datetime | None = None) -> list[str]:
 
     Rows are claimed with SKIP LOCKED and their next_sync_at pushed forward in the same transaction, so two
     beat runs (or two schedulers) never queue the same sync twice."""
-    from search.ingest.runner import start_ingest
+    from search.ingest.jobs import start_ingest
     from search.models import Source
 
     now = now or timezone.now()
@@ -304,3 +307,19 @@ def sync_history(*, dataset: Dataset, limit: int = 50) -> list[IngestJob]:
 def source_token(source: Source) -> str:
     """The decrypted token for the fetcher; never for a response or a log line."""
     return secrets.decrypt(source.secret)
+
+
+def reingest(*, dataset: Dataset, user: User | None = None) -> IngestJob:
+    """Re-run the dataset's last source through the incremental runner (unchanged files are skipped).
+
+    A dataset that follows a git or web source is synced instead (start_sync): its last job's
+    `source` is a URL for display, and a sync must keep its one-at-a-time rule (409 sync_running)."""
+    from search.ingest.jobs import start_ingest
+    from search.ingest.maintenance import last_ingest
+
+    if source_of(dataset) is not None:
+        return start_sync(dataset=dataset, user=user, trigger="admin")
+    job = last_ingest(dataset=dataset)
+    if job is None:
+        raise ValueError(f"dataset {dataset.name!r} has never been ingested: run `manage.py ingest` once first")
+    return start_ingest(dataset=dataset, source=job.source, kind=job.kind, options=job.options, user=user)

@@ -113,8 +113,9 @@ def build_pool(root: Path) -> Pool:
     """Ingest the pool for real (chunker, embeddings, outbox, Qdrant) into project `pool-home`."""
     from projects.models import Dataset, Project
     from search.engine.index import apply_outbox
-    from search.ingest.runner import ingest_rulebook, start_ingest
+    from search.ingest.jobs import start_ingest
     from search.models import Chunk, Document
+    from search.rules.ingest import ingest_rulebook
 
     home, _ = Project.objects.get_or_create(slug="pool-home", defaults={"name": "Pool home"})
     ds_ids = []

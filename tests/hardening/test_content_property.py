@@ -46,7 +46,7 @@ def _zip(keys: set[str]) -> bytes:
 
 
 def _run_pending() -> None:
-    from search.ingest.runner import run_job
+    from search.ingest.jobs import run_job
     from search.models import IngestJob
 
     for job in IngestJob.objects.filter(status="pending"):

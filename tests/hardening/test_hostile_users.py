@@ -53,7 +53,7 @@ def test_a_backtracking_include_pattern_runs_in_linear_time_against_every_link()
 
 @pytest.mark.timeout(120)
 def test_a_crawl_whose_pattern_would_backtrack_finishes_at_the_sites_pace(team, settings):
-    from search.ingest.runner import run_job
+    from search.ingest.jobs import run_job
     from search.models import IngestJob, Source
     from search.sources.sync import start_sync
 
@@ -180,7 +180,7 @@ def test_a_nul_in_an_mcp_tool_argument_is_the_apis_400_as_a_tool_error(team, api
 def test_a_failed_job_tells_a_code_and_a_fixed_sentence_never_a_server_path(team, monkeypatch):
     from django.conf import settings as dj
 
-    from search.ingest.runner import run_job
+    from search.ingest.jobs import run_job
     from search.models import IngestJob
 
     def boom(**kw):

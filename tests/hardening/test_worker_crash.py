@@ -132,8 +132,8 @@ def test_ingest_killed_mid_run_is_resumed_by_a_new_worker_with_nothing_lost_or_d
     from projects.models import Dataset
     from search.engine.encoders import dense_model_id
     from search.engine.index import apply_outbox, pending_outbox
+    from search.ingest.jobs import start_ingest
     from search.ingest.locks import runner_alive
-    from search.ingest.runner import start_ingest
     from search.models import Chunk, Document, EmbeddingCache, IngestJob
 
     tree = write_tree(tmp_path / "bigrepo", N_FILES)
@@ -284,8 +284,8 @@ def test_recovery_requeues_a_running_job_whose_runner_died_once_and_leaves_a_liv
 
 
 def test_a_second_delivery_of_a_job_being_run_steps_aside(transactional_db, code_dataset):
+    from search.ingest.jobs import run_job
     from search.ingest.locks import JobBusy, hold_job_lock
-    from search.ingest.runner import run_job
     from search.models import Chunk, IngestJob
     from search.tasks import run_ingest_job
 
@@ -300,7 +300,7 @@ def test_a_second_delivery_of_a_job_being_run_steps_aside(transactional_db, code
 
 
 def test_a_redelivered_message_for_a_finished_job_changes_nothing(transactional_db, code_dataset):
-    from search.ingest.runner import run_job, start_ingest
+    from search.ingest.jobs import run_job, start_ingest
     from search.models import Chunk, IndexOutbox, IngestJob
 
     ds, repo = code_dataset

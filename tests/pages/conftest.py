@@ -50,7 +50,7 @@ def member(make_user, make_project):
 def code_dataset(member, tmp_path):
     from projects.models import Dataset
     from search.engine.index import apply_outbox
-    from search.ingest.runner import start_ingest
+    from search.ingest.jobs import start_ingest
 
     _, project = member
     root = tmp_path / "repo"
@@ -68,7 +68,7 @@ def code_dataset(member, tmp_path):
 def rules_dataset(member, tmp_path):
     from projects.models import Dataset
     from search.engine.index import apply_outbox
-    from search.ingest.runner import start_ingest
+    from search.ingest.jobs import start_ingest
 
     _, project = member
     root = tmp_path / "book"

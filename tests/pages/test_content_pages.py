@@ -36,7 +36,7 @@ def pages(make_user, make_project, edge_index, monkeypatch):
 
 
 def test_an_editor_adds_a_dataset_uploads_a_zip_and_sees_progress_then_documents(pages):
-    from search.ingest.runner import run_job
+    from search.ingest.jobs import run_job
 
     owner, _ = pages
     resp = owner.post("/projects/team/datasets/new", {"name": "shop", "kind": "code"})

@@ -97,7 +97,7 @@ class IngestView(APIView):
                    responses={202: s.IngestJobSerializer, 403: ErrorSerializer, **_ERRS}, tags=["context"])
     def post(self, request: Request, slug: str) -> Response:
         from projects.models import Dataset
-        from search.ingest.runner import start_ingest
+        from search.ingest.jobs import start_ingest
 
         project = project_for_member(user=request.user, slug=slug)
         authorize("ingest.path", user=request.user, project=project)

@@ -31,8 +31,8 @@ class Command(BaseCommand):
 
         from accounts.models import User
         from projects.models import Dataset, Membership, Project
+        from search.ingest.jobs import start_ingest
         from search.ingest.progress import file_progress
-        from search.ingest.runner import start_ingest
 
         source = Path(opts["path"]).expanduser().resolve()
         if not source.exists():

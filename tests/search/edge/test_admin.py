@@ -22,7 +22,7 @@ def staff_client(client, make_user):
 @pytest.fixture
 def dataset(make_user, make_project, tmp_path):
     from projects.models import Dataset
-    from search.ingest.runner import start_ingest
+    from search.ingest.jobs import start_ingest
 
     project = make_project("adm", make_user())
     for rel, text in FILES.items():

@@ -1,6 +1,6 @@
 """Self-serve content (issue 13 §2): push, upload, delete, jobs, quotas — through the API as a team would.
 
-Jobs are run with search.ingest.runner.run_job, which is what the Celery worker calls (the request's
+Jobs are run with search.ingest.jobs.run_job, which is what the Celery worker calls (the request's
 on_commit hook never fires inside a test transaction)."""
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def team(make_user, make_project, client_for, edge_index, monkeypatch):
 
 
 def _run(resp) -> IngestJob:
-    from search.ingest.runner import run_job
+    from search.ingest.jobs import run_job
 
     assert resp.status_code == 202, resp.content
     job = IngestJob.objects.get(pk=resp.json()["id"])
@@ -325,7 +325,7 @@ def test_an_archive_mirror_decides_what_to_remove_when_it_writes_not_when_it_sta
     """Two jobs of one dataset in flight: a push commits while an upload is still embedding. The upload's mirror
     must see the pushed document (it is not in the archive, so it goes), not the dataset as it was."""
     from search.ingest import staged
-    from search.ingest.runner import run_job
+    from search.ingest.jobs import run_job
 
     upload = _upload(team["owner"], f"{team['base']}/uploads", "shop.zip",
                      _zip({"billing/ledger.py": LEDGER_PY.encode()}))

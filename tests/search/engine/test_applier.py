@@ -22,7 +22,7 @@ def _watermark(index) -> int:
 def _ingest_unapplied(project, code_repo):
     """An ingest whose outbox is still pending (what a Celery worker leaves behind for the applier)."""
     from projects.models import Dataset
-    from search.ingest.runner import start_ingest
+    from search.ingest.jobs import start_ingest
 
     ds = Dataset.objects.create(project=project, name="shop", kind="code")
     return start_ingest(dataset=ds, source=str(code_repo), kind="code", sync=True, apply_index=False)
@@ -117,7 +117,7 @@ def test_background_applier_indexes_what_a_worker_writes_without_any_query(
     from search.engine.applier import BackgroundApplier
     from search.engine.index import wait_until_indexed
     from search.engine.pipeline import run_query
-    from search.ingest.runner import start_ingest
+    from search.ingest.jobs import start_ingest
     from search.models import Chunk, IngestJob
 
     alice = make_user()

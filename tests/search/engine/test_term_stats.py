@@ -41,7 +41,7 @@ def _chunks_with(dataset, term: int) -> int:
 
 
 def test_triggers_count_each_datasets_chunks_and_terms_through_writes_and_deletes(make_project, code_repo):
-    from search.ingest.runner import delete_documents
+    from search.ingest.writer import delete_documents
 
     ds, _ = ingest(make_project("shop"), "src", code_repo, repo="shop", apply_index=False)
     credit = _term("credits")
@@ -141,7 +141,7 @@ def test_concurrent_writers_of_one_dataset_neither_deadlock_nor_miscount(make_pr
 
     from projects.models import Dataset
     from search.ingest.base import ChunkDraft, DocumentDraft
-    from search.ingest.runner import write_documents
+    from search.ingest.writer import write_documents
 
     texts = ["def deduct_credits(wallet, amount):\n    return wallet.balance - amount",
              "def grant_bonus(wallet, amount):\n    wallet.balance += amount",

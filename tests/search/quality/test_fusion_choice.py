@@ -11,7 +11,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from search.quality.fusion_choice import DEFAULT, PROSE_DEFAULT, FusionSetting, choose, kind_default, ndcg10
+from search.engine.fusion_settings import DEFAULT, PROSE_DEFAULT, FusionSetting, kind_default
+from search.quality.fusion_choice import choose, ndcg10
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
 
 

@@ -173,7 +173,7 @@ def test_too_few_training_queries_is_a_clear_error_and_writes_nothing(edge_index
 def toy_project(make_user, make_project, edge_index, collection):
     """A project owning the toy collection as its own dataset (no feedback yet)."""
     from search.engine.index import apply_outbox, get_index
-    from search.ingest.runner import sync_documents
+    from search.ingest.writer import sync_documents
     from search.quality.evaluation import beir_documents, load_beir
 
     owner = make_user("owner@example.com")

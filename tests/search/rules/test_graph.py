@@ -7,7 +7,7 @@ import pytest
 
 from search.rules.graph import apply_graph_boost, build_graph, compute_boosts
 from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture
-from tests.search.test_rules_enrichment import SRD
+from tests.search.ingest.test_rules_enrichment import SRD
 
 # ---------------------------------------------------------------------------------------- pure boost arithmetic
 

@@ -2,7 +2,7 @@
 may do what; unsafe addresses and local paths refused before anything is stored; a followed dataset refuses
 pushes and uploads.
 
-Jobs are run with search.ingest.runner.run_job, what the Celery worker calls (a request's on_commit hook never
+Jobs are run with search.ingest.jobs.run_job, what the Celery worker calls (a request's on_commit hook never
 fires inside a test transaction). A sync that must fail points at a closed port on 127.0.0.1 (allowed by the
 test's SOURCES_ALLOWED_NETWORKS), so it fails fast whatever the git fetcher does."""
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _put(client, base: str, source: dict, **extra):
 
 
 def _run(job_id: str) -> IngestJob:
-    from search.ingest.runner import run_job
+    from search.ingest.jobs import run_job
 
     try:
         run_job(job=IngestJob.objects.get(pk=job_id))
@@ -91,7 +91,7 @@ def test_a_dataset_without_a_source_shows_null(team):
 
 def test_removing_the_source_keeps_the_documents_and_a_second_remove_is_404_no_source(team):
     from search.ingest.base import ChunkDraft, DocumentDraft
-    from search.ingest.runner import write_documents
+    from search.ingest.writer import write_documents
 
     write_documents(dataset=team["code"], drafts=[DocumentDraft(
         path="a.py", repo="r", lang="python", title="a", content_hash="h",
@@ -295,7 +295,7 @@ def test_a_web_site_synced_through_the_api_shows_what_the_crawl_indexed(team, se
     """A web dataset follows a small site served here on 127.0.0.1: the sync's job and history say what the crawl
     indexed, and the dataset holds exactly those pages."""
     from projects.models import Dataset
-    from search.ingest.runner import run_job
+    from search.ingest.jobs import run_job
     from tests.search.sources.site_server import LocalSite, html_page
 
     settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]
@@ -331,7 +331,7 @@ def test_a_repository_synced_through_the_api_reingests_exactly_the_changed_file(
     """Staff point the dataset at a file:// repository; the first sync is a full one, a commit that changes one
     file re-ingests exactly that file (the job and the history say so), and an unchanged re-sync embeds nothing."""
     from projects.models import Membership
-    from search.ingest.runner import run_job
+    from search.ingest.jobs import run_job
     from tests.search.ctx_fixtures import LEDGER_PY, ROUTES_JS
 
     settings.SOURCES_GIT_DIR = git_remote.work.parent / "mirrors"

@@ -95,7 +95,7 @@ def test_the_staff_only_note_is_shown_to_members_and_the_path_option_to_staff(pa
 
 
 def test_sync_now_queues_a_job_and_the_failure_shows_as_the_last_error_and_in_the_history(pages, settings):
-    from search.ingest.runner import run_job
+    from search.ingest.jobs import run_job
 
     settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     with socket.socket() as s:

@@ -180,7 +180,7 @@ def test_a_failed_sync_run_by_the_worker_task_counts_once_not_once_per_retry(db,
 
 
 def test_a_sync_whose_source_was_removed_before_it_ran_fails_saying_so(db, make_source):
-    from search.ingest.runner import run_job
+    from search.ingest.jobs import run_job
 
     source = make_source("removed")
     job = sync.start_sync(dataset=source.dataset, trigger="manual")

@@ -1,4 +1,4 @@
-"""The ingest runner survives a source that changes under it."""
+"""Ingest jobs: a file job survives a source that changes under it; progress counts every file; job types are a registry."""
 from __future__ import annotations
 
 import pytest
@@ -8,21 +8,21 @@ pytestmark = pytest.mark.django_db
 
 def test_file_removed_between_walk_and_read_is_skipped_not_fatal(make_user, make_project, tmp_path, monkeypatch):
     from projects.models import Dataset
-    from search.ingest import runner
+    from search.ingest import files, jobs
     from search.models import Chunk
 
     (tmp_path / "keep.py").write_text('def keep():\n    """Stays."""\n    return 1\n')
     (tmp_path / "gone.py").write_text('def gone():\n    return 2\n')
-    real = runner._source_files
+    real = files._source_files
 
     def walk_then_delete(kind, root):
         files = real(kind, root)
         (tmp_path / "gone.py").unlink()
         return files
 
-    monkeypatch.setattr(runner, "_source_files", walk_then_delete)
+    monkeypatch.setattr(files, "_source_files", walk_then_delete)
     ds = Dataset.objects.create(project=make_project("race", make_user()), name="code", kind="code")
-    job = runner.start_ingest(dataset=ds, source=str(tmp_path), kind="code", sync=True)
+    job = jobs.start_ingest(dataset=ds, source=str(tmp_path), kind="code", sync=True)
     assert job.status == "done"
     assert job.files_total == 2 and job.files_done == 2 and job.files_skipped == 1
     assert set(Chunk.objects.filter(dataset=ds).values_list("path", flat=True)) == {"keep.py"}
@@ -32,8 +32,8 @@ def test_file_removed_between_walk_and_read_is_skipped_not_fatal(make_user, make
 def test_progress_bar_counts_every_file_for_code_and_rules(make_user, make_project, tmp_path, kind):
     """The command's tqdm bar ends at files_total for both paths (rules used to stay at 0 files)."""
     from projects.models import Dataset
+    from search.ingest.jobs import start_ingest
     from search.ingest.progress import file_progress
-    from search.ingest.runner import start_ingest
 
     for i in range(3):
         body = f"def f{i}():\n    return {i}\n" if kind == "code" else f"# Rule {i}\n\nThe rule number {i} applies.\n"

@@ -1,0 +1,189 @@
+"""Persist documents: chunks + cached vectors + index outbox in one transaction per file batch.
+
+Why this shape: Postgres is the truth and Qdrant a projection (DESIGN.md), so
+ingestion never talks to Qdrant. A crash between batches leaves whole files
+written or not at all; re-running the job skips what is already there by
+content hash and finishes with no duplicates. Vectors are cached by
+(model id, text hash), so a moved or renamed file re-embeds nothing.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+from django.db.models import F
+
+from search.ingest.base import DocumentDraft, embed_input
+
+if TYPE_CHECKING:
+    from projects.models import Dataset
+    from search.models import IngestJob
+
+log = logging.getLogger(__name__)
+
+
+log = logging.getLogger(__name__)
+
+
+FILE_BATCH = 32
+
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+def cache_vectors(*, drafts: list[DocumentDraft]) -> dict[str, int]:
+    """Embed the chunks whose vectors are not cached yet and cache them; -> {"embedded", "cached"}.
+
+    Separate from writing so a job can do the slow part first, with progress, and then write a whole
+    upload in one short transaction (search.ingest.staged): the cache is shared and changes no dataset."""
+    from search.engine.encoders import fill_embedding_cache
+
+    return fill_embedding_cache([embed_input(c) for d in drafts for c in d.chunks])
+
+
+def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: IngestJob | None = None) -> dict[str, int]:
+    """Replace these documents' chunks (by path) in one transaction; embed only cache misses.
+
+    The rules chunker and the BEIR loader call this too: any ChunkDraft list works.
+    """
+    from search.engine.encoders import dense_model_id, text_hash
+    from search.engine.sparse import document_term_ids, sparse_document_text
+    from search.engine.term_stats import lock_dataset_writes
+    from search.models import Chunk, Document, IndexOutbox
+
+    model_id = dense_model_id()
+    stats = {"chunks": 0, **cache_vectors(drafts=drafts)}
+    with transaction.atomic():
+        lock_dataset_writes(dataset_id=dataset.pk)  # writers of one dataset take turns (search.engine.term_stats)
+        paths = [d.path for d in drafts]
+        # The search_chunk trigger (migration 0002) queues the index deletes for these rows.
+        Chunk.objects.filter(dataset=dataset, path__in=paths).delete()
+        new_chunks = []
+        for d in drafts:
+            doc, _ = Document.objects.update_or_create(
+                dataset=dataset, path=d.path,
+                defaults={"repo": d.repo, "url": d.url, "lang": d.lang, "title": d.title[:500],
+                          "content_hash": d.content_hash, "macro_summary": d.macro_summary, "meta": d.meta,
+                          "external_id": d.external_id,
+                          "size_bytes": d.size_bytes or sum(len(c.text.encode()) for c in d.chunks)})
+            for ordinal, c in enumerate(d.chunks):
+                new_chunks.append(Chunk(
+                    document=doc, dataset=dataset, ordinal=ordinal, kind=c.kind, repo=d.repo, path=d.path,
+                    lang=d.lang, symbol=c.symbol[:500], heading_path=[h[:500] for h in c.heading_path],
+                    start_line=c.start_line, end_line=c.end_line, text=c.text, micro_summary=c.micro_summary,
+                    text_hash=text_hash(embed_input(c)), ruleset_id=c.ruleset_id, book_id=c.book_id,
+                    section_path=[s[:500] for s in c.section_path], page=c.page, content_kind=c.content_kind,
+                    tags=c.tags, traits=c.traits, is_rule_bearing=c.is_rule_bearing, meta=c.meta,
+                    terms=document_term_ids(sparse_document_text(text=c.text, path=d.path, symbol=c.symbol[:500],
+                                                                 heading_path=[h[:500] for h in c.heading_path]),
+                                           kind=c.kind)))
+        created = Chunk.objects.bulk_create(new_chunks, batch_size=500)
+        IndexOutbox.objects.bulk_create(
+            [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in created],
+            batch_size=1000)
+        stats["chunks"] = len(created)
+        if job is not None:
+            type(job).objects.filter(pk=job.pk).update(
+                files_done=F("files_done") + len(drafts), chunks_written=F("chunks_written") + len(created),
+                embeddings_computed=F("embeddings_computed") + stats["embedded"],
+                embeddings_cached=F("embeddings_cached") + stats["cached"])
+    return stats
+
+
+def delete_documents(*, dataset: Dataset, paths: Iterable[str]) -> int:
+    """Remove documents (and their chunks) in one transaction.
+
+    The index deletes are queued by the search_chunk trigger (migration 0002) in
+    this same transaction, as for every other way a chunk leaves.
+    """
+    from search.models import Chunk, Document
+
+    paths = list(paths)
+    if not paths:
+        return 0
+    with transaction.atomic():
+        Chunk.objects.filter(dataset=dataset, path__in=paths).delete()
+        Document.objects.filter(dataset=dataset, path__in=paths).delete()
+    return len(paths)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A source entry that yields no draft. `keep`: its stored document stays (its content is unchanged);
+    otherwise (ignored, unreadable, not parseable) it counts as gone, and a sync with delete_missing removes it."""
+
+    path: str
+    keep: bool = False
+
+
+def sync_documents(*, dataset: Dataset, drafts: Iterable[DocumentDraft | Skip], job: IngestJob | None = None,
+                   delete_missing: bool = True, progress: Progress | None = None) -> dict[str, int]:
+    """The one incremental sync of a whole source: unchanged documents are skipped by content hash, changed
+    ones rewritten in batches of FILE_BATCH (each batch one transaction), and with `delete_missing` the
+    documents the source no longer has are deleted.
+
+    Every reader of a whole source feeds it: the file walker of code and web jobs, rulebooks and BEIR.
+    With a job, its counters follow (files_done, files_skipped, files_deleted). `progress` gets
+    {"path", "skipped", "files"} once per entry."""
+    from search.models import Document, IngestJob
+
+    existing = dict(Document.objects.filter(dataset=dataset).values_list("path", "content_hash"))
+    seen: set[str] = set()
+    batch: list[DocumentDraft] = []
+    stats = {"files": 0, "skipped": 0, "deleted": 0, "chunks": 0, "embedded": 0, "cached": 0}
+
+    def flush() -> None:
+        nonlocal batch
+        if batch:
+            _add(stats, write_documents(dataset=dataset, drafts=batch, job=job))
+            batch = []
+
+    for item in drafts:
+        stats["files"] += 1
+        if isinstance(item, Skip):
+            unchanged, skipped = item.keep, True
+        else:
+            unchanged = skipped = existing.get(item.path) == item.content_hash
+        if unchanged or not skipped:
+            seen.add(item.path)
+        if skipped:
+            stats["skipped"] += 1
+            if job is not None:
+                IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + 1,
+                                                           files_skipped=F("files_skipped") + 1)
+        else:
+            batch.append(item)
+            if len(batch) >= FILE_BATCH:
+                flush()
+        if progress:
+            progress({"path": item.path, "skipped": skipped, "files": stats["files"]})
+    flush()
+    if delete_missing:
+        stats["deleted"] = delete_documents(dataset=dataset, paths=[p for p in existing if p not in seen])
+        if job is not None:
+            IngestJob.objects.filter(pk=job.pk).update(files_deleted=stats["deleted"])
+    return stats
+
+
+def _add(stats: dict[str, int], part: dict[str, int]) -> None:
+    for k in ("chunks", "embedded", "cached"):
+        stats[k] += part[k]
+
+
+def apply_own_writes() -> int:
+    """A writer in the process that can own the index applies what it wrote; -> rows applied.
+
+    If another process owns the embedded store (a running web server), opening it fails: that process's
+    applier thread was woken by the outbox NOTIFY and applies it instead.
+    """
+    from config.errors import DependencyDown
+    from search.engine.index import apply_outbox
+
+    try:
+        return apply_outbox()
+    except DependencyDown as exc:
+        log.info("index not applied here (%s); its owner's applier will apply it", exc.detail)
+        return 0

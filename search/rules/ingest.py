@@ -1,0 +1,58 @@
+"""Rulebook ingest: chunk and enrich a book, persist it, then refresh its traversal config and chunk graph.
+
+Why in rules/ and not ingest/: the reader (search.ingest.rules) stays pure, text in and drafts out, and the graph
+and traversal config this step builds belong to the rules lawyer.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from search.ingest.jobs import register
+from search.ingest.writer import Progress, sync_documents
+
+if TYPE_CHECKING:
+    from projects.models import Dataset
+    from search.models import IngestJob
+
+log = logging.getLogger(__name__)
+
+
+@register("rules")
+def run_rules(*, job: IngestJob, progress: Progress | None) -> None:
+    """Rulebooks are chunked and enriched by search.ingest.rules, persisted through sync_documents."""
+    ingest_rulebook(dataset=job.dataset, path=job.source, job=job, progress=progress, **dict(job.options))
+
+
+def ingest_rulebook(*, dataset: Dataset, path: str | Path, ruleset_id: str = "", book_id: str = "",
+                    job: IngestJob | None = None, graph: bool = True, progress: Progress | None = None,
+                    **options: Any) -> dict[str, Any]:
+    """Chunk, enrich and persist a rulebook, then refresh the ruleset's traversal config and the book's graph.
+
+    Document paths are prefixed with the book id, so two books in one dataset never collide and a
+    citation's file names its book. Unchanged files are skipped by content hash (sync_documents).
+    Here, not in search.ingest.rules, so that module stays pure (text in, drafts out) like code.py.
+    """
+    from search.ingest.rules import read_rulebook
+    from search.rules.graph import build_graph
+    from search.rules.traversal import build_default_config
+
+    ruleset_id = ruleset_id or options.get("ruleset") or dataset.name
+    book_id = book_id or options.get("book") or Path(path).stem
+    if not Path(path).exists():
+        raise FileNotFoundError(f"rulebook source {path} does not exist")
+    drafts = read_rulebook(path=path, ruleset_id=ruleset_id, book_id=book_id)
+    for d in drafts:
+        d.path = f"{book_id}/{d.path}"
+    if job is not None:
+        type(job).objects.filter(pk=job.pk).update(files_total=len(drafts))
+    stats: dict[str, Any] = dict(sync_documents(dataset=dataset, drafts=drafts, job=job, delete_missing=False,
+                                                progress=progress))
+    if graph:
+        config = build_default_config(ruleset_id=ruleset_id)
+        stats["graph_edges"] = build_graph(dataset_id=dataset.pk, ruleset_id=ruleset_id, book_id=book_id,
+                                           config=config).edges
+        stats["traversal_config_version"] = config.version
+    stats.update(ruleset_id=ruleset_id, book_id=book_id)
+    return stats
