@@ -34,6 +34,7 @@ from search.models import (
 )
 from search.rules import traversal
 from search.sources import sync
+from search.sources.registry import SOURCE_TYPES
 from search.tasks import reembed_dataset
 
 if TYPE_CHECKING:
@@ -322,6 +323,7 @@ class SourceAdminForm(forms.ModelForm):
     token = forms.CharField(required=False, strip=False, widget=forms.PasswordInput(render_value=False),
                             help_text="Write-only: stored encrypted, never shown. Blank keeps the stored token.")
     clear_token = forms.BooleanField(required=False, help_text="Remove the stored token.")
+    type = forms.ChoiceField(choices=lambda: [(name, name) for name in SOURCE_TYPES])
 
     class Meta:
         model = Source

@@ -11,7 +11,7 @@ def _drop_git_mirror(sender: type, instance: object, **kwargs: object) -> None:
     once the delete commits, whether the source was removed or its dataset or project was deleted (CASCADE)."""
     from django.db import transaction
 
-    from search.sources.gitsync import remove_mirror
+    from search.sources.git.sync import remove_mirror
 
     if getattr(instance, "type", "") == "git":
         source_id = instance.pk

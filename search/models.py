@@ -169,12 +169,9 @@ class Source(models.Model):
     state (last commit, schedule, failures) changes on every sync and belongs to search, which runs it.
     Each sync is an IngestJob with options.origin == "sync": its history, progress and errors are the job's."""
 
-    class Type(models.TextChoices):
-        GIT = "git"
-        WEB = "web"
-
     dataset = models.OneToOneField("projects.Dataset", on_delete=models.CASCADE, related_name="source")
-    type = models.CharField(max_length=8, choices=Type.choices)
+    # a registered source type (search.sources.registry); no `choices` here, so a new type needs no migration
+    type = models.CharField(max_length=8)
     # git: {"url", "ref", "subdir"}; web: {"seeds", "scope", "max_pages", "max_depth", "include", "exclude"}
     config = models.JSONField(default=dict)
     # the credential (a token), encrypted by search.sources.secrets; never logged, never returned

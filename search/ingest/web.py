@@ -162,7 +162,7 @@ def web_document(*, rel: str, data: bytes, repo: str = "") -> tuple[DocumentDraf
 def web_document_from_bytes(*, rel: str, data: bytes, markdown: bool, repo: str = "", url: str = "",
                             encoding: str = "utf-8") -> tuple[DocumentDraft | None, str]:
     """One page's bytes -> a draft (or None and why). Shared by saved files and the web crawler
-    (search/sources/crawler.py), so a crawled page is extracted exactly like the same page saved to disk.
+    (search/sources/web/crawler.py), so a crawled page is extracted exactly like the same page saved to disk.
 
     `markdown`: the bytes are Markdown or plain text, kept as they are. `url`: the page's identity (a crawl's
     canonical URL), which wins over the one trafilatura reads from the page and goes on every chunk."""

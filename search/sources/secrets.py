@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from typing import TYPE_CHECKING
 
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from search.models import Source
 
 
 class SecretUnreadable(RuntimeError):
@@ -35,3 +39,8 @@ def decrypt(blob: bytes | memoryview | None) -> str:
     except InvalidToken:
         raise SecretUnreadable("the source's stored token cannot be decrypted (was SOURCES_SECRET_KEY changed?); "
                                "set the token again") from None
+
+
+def source_token(source: Source) -> str:
+    """The decrypted token for the fetcher; never for a response or a log line."""
+    return decrypt(source.secret)

@@ -23,6 +23,7 @@ from config.errors import BadInput, Conflict, NotFound
 from projects import policy
 from search.ingest.jobs import register
 from search.sources import secrets
+from search.sources.registry import source_type
 from search.sources.spec import SourceSpec, display_url, parse_interval, parse_source, parse_token
 
 if TYPE_CHECKING:
@@ -220,14 +221,7 @@ def run_sync(*, job: IngestJob, progress: Progress | None = None) -> dict[str, A
     if source is None:
         raise NotFound("The dataset's source was removed before its sync ran.", code="source_removed")
     try:
-        if source.type == Source.Type.GIT:
-            from search.sources.gitsync import sync_git
-
-            state = sync_git(job=job, source=source, progress=progress)
-        else:
-            from search.sources.crawler import crawl_site
-
-            state = crawl_site(job=job, source=source, progress=progress)
+        state = source_type(source.type).sync(job=job, source=source, progress=progress)
     except Exception as exc:
         _record(source_id=source.pk, error=exc)
         raise
@@ -302,11 +296,6 @@ def sync_history(*, dataset: Dataset, limit: int = 50) -> list[IngestJob]:
     for job in jobs:
         job.summary = summarize_result(job.result)
     return jobs
-
-
-def source_token(source: Source) -> str:
-    """The decrypted token for the fetcher; never for a response or a log line."""
-    return secrets.decrypt(source.secret)
 
 
 def reingest(*, dataset: Dataset, user: User | None = None) -> IngestJob:

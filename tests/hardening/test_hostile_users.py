@@ -43,7 +43,7 @@ def _err(resp, status: int, code: str | None = None, field: str | None = None) -
 # --------------------------------------------------------------------------- 3. user patterns in shared workers
 @pytest.mark.timeout(60)
 def test_a_backtracking_include_pattern_runs_in_linear_time_against_every_link():
-    from search.sources.urls import Scope
+    from search.sources.web.urls import Scope
 
     scope = Scope(seeds=["http://127.0.0.1/"], include=[EVIL], exclude=[EVIL])
     # Python's engine would not return from this within the test's time limit (each added 'a' doubles it)

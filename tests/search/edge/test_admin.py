@@ -152,7 +152,7 @@ def test_the_failing_sources_filter_lists_only_sources_whose_syncs_fail_with_the
 
 def test_the_admin_token_is_write_only_and_stored_encrypted(staff_client, sources):
     from search.models import Source
-    from search.sources.sync import source_token
+    from search.sources.secrets import source_token
 
     ok, _ = sources
     url = reverse("admin:search_source_change", args=[ok.pk])

@@ -72,7 +72,7 @@ def test_an_editor_sets_a_git_source_and_the_dataset_shows_it_without_ever_the_t
         assert TOKEN.encode() not in raw
     source = Source.objects.get(dataset=team["code"])
     assert TOKEN.encode() not in bytes(source.secret)  # encrypted at rest
-    from search.sources.sync import source_token
+    from search.sources.secrets import source_token
 
     assert source_token(source) == TOKEN
 

@@ -22,7 +22,7 @@ from dulwich.web import make_wsgi_chain
 
 from config.errors import ApiError
 from search.models import Chunk, Document, IngestJob
-from search.sources import gitsync
+from search.sources.git import sync as gitsync
 from search.sources.spec import SourceSpec
 from search.sources.sync import set_source, start_sync
 from tests.search.ctx_fixtures import edge_index, ingest  # noqa: F401

@@ -1,7 +1,7 @@
 """Links, canonical URL and robots meta read from a crawled page; entries read from a sitemap."""
 from __future__ import annotations
 
-from search.sources.links import page_links, sitemap_entries
+from search.sources.web.links import page_links, sitemap_entries
 
 PAGE = """<html><head><base href="/docs/"><link rel="Canonical" href="guide.html?utm_source=x">
 <meta name="robots" content="index, follow"></head><body>

@@ -117,7 +117,7 @@ def test_the_connection_goes_to_the_checked_address_even_if_dns_answers_differen
         settings, site, monkeypatch):
     """DNS rebinding: the name resolves to an allowed address when checked and to the metadata address after.
     The fetcher resolves once and connects to what it checked, with the name in the Host header."""
-    from search.sources.fetcher import Fetcher
+    from search.sources.web.fetcher import Fetcher
 
     settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     site.page("/page.html", "hello", content_type="text/plain")
@@ -175,7 +175,7 @@ def test_https_goes_to_the_checked_address_with_the_name_as_sni_and_certificate_
         settings, tmp_path, monkeypatch):
     """The connection is made to the IP literal that was checked, yet TLS sends the host name (SNI) and the
     certificate is verified against that name: a certificate for the name passes, the IP is never trusted."""
-    from search.sources.fetcher import Fetcher
+    from search.sources.web.fetcher import Fetcher
 
     settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     server_ctx, client_ctx = _self_signed(tmp_path, "docs.sni.test")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from search.sources.urls import Scope, normalize_url
+from search.sources.web.urls import Scope, normalize_url
 
 
 @pytest.mark.parametrize(("raw", "expected"), [

@@ -2,7 +2,7 @@
 
 Why the crawl is a generator fed to search.ingest.writer.sync_documents: the sync machinery every other source
 uses (content-hash skips, batched transactions, job counters, the outbox) then applies to pages too; the crawler
-only decides which URL becomes which draft. Fetches run in a few threads (search.sources.fetcher enforces the
+only decides which URL becomes which draft. Fetches run in a few threads (search.sources.web.fetcher enforces the
 per-host delay and concurrency); results are handled in the order they were queued, so two crawls of the same
 site make the same decisions.
 
@@ -34,9 +34,9 @@ from search.ingest.base import DocumentDraft
 from search.ingest.web import web_document_from_bytes
 from search.ingest.writer import Skip, delete_documents, sync_documents
 from search.sources import netguard
-from search.sources.fetcher import Fetched, Fetcher
-from search.sources.links import page_links, sitemap_entries
-from search.sources.urls import Scope, normalize_url, origin
+from search.sources.web.fetcher import Fetched, Fetcher
+from search.sources.web.links import page_links, sitemap_entries
+from search.sources.web.urls import Scope, normalize_url, origin
 
 if TYPE_CHECKING:
     from search.ingest.progress import Progress

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from search.sources.urls import normalize_url, unique
+from search.sources.web.urls import normalize_url, unique
 
 MAX_LINKS = 5000  # per page; a page with more is a link farm, the rest are not followed
 MAX_SITEMAP_URLS = 50_000  # the sitemaps.org limit per file

@@ -25,7 +25,7 @@ from protego import Protego
 
 from config.errors import BadInput
 from search.sources import netguard
-from search.sources.urls import normalize_url, origin
+from search.sources.web.urls import normalize_url, origin
 
 MAX_REDIRECTS = 5
 MAX_ROBOTS_BYTES = 512 * 1024  # what RFC 9309 asks a crawler to read at least

@@ -378,7 +378,7 @@ def sync_git(*, job: IngestJob, source: Source, progress: Progress | None = None
 
     Failures raise an ApiError whose sentence names what went wrong (unsafe address, unknown ref, missing
     repository, refused credentials, unreachable host), with the token scrubbed out."""
-    from search.sources.sync import source_token
+    from search.sources.secrets import source_token
 
     token = source_token(source) if source.secret else ""
     try:
