@@ -14,6 +14,7 @@ from projects.serializers import DatasetCreateSerializer, DatasetDetailSerialize
 from search.engine.fusion import FUSIONS, RULES_FUSIONS
 from search.engine.globs import MAX_GLOB_LENGTH
 from search.engine.pipeline import MAX_Q
+from search.sources.registry import SOURCE_TYPES
 
 
 class QueryFiltersSerializer(InputSerializer):
@@ -289,7 +290,7 @@ class UploadRequestSerializer(InputSerializer):
 class SourceSerializer(serializers.Serializer):
     """A dataset's source as the API shows it: whether a token is stored (`has_token`), never the token."""
 
-    type = serializers.ChoiceField(choices=["git", "web"])
+    type = serializers.ChoiceField(choices=list(SOURCE_TYPES))
     config = serializers.DictField(help_text="git: {url, ref, subdir}; web: {seeds, scope, max_pages, max_depth, "
                                              "include, exclude}; normalised as stored.")
     url = serializers.CharField(help_text="The git URL or the first seed.")

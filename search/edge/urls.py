@@ -3,6 +3,7 @@ from django.urls import path
 import config.converters  # noqa: F401 - registers <id:...>
 from search.edge.api import content as content_api
 from search.edge.api import context as api
+from search.edge.api import datasets
 from search.edge.api import rules as rules_api
 from search.edge.api import sources as sources_api
 from search.edge.pages import content as content_pages
@@ -11,6 +12,9 @@ from search.edge.pages import sources as sources_pages
 _DATASET = "api/projects/<slug:slug>/datasets/<id:dataset_id>"
 
 urlpatterns: list = [
+    path("api/projects/<slug:slug>/datasets", datasets.DatasetListView.as_view(), name="api-project-datasets"),
+    path("api/projects/<slug:slug>/datasets/<id:dataset_id>", datasets.DatasetDetailView.as_view(),
+         name="api-project-dataset"),
     path("api/projects/<slug:slug>/query", api.QueryView.as_view(), name="api-context-query"),
     path("api/projects/<slug:slug>/ingest", api.IngestView.as_view(), name="api-context-ingest"),
     path("api/ingest-jobs/<uuid:job_id>", api.IngestJobView.as_view(), name="api-ingest-job"),
