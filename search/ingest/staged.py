@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,10 +28,22 @@ from search.ingest.writer import FILE_BATCH, Progress, cache_vectors, delete_doc
 
 if TYPE_CHECKING:
     from projects.models import Dataset, Project
-    from search.models import IngestJob, StagedContent
+    from search.models import IngestJob
 
 log = logging.getLogger(__name__)
 WEB_SUFFIXES = (".html", ".htm", ".xhtml")
+
+# Upload readers for dataset kinds whose files are read as one tree, registered by the job that owns the kind
+# (search.rules.ingest registers "rules"), so this module needs no import from above it.
+_TREE_UPLOADS: dict[str, Callable[..., dict[str, Any]]] = {}
+
+
+def register_tree_upload(kind: str) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
+    """Register how an uploaded tree of a dataset `kind` is ingested (handler(*, job, root, staged, progress))."""
+    def add(handler: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        _TREE_UPLOADS[kind] = handler
+        return handler
+    return add
 
 
 def _read(*, kind: str, root: Path, rel: str, abs_path: Path, repo: str) -> DocumentDraft | None:
@@ -104,8 +116,8 @@ def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str,
                 archives.extract_archive(data=data, dest=tmp)
             else:
                 archives.stage_single_file(data=data, filename=staged.filename, dest=tmp)
-            if job.kind == "rules":
-                return _run_rules_upload(job=job, root=tmp, staged=staged, progress=progress)
+            if job.kind in _TREE_UPLOADS:  # a kind read as a whole tree (rulebooks: chunks link across files)
+                return _TREE_UPLOADS[job.kind](job=job, root=tmp, staged=staged, progress=progress)
             for rel, abs_path in _tree_items(kind=job.kind, root=tmp, repo=repo):
                 raw = abs_path.read_bytes()
                 seen.add(rel)
@@ -186,26 +198,3 @@ def _check_quota(*, project: Project, drafts: list[DocumentDraft], existing: dic
     add_chunks = sum(len(d.chunks) for d in drafts) - sum(r["n"] for r in replaced)
     add_bytes = sum(d.size_bytes for d in drafts) - sum(r["size_bytes"] for r in replaced)
     quotas.check(project=project, add_documents=add_docs, add_chunks=add_chunks, add_bytes=add_bytes)
-
-
-def _run_rules_upload(*, job: IngestJob, root: Path, staged: StagedContent,
-                      progress: Progress | None) -> dict[str, Any]:
-    """A rulebook (markdown tree or JSON) goes through the rulebook chunker and graph, in one transaction.
-
-    Its chunk count is known only once enriched, so the quota is checked after writing, inside the
-    transaction: past a quota, the raise rolls the whole book back."""
-    from projects import quotas
-    from projects.models import Project
-    from search.rules.ingest import ingest_rulebook
-
-    options = {k: v for k, v in job.options.items() if k not in ("origin", "mode", "repo")}
-    with transaction.atomic():
-        project = Project.objects.select_for_update().get(pk=job.dataset.project_id)
-        stats = ingest_rulebook(dataset=job.dataset, path=root, job=job, progress=progress, **options)
-        usage, limits = quotas.usage_of(project), quotas.limits_of(project)
-        for name in ("documents", "chunks", "bytes"):
-            if getattr(usage, name) > getattr(limits, name):
-                raise quotas.QuotaExceeded(f"This rulebook brings the project to {getattr(usage, name)} {name}; "
-                                           f"its quota is {getattr(limits, name)}.", field=name)
-        staged.delete()
-    return stats

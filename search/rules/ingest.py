@@ -9,12 +9,15 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from django.db import transaction
+
 from search.ingest.jobs import register
+from search.ingest.staged import register_tree_upload
 from search.ingest.writer import Progress, sync_documents
 
 if TYPE_CHECKING:
     from projects.models import Dataset
-    from search.models import IngestJob
+    from search.models import IngestJob, StagedContent
 
 log = logging.getLogger(__name__)
 
@@ -55,4 +58,27 @@ def ingest_rulebook(*, dataset: Dataset, path: str | Path, ruleset_id: str = "",
                                            config=config).edges
         stats["traversal_config_version"] = config.version
     stats.update(ruleset_id=ruleset_id, book_id=book_id)
+    return stats
+
+
+@register_tree_upload("rules")
+def run_rules_upload(*, job: IngestJob, root: Path, staged: StagedContent,
+                      progress: Progress | None) -> dict[str, Any]:
+    """A rulebook (markdown tree or JSON) goes through the rulebook chunker and graph, in one transaction.
+
+    Its chunk count is known only once enriched, so the quota is checked after writing, inside the
+    transaction: past a quota, the raise rolls the whole book back."""
+    from projects import quotas
+    from projects.models import Project
+
+    options = {k: v for k, v in job.options.items() if k not in ("origin", "mode", "repo")}
+    with transaction.atomic():
+        project = Project.objects.select_for_update().get(pk=job.dataset.project_id)
+        stats = ingest_rulebook(dataset=job.dataset, path=root, job=job, progress=progress, **options)
+        usage, limits = quotas.usage_of(project), quotas.limits_of(project)
+        for name in ("documents", "chunks", "bytes"):
+            if getattr(usage, name) > getattr(limits, name):
+                raise quotas.QuotaExceeded(f"This rulebook brings the project to {getattr(usage, name)} {name}; "
+                                           f"its quota is {getattr(limits, name)}.", field=name)
+        staged.delete()
     return stats

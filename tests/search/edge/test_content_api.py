@@ -349,3 +349,20 @@ def test_an_archive_mirror_decides_what_to_remove_when_it_writes_not_when_it_sta
     assert push_job.status == "done" and job.status == "done" and job.files_deleted == 1, job.error
     assert list(Document.objects.values_list("path", flat=True)) == ["billing/ledger.py"]
     _exact(team["index"])
+
+
+def test_an_uploaded_rulebook_goes_through_the_rules_reader_and_its_graph(team):
+    """A rules dataset's upload is read as one tree (search.rules.ingest registers it with the staged job), so
+    cross-references become graph edges."""
+    from projects.models import Dataset
+    from search.models import Document, GraphEdge
+
+    rules = Dataset.objects.create(project=team["project"], name="book", kind="rules")
+    book = (b"# Conditions\n\n## Grappled\n\nA grappled creature's speed becomes 0. See Escaping a Grapple.\n\n"
+            b"## Escaping a Grapple\n\nA grappled creature can use its action to escape, making a Strength "
+            b"(Athletics) check contested by the grappler.\n")
+    job = _run(_upload(team["owner"], f"/api/projects/team/datasets/{rules.pk}/uploads", "conditions.md", book,
+                       book="core"))
+    assert job.status == "done", job.error
+    assert Document.objects.filter(dataset=rules, path__startswith="core/").exists()
+    assert GraphEdge.objects.filter(dataset=rules, book_id="core").exists()
