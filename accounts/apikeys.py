@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING
 from django.utils import timezone
 
 from accounts.models import SCOPES, ApiKey, User
+from config.errors import BadInput, InsufficientScope
+from projects.access import key_project_ids, limit_to_key_projects
+from projects.models import Membership, Project
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
@@ -76,8 +79,6 @@ def verify_api_key(*, secret: str) -> ApiKey | None:
 def keys_visible_to(*, user: User) -> QuerySet[ApiKey]:
     """The user's keys that this request may list and revoke. A project-limited API key sees only keys limited
     within its own projects (so other projects' slugs do not leak through key listings); others see every key."""
-    from projects.access import key_project_ids
-
     keys = ApiKey.objects.filter(user=user)
     ids = key_project_ids(user)
     return keys if ids is None else keys.filter(project_ids__contained_by=sorted(ids))
@@ -87,7 +88,6 @@ def project_slugs(api_key: ApiKey) -> list[str] | None:
     """The slugs of the key's project limit (None = no limit); a deleted project drops out, the limit stays."""
     if api_key.project_ids is None:
         return None
-    from projects.models import Project
 
     return list(Project.objects.filter(pk__in=api_key.project_ids).order_by("slug").values_list("slug", flat=True))
 
@@ -102,10 +102,6 @@ def create_api_key(*, user: User, creator: ApiKey | None = None, name: str = "de
     creator's (403 insufficient_scope otherwise), its projects lie within the creator's limit (others are
     unknown to it: 400), and it expires no later than the creator. Omitted values default to the creator's.
     """
-    from config.errors import BadInput, InsufficientScope
-    from projects.access import limit_to_key_projects
-    from projects.models import Membership
-
     now = timezone.now()
     if scopes is not None:
         unknown = sorted(set(scopes) - set(SCOPES))

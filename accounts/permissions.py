@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 
 from rest_framework.permissions import BasePermission
 
+from accounts.models import ApiKey
 from accounts.scopes import SCOPES
+from config.errors import InsufficientScope
 
 if TYPE_CHECKING:
     from rest_framework.request import Request
@@ -62,8 +64,6 @@ class KeyScopePermission(BasePermission):
     """403 insufficient_scope (with `required_scope`) when the request's API key lacks the view's scope."""
 
     def has_permission(self, request: Request, view: APIView) -> bool:
-        from accounts.models import ApiKey
-
         key = request.auth
         if not isinstance(key, ApiKey):
             return True  # a session (pages, the browsable docs) has every scope
@@ -77,8 +77,6 @@ class KeyScopePermission(BasePermission):
 def require_scopes(key: ApiKey, wanted: tuple[str, ...]) -> None:
     """Raise 403 insufficient_scope (with `required_scope`) unless the key has every scope in `wanted`; the DRF
     permission above and the MCP server's tools (search.edge.mcp.server) refuse with the same error."""
-    from config.errors import InsufficientScope
-
     missing = [s for s in wanted if not key.has_scope(s)]
     if missing:
         raise InsufficientScope(

@@ -3,7 +3,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from accounts.apikeys import MAX_EXPIRY_DAYS
+from accounts.apikeys import MAX_EXPIRY_DAYS, project_slugs
 from accounts.models import SCOPES, ApiKey
 from config.fields import InputSerializer, IntField, TextField
 
@@ -48,8 +48,6 @@ class ApiKeySerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.ListField(child=serializers.SlugField(), allow_null=True))
     def get_projects(self, obj: ApiKey) -> list[str] | None:
-        from accounts.apikeys import project_slugs
-
         return project_slugs(obj)
 
 

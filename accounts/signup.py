@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
     from accounts.models import User
 from config.fields import check_text
+from config.ratelimits import enforce
+from credits.ledger import grant
 
 EMAIL_MAX = 254
 NAME_MAX = 200
@@ -51,8 +53,6 @@ def enforce_signup_rate(request: HttpRequest) -> None:
     A WSGI server need not set REMOTE_ADDR (and behind a proxy on a unix socket it is empty); django-ratelimit
     then cannot key the request and config.ratelimits.enforce reports a 503. Sign-up is anonymous, so such
     requests share one bucket instead: still limited, and the stricter choice."""
-    from config.ratelimits import enforce
-
     if not settings.RATELIMIT_IP_META_KEY and not request.META.get("REMOTE_ADDR"):
         request.META["REMOTE_ADDR"] = "0.0.0.0"
     enforce(request, group="signup")
@@ -163,7 +163,6 @@ def confirm_sign_up(*, token: str) -> User:
             user = User(email=pending.email, name=pending.name, password=pending.password_hash)
             user.save()
             if credits > 0:
-                from credits.ledger import grant
 
                 grant(user=user, amount=credits, reason="signup")
             PendingSignup.objects.filter(email=pending.email).delete()

@@ -9,14 +9,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import bad_request, page_not_found, server_error
 from django_ratelimit.exceptions import Ratelimited
 from rest_framework import exceptions as drf_exc
 from rest_framework import status
 from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_default_handler
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +156,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         code = exc.default_code if isinstance(exc.default_code, str) else "error"
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         return Response(error_body(code, str(detail)), status=exc.status_code)
+    # rest_framework.views loads DRF's settings, which import our authentication classes, which import this module
+    from rest_framework.views import exception_handler as drf_default_handler  # noqa: PLC0415 - see above
+
     resp = drf_default_handler(exc, context)
     if resp is not None:
         return resp
@@ -167,8 +172,6 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 
 def is_statement_timeout(exc: BaseException) -> bool:
     """Postgres cancelled a statement (SQLSTATE 57014): the request's statement_timeout ran out."""
-    from django.db import DatabaseError
-
     if not isinstance(exc, DatabaseError):
         return False
     cause = exc.__cause__
@@ -176,8 +179,6 @@ def is_statement_timeout(exc: BaseException) -> bool:
 
 
 def statement_timeout_body() -> dict[str, Any]:
-    from django.conf import settings
-
     return error_body("statement_timeout",
                       f"The request needed the database for longer than {settings.STATEMENT_TIMEOUT_MS} ms and was "
                       "stopped; nothing was written or charged. Narrow it (a shorter path glob, fewer filters).",
@@ -186,10 +187,8 @@ def statement_timeout_body() -> dict[str, Any]:
 
 def dependency_of(exc: BaseException) -> str | None:
     """Name the backing service behind an unexpected exception, if we can tell."""
-    from django.db import InterfaceError, OperationalError
-
     try:
-        import redis.exceptions as redis_exc
+        import redis.exceptions as redis_exc  # noqa: PLC0415 - optional dependency: absent is handled here
         redis_errors: tuple = (redis_exc.ConnectionError, redis_exc.TimeoutError)
     except ImportError:  # pragma: no cover
         redis_errors = ()
@@ -210,7 +209,6 @@ def ratelimited_response(wait: float | None = None) -> Response:
 def json_404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if request.path.startswith("/api/"):
         return JsonResponse(error_body("not_found", "Not found."), status=404)
-    from django.views.defaults import page_not_found
     return page_not_found(request, exception)
 
 
@@ -220,12 +218,10 @@ def json_400(request: HttpRequest, exception: Exception | None = None) -> HttpRe
             return JsonResponse(error_body("body_too_large", "The body is larger than the server accepts."),
                                 status=413)
         return JsonResponse(error_body("bad_request", "Bad request."), status=400)
-    from django.views.defaults import bad_request
     return bad_request(request, exception)
 
 
 def json_500(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/api/"):
         return JsonResponse(error_body("server_error", "Internal error."), status=500)
-    from django.views.defaults import server_error
     return server_error(request)

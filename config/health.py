@@ -13,6 +13,11 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from config.celery import app
+from config.heartbeat import read, redis_client
+from search.engine.encoders import describe_configuration
+from search.engine.index import get_index, index_status
+
 
 def _timed(fn: Callable[[], str | None]) -> dict[str, Any]:
     t0 = time.perf_counter()
@@ -32,38 +37,28 @@ def check_postgres() -> str:
 
 
 def check_redis() -> str:
-    from config.heartbeat import redis_client
-
     redis_client().ping()
     return "pong"
 
 
 def check_qdrant() -> str:
     """Whether this process's index is ready; never opens it (search.engine.index.index_status)."""
-    from search.engine.index import index_status
-
     return index_status()
 
 
 def check_qdrant_deep() -> str:
     """Opens the index if this process holds none (loads the model: seconds) and counts its points."""
-    from search.engine.index import get_index
-
     return get_index().health()
 
 
 def check_embeddings() -> str:
     """Resolves the model path and precision without loading weights: a typo in EMBEDDING_MODEL or
     EMBEDDING_PRECISION shows here before the first query fails on it."""
-    from search.engine.encoders import describe_configuration
-
     return describe_configuration()
 
 
 def check_worker() -> str:
     """A worker heartbeat younger than WORKER_HEARTBEAT_STALE_S (config/heartbeat.py): one Redis read, no ping."""
-    from config.heartbeat import read
-
     beats = read()
     if not beats.live:
         last = (f"; the newest is {beats.newest_stale_age_s:.1f} s old" if beats.newest_stale_age_s is not None
@@ -75,8 +70,6 @@ def check_worker() -> str:
 
 def check_worker_ping() -> str:
     """A broadcast ping that waits up to a second for replies: for a person, not for a load balancer."""
-    from config.celery import app
-
     replies = app.control.ping(timeout=1.0) or []
     if not replies:
         raise RuntimeError("no Celery worker answered ping")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import redis
 from django.conf import settings
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,6 @@ def heartbeat_key(*, queue: str | None = None) -> str:
 
 @lru_cache(maxsize=8)
 def _client_for(url: str) -> Any:
-    import redis
 
     # one pool per URL and process: a probe reuses a connection instead of dialling Redis every time
     return redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1, health_check_interval=30)

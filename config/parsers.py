@@ -16,6 +16,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
+from config.errors import BadInput
 from config.text import bad_text_reason
 
 # A JSON string literal, unrolled so it is linear even on megabytes (no nested quantifier over one char).
@@ -64,8 +65,6 @@ def _no_constants(name: str) -> Any:
 
 def parse_json_text(text: str) -> Any:
     """Parse a JSON request body under the platform's rules (shared by the parser and non-DRF views)."""
-    from config.errors import BadInput  # not at import time: DRF loads this parser while config.errors imports
-
     limit = settings.MAX_JSON_DEPTH
     if json_depth(text, limit=limit) > limit:
         raise BadInput(f"The JSON body is nested deeper than {limit} levels.", code="too_deep")

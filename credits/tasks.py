@@ -9,14 +9,14 @@ import logging
 
 from celery import shared_task
 
+from credits.idempotency import purge_expired
+
 log = logging.getLogger(__name__)
 
 
 @shared_task(name="credits.purge_expired_idempotency_keys")
 def purge_expired_idempotency_keys() -> int:
     """Delete idempotency keys past their expiry (beat runs it every IDEMPOTENCY_PURGE_INTERVAL_S); live ones stay."""
-    from credits.idempotency import purge_expired
-
     deleted = purge_expired()
     if deleted:
         log.info("purged %d expired idempotency key(s)", deleted)

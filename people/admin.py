@@ -5,6 +5,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from people.importer import import_file
 from people.models import (
     ExperienceCard,
     ExperienceCardChild,
@@ -147,8 +148,6 @@ class ImportJobAdmin(admin.ModelAdmin):
         return False if obj is not None else super().has_change_permission(request, obj)
 
     def save_model(self, request: HttpRequest, obj: ImportJob, form: forms.ModelForm, change: bool) -> None:
-        from people.importer import import_file
-
         up = form.cleaned_data["upload"]
         text = io.TextIOWrapper(up.file, encoding="utf-8", newline="")
         job, _report = import_file(lines=text, file_format=form.cleaned_data["file_format"], source_name=up.name,

@@ -13,6 +13,8 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from people import vocab
+from people.importer import import_records, rebuild_hnsw
+from people.models import Person
 
 if TYPE_CHECKING:
     from io import TextIOBase
@@ -154,9 +156,6 @@ def generate_records(count: int, *, seed: int = 7, cards_per_person: tuple[int, 
 def load_demo(stdout: TextIOBase | None = None, *, count: int = 200, seed: int = 7,
               embed: str = "inline") -> dict[str, int]:
     """Load a small directory for `make run` (skipped when demo people already exist)."""
-    from people.importer import import_records, rebuild_hnsw
-    from people.models import Person
-
     if Person.objects.filter(external_id__startswith=f"demo-{seed}-").exists():
         if stdout:
             stdout.write("people demo: already loaded\n")

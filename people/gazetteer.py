@@ -17,8 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import connection
+
 from people import vocab
 from people.constants import C
+from people.models import VocabAlias, VocabTerm
 
 KINDS = ("company", "team", "city", "country", "skill", "domain")
 FUZZY_KINDS = ("company", "city", "country")  # names: skills and teams are common words, typo-correcting them guesses
@@ -226,10 +229,6 @@ def current() -> Gazetteer:
     Why the version is read from Postgres (row counts and newest update of both tables, one indexed query):
     another process (an import, an admin edit) may have changed the vocabulary, and a rolled-back change
     must not leave a stale cache behind, which a counter kept elsewhere would."""
-    from django.db import connection
-
-    from people.models import VocabAlias, VocabTerm
-
     with connection.cursor() as cur:
         cur.execute("SELECT (SELECT count(*) FROM people_vocabterm), (SELECT max(updated_at) FROM people_vocabterm),"
                     " (SELECT count(*) FROM people_vocabalias), (SELECT max(updated_at) FROM people_vocabalias)")

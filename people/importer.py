@@ -26,10 +26,14 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
+from django.utils import timezone
 from tqdm import tqdm
 
 from people.indexing import refresh_search_documents, vector_literal
+from people.models import ImportJob
 from people.normalize import normalize_company
+from people.tasks import embed_cards_task
+from people.vocabulary import rebuild_vocabulary
 from search.engine.encoders import embed_cached
 
 if TYPE_CHECKING:
@@ -217,8 +221,6 @@ def _copy(cur: CursorWrapper, table: str, cols: tuple[str, ...], rows: Iterable[
 def _write_batch(batch: list[dict[str, Any]], *, embed: bool, show_progress: bool) -> dict[str, Any]:
     """Write one batch: new people by COPY; changed people (same id, other content hash) get their row and
     profile updated and their cards replaced; unchanged people are skipped. Returns counts and the new card ids."""
-    from django.utils import timezone
-
     now = timezone.now()
     ids = [b["person"]["id"] for b in batch]
     with connection.cursor() as cur:
@@ -299,7 +301,6 @@ def import_records(records: Iterable[tuple[int, Any]], *, embed: str = "inline",
         if embed == "inline":
             report.embedded += n_vec
         elif embed == "celery" and n_vec:
-            from people.tasks import embed_cards_task
 
             report.to_embed += n_vec
             ids_p, ids_c = got["card_ids"], got["child_ids"]
@@ -326,7 +327,6 @@ def import_records(records: Iterable[tuple[int, Any]], *, embed: str = "inline",
     flush()
     bar.close()
     if report.people:
-        from people.vocabulary import rebuild_vocabulary
 
         rebuild_vocabulary()  # the parser learns the new companies, cities and skills at once
     if rebuild_index:
@@ -396,8 +396,6 @@ def import_file(*, lines: Iterable[str], file_format: str, source_name: str = ""
     """What `manage.py import_people` and the admin upload both run: an ImportJob row, the import, its report.
 
     The job row exists before the first batch commits, so the Celery embedding tasks can advance its progress."""
-    from people.models import ImportJob
-
     if file_format not in ("jsonl", "csv"):
         raise ValueError(f"unknown format {file_format!r}: jsonl or csv")
     job = ImportJob.objects.create(source_name=source_name[:300], file_format=file_format, created_by=user)

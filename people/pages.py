@@ -17,11 +17,14 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 from rest_framework.response import Response
 
-from config.errors import ApiError
+from config.errors import ApiError, BadInput
 from config.fields import parse_int
 from config.ratelimits import enforce
 from credits.idempotency import request_fingerprint, run_idempotent
 from credits.ledger import get_balance
+from people import profiles, service, unlocks
+from people.constants import C
+from people.serializers import SearchRequestSerializer
 
 MESSAGES = {
     "insufficient_credits": "You are out of credits. Ask staff to grant more, then try again.",
@@ -63,9 +66,6 @@ def _form_from(data: Any) -> dict[str, Any]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def people_search(request: HttpRequest) -> HttpResponse:
-    from people import service
-    from people.serializers import SearchRequestSerializer
-
     ctx: dict[str, Any] = {"form": _form_from(request.POST if request.method == "POST" else request.GET),
                            "result": None, "error": None, "idempotency_key": str(uuid.uuid4())}
     status = 200
@@ -79,7 +79,6 @@ def people_search(request: HttpRequest) -> HttpResponse:
             ser = SearchRequestSerializer(data=payload)
             if not ser.is_valid():
                 field, errors = next(iter(ser.errors.items()))
-                from config.errors import BadInput
                 raise BadInput(str(errors[0]), field=field)
             enforce(request, group="search")
             ctx["result"] = _idempotent_json(request, endpoint="POST /api/search", payload=payload,
@@ -97,9 +96,6 @@ def people_search(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def person_profile(request: HttpRequest, person_id: uuid.UUID) -> HttpResponse:
     """GET shows the profile inside a search session; POST unlocks the contact (charged once per search)."""
-    from people import profiles, unlocks
-    from people.constants import C
-
     search_id = request.POST.get("search_id") if request.method == "POST" else request.GET.get("search_id", "")
     ctx: dict[str, Any] = {"profile": None, "error": None, "search_id": search_id, "unlock": None,
                            "unlock_cost": C().UNLOCK_COST, "idempotency_key": str(uuid.uuid4())}
@@ -128,8 +124,6 @@ def person_profile(request: HttpRequest, person_id: uuid.UUID) -> HttpResponse:
 @login_required
 @require_http_methods(["GET"])
 def discover(request: HttpRequest) -> HttpResponse:
-    from people import profiles
-
     try:
         offset = parse_int(request.GET.get("offset", "0"), field="offset", lo=0, hi=10**6)
     except ApiError as exc:

@@ -16,6 +16,7 @@ from typing import Any
 
 from people import vocab
 from people.gazetteer import Gazetteer, Match, curated_gazetteer
+from search.engine.llm import LLMError, chat_json, is_configured
 
 PROMPT_SEARCH_CLEANUP = (
     "You clean up a recruiter's search query for a people directory of Indian tech professionals. "
@@ -371,8 +372,6 @@ def parse_deterministic(query: str, *, gazetteer: Gazetteer | None = None) -> di
 
 def parse_with_llm(query: str) -> dict[str, Any]:
     """Cleanup then single-extract; raises search.engine.llm.LLMError on any failure (the caller falls back)."""
-    from search.engine.llm import LLMError, chat_json
-
     cleaned = chat_json(system=PROMPT_SEARCH_CLEANUP, user=query).get("query_cleaned")
     if not isinstance(cleaned, str) or not cleaned.strip():
         cleaned = query
@@ -406,8 +405,6 @@ def llm_unused_terms(query: str, payload: dict[str, Any]) -> list[str]:
 def parse_query(query: str, *, gazetteer: Gazetteer | None = None) -> dict[str, Any]:
     """LLM when configured, deterministic otherwise or on any LLM failure. The deterministic parser reads
     `gazetteer` (the directory's vocabulary, people.gazetteer.current()); without one, the curated list only."""
-    from search.engine.llm import LLMError, is_configured
-
     if is_configured():
         try:
             out = parse_with_llm(query)

@@ -31,8 +31,12 @@ from people.parsing import parse_query
 from people.ranking import apply_tiebreaks, collapse_and_rank, similarity_percent
 from people.relaxation import describe as describe_relaxation
 from people.relaxation import unmet_constraints
+from people.sessions import validate_search_session
+from people.tasks import refine_why_matched_task
 from people.tiers import retrieve_with_fallback, set_scan_mode
-from people.why import deterministic_bullets
+from people.why import deterministic_bullets, mark_refinement
+from search.engine.encoders import embed_texts
+from search.engine.llm import is_configured
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -55,8 +59,6 @@ def _stage(timings: dict[str, float] | None, name: str) -> Iterator[None]:
 def embed_query_text(text: str) -> np.ndarray:
     """The query vector; any failure of the embedding provider is a 503 (and, because it runs before the
     debit, no charge)."""
-    from search.engine.encoders import embed_texts
-
     try:
         vecs = embed_texts([text])
     except ApiError:
@@ -119,7 +121,6 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
     text = parsed.get("query_embedding_text") or parsed.get("query_original") or query
     with _stage(timings, "embed"):
         qvec = embed_query_text(text) if text.strip() else np.zeros(0, dtype=np.float32)
-    from search.engine.llm import is_configured
 
     understanding = {"parser": parsed.get("parser", "deterministic"), "understood": parsed.get("understood", []),
                      "unused_terms": parsed.get("unused_terms", [])}
@@ -197,13 +198,10 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
         sid = str(search.pk)
 
         def _enqueue() -> None:
-            from people.tasks import refine_why_matched_task
-
             try:
                 refine_why_matched_task.delay(sid)
             except Exception as exc:  # noqa: BLE001 - deterministic bullets stay
                 log.warning("could not enqueue why_matched refinement: %s", exc)
-                from people.why import mark_refinement
 
                 mark_refinement(search_id=sid, state="failed")
 
@@ -216,8 +214,6 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
 
 def get_search(*, user: User, search_id: UUID | str) -> dict[str, Any]:
     """A past search with its (possibly LLM-refined) why_matched; session expiry applies."""
-    from people.sessions import validate_search_session
-
     search = validate_search_session(user=user, search_id=search_id)
     results = list(SearchResult.objects.filter(search=search).select_related("person", "person__profile"))
     people = []

@@ -9,24 +9,24 @@ Why the vector on_commit: the worker must see the row; why a task: embedding a c
 """
 from __future__ import annotations
 
+import logging
+
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
 from people.indexing import refresh_search_documents
 from people.models import ExperienceCard, ExperienceCardChild
+from people.tasks import embed_cards_task
 from people.vocabulary import card_terms, refresh_terms
 
 _VOCAB_FIELDS = ("company_norm", "team_norm", "city", "country", "domain", "search_phrases", "visibility")
 
 
 def _enqueue(**ids: list[str]) -> None:
-    from people.tasks import embed_cards_task
-
     try:
         embed_cards_task.delay(**ids)
     except Exception:  # noqa: BLE001 - broker down: the card stays searchable lexically; import/reembed fixes it
-        import logging
 
         logging.getLogger(__name__).warning("could not enqueue embedding for %s", ids)
 

@@ -2,17 +2,17 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.db.models import F
+
+from people.indexing import embed_cards
+from people.models import ImportJob
+from people.why import refine_with_llm
 
 
 @shared_task(name="people.embed_cards", acks_late=True)
 def embed_cards_task(parent_ids: list[str] | None = None, child_ids: list[str] | None = None,
                      job_id: str | None = None) -> int:
     """Embed the given cards; with an import's job id, advance its progress (shown in the admin)."""
-    from django.db.models import F
-
-    from people.indexing import embed_cards
-    from people.models import ImportJob
-
     n = embed_cards(parent_ids=parent_ids or [], child_ids=child_ids or [])
     if job_id:
         ImportJob.objects.filter(pk=job_id).update(embed_done=F("embed_done") + len(parent_ids or [])
@@ -22,6 +22,4 @@ def embed_cards_task(parent_ids: list[str] | None = None, child_ids: list[str] |
 
 @shared_task(name="people.refine_why_matched", acks_late=True)
 def refine_why_matched_task(search_id: str) -> int:
-    from people.why import refine_with_llm
-
     return refine_with_llm(search_id=search_id)

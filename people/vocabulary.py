@@ -10,6 +10,7 @@ hidden card carries must not appear there.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -71,8 +72,6 @@ def _upsert(cur: Any, rows: list[tuple[str, str, int, str]]) -> None:
 
 
 def _rows(kind: str, counts: Mapping[str, int], countries: Mapping[str, str]) -> list[tuple[str, str, int, str]]:
-    import json
-
     return [(kind, norm[:200], n, json.dumps({"country": countries[norm]} if kind == "city" and norm in countries
                                              else {}))
             for norm, n in counts.items()]

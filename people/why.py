@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from people.constants import C
+from people.models import ExperienceCard, ExperienceCardChild, Search, SearchResult
+from search.engine.llm import LLMError, chat_json, is_configured
 
 if TYPE_CHECKING:
     from people.models import PersonProfile, Search, SearchResult
@@ -96,8 +98,6 @@ def deterministic_bullets(*, ranked: RankedPerson, parsed: dict[str, Any], profi
 
 
 def evidence_payload(*, search: Search, results: Iterable[SearchResult]) -> dict[str, Any]:
-    from people.models import ExperienceCard, ExperienceCardChild
-
     people = []
     for r in results:
         ids = r.extra.get("matched_parent_ids", [])
@@ -111,8 +111,6 @@ def evidence_payload(*, search: Search, results: Iterable[SearchResult]) -> dict
 
 def mark_refinement(*, search_id: str, state: str) -> None:
     """Record the refinement's state on the search (pending, done, failed) for the detail endpoint and the page."""
-    from people.models import Search
-
     search = Search.objects.filter(pk=search_id).first()
     if search is not None:
         search.extra = {**search.extra, "refinement": state}
@@ -121,9 +119,6 @@ def mark_refinement(*, search_id: str, state: str) -> None:
 
 def refine_with_llm(*, search_id: str) -> int:
     """One batched LLM call for all results of a search; returns how many rows got refined reasons."""
-    from people.models import Search, SearchResult
-    from search.engine.llm import LLMError, chat_json, is_configured
-
     search = Search.objects.filter(pk=search_id).first()
     if search is None:
         return 0

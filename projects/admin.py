@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from django.contrib import admin, messages
 
 from projects.models import Membership, Project, ProjectShare
+from projects.quotas import report
 from projects.sharing import revoke_share_row
 
 if TYPE_CHECKING:
@@ -40,8 +41,6 @@ class ProjectAdmin(admin.ModelAdmin):
 
     @admin.display(description="usage / quota")
     def usage(self, obj: Project) -> str:
-        from projects.quotas import report
-
         if obj.pk is None:
             return "–"
         r = report(obj)

@@ -23,6 +23,7 @@ from projects.serializers import (
     ShareCreateSerializer,
     ShareSerializer,
 )
+from search.engine.reranker_store import model_path
 
 if TYPE_CHECKING:
     from rest_framework.request import Request
@@ -77,7 +78,6 @@ class ProjectDetailView(APIView):
         ser.is_valid(raise_exception=True)
         reranker = ser.validated_data.get("reranker")
         if reranker:
-            from search.engine.reranker_store import model_path
 
             model_path(reranker)  # a name not trained here is a 400 on `reranker`
         project = membership.update_project(user=request.user, project=project, name=ser.validated_data.get("name"),

@@ -9,12 +9,14 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.http import HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from config.adminkit import ReadOnlyAdmin
-from config.errors import ApiError
+from config.errors import ApiError, DependencyDown
 from projects.admin import ProjectAdmin
 from projects.models import Dataset, Membership, Project, ProjectShare
+from search.engine.reconcile import reconcile
+from search.engine.reranker_store import trained_rerankers
 from search.ingest import maintenance
 from search.models import (
     Chunk,
@@ -33,9 +35,12 @@ from search.models import (
     Source,
     TraversalConfig,
 )
+from search.quality.fusion_choice import choose_for_project
 from search.rules import traversal
-from search.sources import sync
+from search.sources import spec, sync
 from search.sources.registry import SOURCE_TYPES
+from search.sources.spec import display_url
+from search.sources.sync import set_source, start_sync, sync_history
 from search.tasks import reembed_dataset
 
 if TYPE_CHECKING:
@@ -293,9 +298,6 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
 
     def run_view(self, request: HttpRequest) -> HttpResponse:
         """POST only. Synchronous: a check reads every point once (seconds at 100k); the message gives the counts."""
-        from config.errors import DependencyDown
-        from search.engine.reconcile import reconcile
-
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         if not self.has_view_permission(request):
@@ -331,8 +333,6 @@ class SourceAdminForm(forms.ModelForm):
         fields = ("dataset", "type", "config", "interval_s")
 
     def clean(self) -> dict[str, Any]:
-        from search.sources import spec
-
         data = super().clean()
         dataset = data.get("dataset") or getattr(self.instance, "dataset", None)
         if dataset is None or not isinstance(data.get("config"), dict):
@@ -399,8 +399,6 @@ class SourceAdmin(admin.ModelAdmin):
 
     @admin.display(description="url")
     def url(self, obj: Source) -> str:
-        from search.sources.spec import display_url
-
         try:
             return display_url(obj.type, obj.config)
         except (KeyError, IndexError, TypeError):
@@ -416,10 +414,6 @@ class SourceAdmin(admin.ModelAdmin):
 
     @admin.display(description="syncs")
     def recent_syncs(self, obj: Source) -> str:
-        from django.utils.html import format_html_join
-
-        from search.sources.sync import sync_history
-
         if obj.pk is None:
             return "-"
         jobs = sync_history(dataset=obj.dataset, limit=20)
@@ -432,8 +426,6 @@ class SourceAdmin(admin.ModelAdmin):
                            "</table>", rows)
 
     def save_model(self, request: HttpRequest, obj: Source, form: forms.ModelForm, change: bool) -> None:
-        from search.sources.sync import set_source
-
         data = form.cleaned_data
         dataset = obj.dataset if change else data["dataset"]
         saved = set_source(user=request.user, dataset=dataset, spec=data["spec"], interval_s=data["interval"],
@@ -443,8 +435,6 @@ class SourceAdmin(admin.ModelAdmin):
 
     @admin.action(description="Sync now")
     def sync_now(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
-        from search.sources.sync import start_sync
-
         for source in queryset.select_related("dataset"):
             try:
                 start_sync(dataset=source.dataset, user=request.user, trigger="admin")
@@ -463,7 +453,6 @@ class ProjectForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from search.engine.reranker_store import trained_rerankers
 
         choices = [("", "none (RERANKER_MODEL, else the embedded reranker on request)")]
         for m in trained_rerankers():
@@ -496,9 +485,6 @@ class RankedProjectAdmin(DeletesOwnedContent, ProjectAdmin):
     def choose_fusion(self, request: HttpRequest, queryset: QuerySet[Project]) -> None:
         """Runs here, in the web process, because it owns the embedded index handle (a command in another
         process cannot open it while the server runs); a few seconds per hundred judged queries."""
-        from config.errors import DependencyDown
-        from search.quality.fusion_choice import choose_for_project
-
         for project in queryset:
             try:
                 result = choose_for_project(project=project)
@@ -519,8 +505,6 @@ class RankedProjectAdmin(DeletesOwnedContent, ProjectAdmin):
     @admin.display(description="fusion, from feedback")
     def fusion_choice(self, obj: Project) -> str:
         """What `manage.py choose_fusion` decided and on what evidence (issue 15 §2)."""
-        from django.utils.html import format_html, format_html_join
-
         choice = obj.fusion or {}
         if not choice:
             return "not evaluated yet: manage.py choose_fusion --project <slug> (needs judged queries)"

@@ -13,6 +13,15 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 
+from search.engine.index import apply_outbox, rebuild
+from search.ingest.jobs import run_job
+from search.ingest.locks import JobBusy
+from search.ingest.maintenance import reembed
+from search.ingest.recovery import recover_stalled_ingests
+from search.models import IngestJob
+from search.quality.online import aggregate_day
+from search.sources.sync import enqueue_due_syncs as enqueue
+
 if TYPE_CHECKING:
     from celery import Task
 
@@ -26,10 +35,6 @@ def run_ingest_job(self: Task, job_id: str) -> dict:
 
     A job killed with its worker is re-queued by `recover_ingest_jobs` (search.ingest.recovery).
     """
-    from search.ingest.jobs import run_job
-    from search.ingest.locks import JobBusy
-    from search.models import IngestJob
-
     job = IngestJob.objects.select_related("dataset").get(pk=job_id)
     if job.status == IngestJob.Status.DONE:
         return {"status": "done"}
@@ -51,8 +56,6 @@ def run_ingest_job(self: Task, job_id: str) -> dict:
 @shared_task
 def recover_ingest_jobs() -> list[str]:
     """Re-queue ingest jobs whose worker died mid-run (on every worker start, and from beat)."""
-    from search.ingest.recovery import recover_stalled_ingests
-
     return recover_stalled_ingests()
 
 
@@ -71,7 +74,6 @@ def apply_index_outbox() -> int:
     embedded store it is a no-op: the web process owns the store and its applier thread applies."""
     if not settings.QDRANT_URL:
         return 0
-    from search.engine.index import apply_outbox
 
     return apply_outbox()
 
@@ -79,8 +81,6 @@ def apply_index_outbox() -> int:
 @shared_task
 def aggregate_query_metrics(day: str | None = None) -> int:
     """MRR@15 and nDCG@10 per project per day from judged sessions (ranx), into DailyMetric."""
-    from search.quality.online import aggregate_day
-
     days = [date.fromisoformat(day)] if day else [date.today() - timedelta(days=1), date.today()]
     return sum(aggregate_day(day=d) for d in days)
 
@@ -89,8 +89,6 @@ def aggregate_query_metrics(day: str | None = None) -> int:
              acks_late=True)
 def reembed_dataset(self: Task, dataset_id: int, force: bool = False) -> dict:
     """Recompute a dataset's vectors for the configured model; the outbox carries them to the index."""
-    from search.ingest.maintenance import reembed
-
     stats = reembed(dataset_id=dataset_id, force=force)
     if settings.QDRANT_URL:
         apply_index_outbox.delay()
@@ -100,14 +98,10 @@ def reembed_dataset(self: Task, dataset_id: int, force: bool = False) -> dict:
 @shared_task(acks_late=True)
 def reindex_collection() -> dict:
     """Rebuild a Qdrant server's collection from Postgres (the embedded store rebuilds in its owner process)."""
-    from search.engine.index import rebuild
-
     return rebuild() if settings.QDRANT_URL else {}
 
 
 @shared_task
 def enqueue_due_syncs() -> list[str]:
     """Beat's hook for scheduled sources: each due source gets one sync job (search/sources/sync.py)."""
-    from search.sources.sync import enqueue_due_syncs as enqueue
-
     return enqueue()

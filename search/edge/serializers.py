@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from rest_framework import serializers
 
 from config.fields import FlagField, InputSerializer, IntField, NumberField, TextField, TextListField
@@ -232,8 +233,6 @@ class PushRequestSerializer(InputSerializer):
     repo = TextField(max_length=200, required=False, allow_blank=True, help_text="Default: the dataset name.")
 
     def validate_documents(self, value: list) -> list:
-        from django.conf import settings
-
         if len(value) > settings.PUSH_MAX_DOCUMENTS:
             raise serializers.ValidationError(f"At most {settings.PUSH_MAX_DOCUMENTS} documents per request.")
         return value

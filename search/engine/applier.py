@@ -22,8 +22,10 @@ from typing import Any
 
 import psycopg
 from django.conf import settings
+from django.db import connection
 
 from search.engine.index import OUTBOX_CHANNEL as CHANNEL
+from search.engine.index import apply_outbox
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +72,6 @@ class BackgroundApplier:
 
     # ------------------------------------------------------------------ the loop
     def _run(self) -> None:
-        from django.db import connection
-
         listener = None
         try:
             while not self._stop.is_set():
@@ -85,10 +85,6 @@ class BackgroundApplier:
             connection.close()  # this thread's Django connection
 
     def _apply_pass(self) -> None:
-        from django.db import connection
-
-        from search.engine.index import apply_outbox
-
         try:
             n = apply_outbox(index=self.index, batch=self.batch, yield_to_reads_s=self.yield_s)
             self.stats["passes"] += 1
@@ -100,8 +96,6 @@ class BackgroundApplier:
 
     def _listen(self) -> Any:
         """A dedicated autocommit connection LISTENing on the outbox channel; None if it cannot connect (poll)."""
-        from django.db import connection
-
         try:
             raw = connection.get_new_connection(connection.get_connection_params())
             raw.autocommit = True

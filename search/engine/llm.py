@@ -29,7 +29,7 @@ def is_configured() -> bool:
 
 @lru_cache(maxsize=8)
 def _client(base_url: str, api_key: str, timeout: float) -> OpenAI:
-    from openai import OpenAI
+    from openai import OpenAI  # noqa: PLC0415 - heavy: the OpenAI client loads only when an LLM is configured and called
 
     # max_retries=0: callers have a deterministic fallback, so a retry only adds latency.
     return OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0)

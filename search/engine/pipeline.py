@@ -12,13 +12,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from config.errors import BadInput
+from projects.access import accessible_dataset_ids
+from projects.models import Dataset
+from search.engine.access import filter_accessible_chunk_ids
+from search.engine.encoders import embed_query
 from search.engine.fusion import FUSIONS, RRF_K, WEIGHTED, Candidate, fuse, single_leg
+from search.engine.fusion_settings import FusionSetting, kind_default, project_setting
 from search.engine.globs import GLOB_CHARS, Glob, compile_glob
 from search.engine.index import READ_GATE, IndexFilter, VectorIndex, get_index
 from search.engine.packing import DEFAULT_BUDGET, build_pack
+from search.engine.rerank import CrossEncoderReranker, get_reranker, rerank_default, rerank_text
+from search.engine.term_stats import weighted_query
+from search.models import Chunk, Document, QuerySession, RerankResult
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -118,8 +127,6 @@ def _resolve_glob(dataset_ids: list[int], glob: Glob) -> list[str]:
 def narrow_datasets(*, dataset_ids: set[int] | list[int], wanted: list[str]) -> list[int]:
     """The searchable datasets a `filters.dataset` names (by name or id). A value that names none of them is a
     400: a typo must not silently search nothing, and a dataset the project cannot read is not revealed."""
-    from projects.models import Dataset
-
     rows = list(Dataset.objects.filter(pk__in=list(dataset_ids)).values_list("id", "name"))
     out: set[int] = set()
     for value in wanted:
@@ -156,8 +163,6 @@ def searched_kinds(flt: IndexFilter) -> frozenset[str]:
     A kind filter (rules search, evaluation) is exact; otherwise the kinds of the searched datasets, whose
     ingest decides the chunks' kind (code datasets hold code chunks, web datasets web chunks, ...).
     """
-    from projects.models import Dataset
-
     if flt.kind:
         return frozenset(flt.kind)
     return frozenset(Dataset.objects.filter(pk__in=flt.dataset_ids).values_list("kind", flat=True).distinct())
@@ -186,9 +191,6 @@ def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: s
               fusion_weights: dict[str, float] | None, timings: dict[str, float],
               sparse_q: str | None = None, dense_model: str | None = None, rrf_k: int = RRF_K,
               kinds: frozenset[str] | None = None) -> list[Candidate]:
-    from search.engine.encoders import embed_query
-    from search.engine.term_stats import weighted_query
-
     dense: list[tuple[int, float]] = []
     sparse: list[tuple[int, float]] = []
     if legs in ("hybrid", "dense"):
@@ -250,10 +252,6 @@ def rerank_candidates(*, q: str, cands: list[Candidate], project: Project | None
                       reranker: Any = None) -> str:
     """Score loaded candidates in place (rerank_score, rank_after) and re-sort them; returns the reranker name.
     `reranker`: a given one (evaluation); else the project's (search.engine.rerank.get_reranker)."""
-    from django.conf import settings
-
-    from search.engine.rerank import CrossEncoderReranker, get_reranker, rerank_text
-
     reranker = reranker or get_reranker(project=project)
     # a cross-encoder costs a forward pass per candidate: it reorders the fused top RERANK_DEPTH, and the rest keep
     # their fused order below them (the cheap embedded reranker sees every candidate)
@@ -316,11 +314,6 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
 
     `fusion` None: the setting the project adopted from its feedback (search.quality.fusion_choice), else RRF k=60.
     """
-    from projects.access import accessible_dataset_ids
-    from search.engine.access import filter_accessible_chunk_ids
-    from search.engine.rerank import rerank_default
-    from search.models import Chunk, Document
-
     t_total = time.perf_counter()
     clean = validate_query(q=q, filters=filters, top_k=top_k, candidates=candidates, fusion=fusion,
                            include_global=include_global, rerank=rerank)
@@ -403,8 +396,6 @@ def run_query(*, user: User | None, project: Project, q: str, filters: dict[str,
 def fusion_for(*, project: Project, fusion: str | None, kinds: frozenset[str]) -> tuple[FusionSetting, str]:
     """(setting, source): the request's method with its default parameters, else the project's adopted setting,
     else the default for the kinds searched (search.quality.fusion_choice.kind_default)."""
-    from search.engine.fusion_settings import FusionSetting, kind_default, project_setting
-
     if fusion is not None:
         weights = WEIGHTED if fusion == "weighted" else {"dense": 1.0, "sparse": 1.0}
         return FusionSetting(method=fusion, dense=weights["dense"], sparse=weights["sparse"]), "request"
@@ -415,8 +406,6 @@ def fusion_for(*, project: Project, fusion: str | None, kinds: frozenset[str]) -
 def log_query(*, user: User | None, project: Project, q: str, kind: str, reranker: str | None, filters: dict[str, Any],
               cands: list[Candidate], timings: dict[str, float], result_count: int, source: str = "api") -> str:
     """One QuerySession + one RerankResult per candidate, in one transaction and one bulk insert."""
-    from search.models import QuerySession, RerankResult
-
     with transaction.atomic():
         session = QuerySession.objects.create(user=user if getattr(user, "pk", None) else None, project=project,
                                               kind=kind, source=source, query=q, filters=filters, reranker=reranker or "",

@@ -26,7 +26,20 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from search.engine.index import INTEGER_FIELDS, VectorIndex
+from django.db.models import Exists, OuterRef
+from tqdm import tqdm
+
+from search.engine.index import (
+    INTEGER_FIELDS,
+    VectorIndex,
+    apply_outbox,
+    build_points,
+    get_index,
+    hold_applier,
+    payloads_for,
+    pending_outbox,
+)
+from search.models import Chunk, EmbeddingCache, IndexOutbox, ReconcileRun
 
 SAMPLE = 20  # ids shown per kind in a report
 
@@ -69,7 +82,6 @@ class ReconcileReport:
 
     def as_dict(self) -> dict[str, Any]:
         """Counts plus a sample of ids per kind, for `--json` and the admin."""
-
         def scan_dict(s: Scan) -> dict[str, Any]:
             d = asdict(s)
             for key in ("orphans", "missing", "stale"):
@@ -96,8 +108,6 @@ def _same_payload(got: dict[str, Any], want: dict[str, Any]) -> bool:
 
 
 def _outbox_top() -> int:
-    from search.models import IndexOutbox
-
     return IndexOutbox.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
 
 
@@ -108,12 +118,6 @@ def scan(*, index: VectorIndex, progress: bool = False) -> Scan:
     queries run the applier; instead, any id that an outbox row written after
     the scan began touches is counted as in flight, not as a discrepancy.
     """
-    from django.db.models import Exists, OuterRef
-    from tqdm import tqdm
-
-    from search.engine.index import payloads_for
-    from search.models import Chunk, EmbeddingCache, IndexOutbox
-
     top = _outbox_top()
     result = Scan()
     seen: set[int] = set()
@@ -162,8 +166,6 @@ def repair(*, index: VectorIndex, found: Scan) -> dict[str, int]:
     as it is now. Missing points come from cached vectors only; a chunk whose
     vector is gone stays missing (reported as such) rather than being re-embedded.
     """
-    from search.engine.index import build_points, hold_applier, payloads_for
-
     done = {"deleted": 0, "upserted": 0, "payloads": 0}
     with hold_applier():
         ids = sorted(set(found.orphans) | set(found.missing))
@@ -200,9 +202,6 @@ def reconcile(*, index: VectorIndex | None = None, fix: bool = False, progress: 
     gap) is reported as `pending`. Each run is stored as a ReconcileRun for the
     dashboard unless `record` is false.
     """
-    from search.engine.index import apply_outbox, get_index, pending_outbox
-    from search.models import ReconcileRun
-
     index = index or get_index()
     t0 = time.perf_counter()
     applied = apply_outbox(index=index)

@@ -10,6 +10,7 @@ SciFact figures); `rerank=true` asks for it explicitly.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -21,6 +22,7 @@ from django.conf import settings
 
 from config.errors import BadInput, DependencyDown
 from search.engine.encoders import inference_context, precision
+from search.engine.reranker_store import NAME_RE, blend_scores, model_path, models_dir
 from search.engine.sparse import tokenize
 
 SNIPPET_CHARS = 1500
@@ -29,7 +31,6 @@ _lock = threading.Lock()
 
 class Reranker(Protocol):
     name: str
-
     def score(self, query: str, docs: list[str], *, prior: list[float]) -> list[float]: ...
 
 
@@ -45,14 +46,13 @@ class CrossEncoderReranker:
 
     def __init__(self, path: str) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from sentence_transformers import CrossEncoder
+        from sentence_transformers import CrossEncoder  # noqa: PLC0415 - heavy: loads torch and transformers; only encoding needs it
 
         self.name = f"cross-encoder:{Path(path).name}"
         self.model = CrossEncoder(path, device="cpu")
         self.blend: float | None = None
         manifest = Path(path) / "manifest.json"
         if manifest.is_file():
-            import json
 
             blend = json.loads(manifest.read_text()).get("blend")
             self.blend = float(blend) if isinstance(blend, int | float) else None
@@ -64,7 +64,6 @@ class CrossEncoderReranker:
             scores = [float(s) for s in self.model.predict([(query, d) for d in docs], show_progress_bar=False)]
         if self.blend is None:
             return scores
-        from search.engine.reranker_store import blend_scores
 
         return blend_scores(model=scores, prior=prior, blend=self.blend)
 
@@ -100,7 +99,6 @@ def _cross_encoder(path: str, label: str = "") -> CrossEncoderReranker:
 def get_reranker(*, project: Any = None) -> Reranker:
     """The project's trained reranker when it has one, else RERANKER_MODEL, else the embedded one."""
     if project is not None and getattr(project, "reranker", ""):
-        from search.engine.reranker_store import model_path
 
         try:
             path = model_path(project.reranker)
@@ -124,8 +122,6 @@ def get_reranker(*, project: Any = None) -> Reranker:
 def load_reranker(name_or_path: str) -> CrossEncoderReranker:
     """A cross-encoder by trained name (var/models/rerankers/<name>) or local folder; BadInput (field `reranker`)
     for anything else: weights are never downloaded."""
-    from search.engine.reranker_store import NAME_RE, model_path, models_dir
-
     if NAME_RE.fullmatch(name_or_path) and (models_dir() / name_or_path / "manifest.json").is_file():
         return _cross_encoder(str(model_path(name_or_path)), label=f"trained:{name_or_path}")
     path = Path(name_or_path).expanduser()

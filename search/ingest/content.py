@@ -18,6 +18,10 @@ from config.errors import ApiError, BadInput, Conflict, NotFound
 from projects import policy, quotas
 from projects.access import project_for_member
 from projects.models import Dataset
+from search.ingest import archives
+from search.ingest.jobs import start_ingest
+from search.ingest.writer import delete_documents as delete_rows
+from search.models import Document, Source, StagedContent
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -50,8 +54,6 @@ def _refuse_if_followed(dataset: Dataset) -> None:
     Why refuse rather than merge: the next sync makes the dataset equal to its source again, so a pushed or
     uploaded document would be overwritten or deleted without a word. Remove the source first (DELETE .../source),
     or push into another dataset."""
-    from search.models import Source
-
     if Source.objects.filter(dataset=dataset).exists():
         raise Conflict("This dataset follows a source (a git repository or a web site) and takes its content from "
                        "there; a sync would overwrite what you push or upload. Remove the source first, or use "
@@ -61,9 +63,6 @@ def _refuse_if_followed(dataset: Dataset) -> None:
 def _start(*, user: User, dataset: Dataset, source: str, options: dict[str, Any], filename: str = "",
            data: bytes = b"", documents: Sequence[dict[str, Any]] = ()) -> IngestJob:
     """Job and staged content in one transaction; the worker is told only after both committed."""
-    from search.ingest.jobs import start_ingest
-    from search.models import StagedContent
-
     kind = dataset.kind if dataset.kind in ("code", "web", "rules") else "code"
     with transaction.atomic():
         job = start_ingest(dataset=dataset, source=source, kind=kind, user=user, options=options)
@@ -74,8 +73,6 @@ def _start(*, user: User, dataset: Dataset, source: str, options: dict[str, Any]
 
 def push_documents(*, user: User, dataset: Dataset, documents: list[dict[str, Any]], repo: str = "") -> IngestJob:
     """Upsert a batch of documents by external_id; unchanged text re-embeds nothing. Returns the IngestJob."""
-    from search.models import Document
-
     _refuse_if_followed(dataset)
     if dataset.kind not in PUSH_KINDS:
         raise BadInput(f"Push works for code and web datasets; upload a rulebook to a {dataset.kind} dataset.",
@@ -102,9 +99,6 @@ def push_documents(*, user: User, dataset: Dataset, documents: list[dict[str, An
 def upload(*, user: User, dataset: Dataset, filename: str, data: bytes, mode: str | None = None,
            options: dict[str, str] | None = None) -> IngestJob:
     """Stage one uploaded file or archive (checked whole first) and start its job. Returns the IngestJob."""
-    from search.ingest import archives
-    from search.models import Document
-
     _refuse_if_followed(dataset)
     if len(data) > settings.UPLOAD_MAX_BYTES:
         raise UploadTooLarge(f"The upload is {len(data)} bytes; the limit is {settings.UPLOAD_MAX_BYTES}.",
@@ -133,9 +127,6 @@ def upload(*, user: User, dataset: Dataset, filename: str, data: bytes, mode: st
 def delete_documents(*, user: User, dataset: Dataset, external_ids: list[str] | None = None,
                      paths: list[str] | None = None) -> dict[str, Any]:
     """Delete documents by external id or path; -> {"deleted": n, "missing": [...]}. Index deletes ride along."""
-    from search.ingest.writer import delete_documents as delete_rows
-    from search.models import Document
-
     wanted_ids, wanted_paths = list(external_ids or []), list(paths or [])
     found = dict(Document.objects.filter(dataset=dataset, external_id__in=wanted_ids).values_list("external_id", "path"))
     by_path = set(Document.objects.filter(dataset=dataset, path__in=wanted_paths).values_list("path", flat=True))

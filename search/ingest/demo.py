@@ -6,17 +6,17 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
+from projects.models import Dataset, Project
+from search.engine.index import apply_outbox
+from search.ingest.jobs import start_ingest
+from search.ingest.progress import file_progress
+
 if TYPE_CHECKING:
     from io import TextIOBase
 
 
 def load_demo(stdout: TextIOBase | None = None) -> dict:
     """Ingest the repo's source (incremental: a second call skips unchanged files) and apply it to the index."""
-    from projects.models import Dataset, Project
-    from search.engine.index import apply_outbox
-    from search.ingest.jobs import start_ingest
-    from search.ingest.progress import file_progress
-
     project, _ = Project.objects.get_or_create(slug="demo", defaults={"name": "Demo"})
     dataset, _ = Dataset.objects.get_or_create(project=project, name="platform-source", defaults={"kind": "code"})
     progress, bar = file_progress(dataset=dataset, desc="demo: ingest platform source")

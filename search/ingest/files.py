@@ -12,8 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from search.ingest.base import DocumentDraft
+from search.ingest.code import read_code_document, walk
 from search.ingest.jobs import register
+from search.ingest.web import read_web_document
+from search.ingest.web import walk as web_walk
 from search.ingest.writer import Progress, Skip, sync_documents
+from search.models import Document, IngestJob
 
 if TYPE_CHECKING:
     from search.models import IngestJob
@@ -23,12 +27,10 @@ log = logging.getLogger(__name__)
 
 def _source_files(kind: str, root: Path) -> list[tuple[str, Path, str]]:
     if kind == "code":
-        from search.ingest.code import walk
 
         if root.is_file():
             return [(root.name, root, "")]
         return list(walk(root))
-    from search.ingest.web import walk as web_walk
 
     return list(web_walk(root))
 
@@ -46,10 +48,6 @@ def run_files(*, job: IngestJob, progress: Progress | None) -> None:
 def _file_drafts(*, job: IngestJob, root: Path) -> Iterator[DocumentDraft | Skip]:
     """The files of a code or web source as drafts. A file whose bytes hash to its stored content hash is
     skipped before it is parsed (parsing is the expensive part of a re-run)."""
-    from search.ingest.code import read_code_document
-    from search.ingest.web import read_web_document
-    from search.models import Document, IngestJob
-
     repo = job.options.get("repo") or (root.name if root.is_dir() else root.parent.name)
     files = _source_files(job.kind, root)
     IngestJob.objects.filter(pk=job.pk).update(files_total=len(files))

@@ -12,6 +12,8 @@ import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from django.db import connection, connections
+
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
 
@@ -31,8 +33,6 @@ def _lock_key(job_id: uuid.UUID | str) -> int:
 
 def _dedicated_connection() -> BaseDatabaseWrapper:
     """A connection of its own: the runner's transactions and connection resets never touch the lock."""
-    from django.db import connections
-
     conn = connections.create_connection("default")
     conn.ensure_connection()
     return conn
@@ -64,8 +64,6 @@ def hold_job_lock(job_id: uuid.UUID | str, *, wait_s: float = 0.0) -> Iterator[b
 
 def runner_alive(job_id: uuid.UUID | str) -> bool:
     """True while some process holds the job's lock (i.e. is running it). Only looks: takes no lock."""
-    from django.db import connection
-
     with connection.cursor() as cur:
         cur.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"

@@ -16,6 +16,11 @@ from celery import current_app
 from django.conf import settings
 from django.db.models import Count, Max
 
+from search.engine.encoders import dense_model_id, fill_embedding_cache
+from search.engine.index import rebuild
+from search.ingest.base import ChunkDraft, embed_input
+from search.models import Chunk, Document, EmbeddingCache, IndexOutbox, IngestJob
+
 if TYPE_CHECKING:
     from projects.models import Dataset
     from search.models import Chunk, IngestJob
@@ -26,8 +31,6 @@ REINDEX_TASK = "search.tasks.reindex_collection"
 
 
 def last_ingest(*, dataset: Dataset) -> IngestJob | None:
-    from search.models import IngestJob
-
     return IngestJob.objects.filter(dataset=dataset).order_by("-created_at").first()
 
 
@@ -37,9 +40,6 @@ def reembed(*, dataset_id: int, force: bool = False) -> dict[str, int]:
     Vectors are keyed by (model id, text hash), so switching EMBEDDING_MODEL and
     running this gives every chunk a vector for the new model without re-chunking.
     """
-    from search.engine.encoders import dense_model_id, fill_embedding_cache
-    from search.models import Chunk, IndexOutbox
-
     model_id = dense_model_id()
     chunks = list(Chunk.objects.filter(dataset_id=dataset_id).only("pk", "text_hash", "text", "micro_summary"))
     stats = fill_embedding_cache([chunk_embed_input(c) for c in chunks], refresh=force)
@@ -51,8 +51,6 @@ def reembed(*, dataset_id: int, force: bool = False) -> dict[str, int]:
 def chunk_embed_input(chunk: Chunk) -> str:
     """The exact text ingestion embedded, so the recomputed vector matches the chunk's text hash (re-embedding,
     and `evaluate --model-id` embedding stored chunks with another model)."""
-    from search.ingest.base import ChunkDraft, embed_input
-
     return embed_input(ChunkDraft(text=chunk.text, start_line=1, end_line=1, micro_summary=chunk.micro_summary))
 
 
@@ -62,7 +60,6 @@ def reindex(*, background: bool = True) -> str:
     if settings.QDRANT_URL:
         current_app.send_task(REINDEX_TASK)
         return "queued in Celery"
-    from search.engine.index import rebuild
 
     if not background:
         stats = rebuild()
@@ -73,8 +70,6 @@ def reindex(*, background: bool = True) -> str:
 
 def dataset_report(*, dataset: Dataset) -> dict[str, Any]:
     """Counts, embedding coverage per model, last ingest and its errors: the admin's per-dataset panel."""
-    from search.models import Chunk, Document, EmbeddingCache
-
     chunks = Chunk.objects.filter(dataset=dataset)
     n_chunks = chunks.count()
     hashes = chunks.values("text_hash")

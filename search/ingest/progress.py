@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from search.models import IngestJob
+
 if TYPE_CHECKING:
     from projects.models import Dataset
 
 
 def file_progress(*, dataset: Dataset, desc: str) -> tuple[Callable[[dict[str, Any]], None], tqdm]:
     """The runner learns the file count after walking the source, so the total is read from the job lazily."""
-    from search.models import IngestJob
-
     bar = tqdm(desc=desc, unit="file")
 
     def progress(info: dict[str, Any]) -> None:

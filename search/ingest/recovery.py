@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import logging
 
+from search.ingest.jobs import send
 from search.ingest.locks import hold_job_lock
+from search.models import IngestJob
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +53,6 @@ def recover_stalled_ingests() -> list[str]:
     enqueue it once. The message is sent after the lock is released, so the
     runner it wakes never finds the lock held by us.
     """
-    from search.ingest.jobs import send
-    from search.models import IngestJob
-
     requeued = []
     for job in IngestJob.objects.filter(status=IngestJob.Status.RUNNING).order_by("created_at"):
         with hold_job_lock(job.pk) as got:

@@ -22,9 +22,16 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.db.models import Count, F
 
+from projects import quotas
+from projects.models import Project
+from search.ingest import archives
 from search.ingest.base import DocumentDraft
+from search.ingest.code import read_code_document, walk
 from search.ingest.jobs import register
+from search.ingest.web import read_web_document
+from search.ingest.web import walk as web_walk
 from search.ingest.writer import FILE_BATCH, Progress, cache_vectors, delete_documents, write_documents
+from search.models import Document, IngestJob, StagedContent
 
 if TYPE_CHECKING:
     from projects.models import Dataset, Project
@@ -47,9 +54,6 @@ def register_tree_upload(kind: str) -> Callable[[Callable[..., dict[str, Any]]],
 
 
 def _read(*, kind: str, root: Path, rel: str, abs_path: Path, repo: str) -> DocumentDraft | None:
-    from search.ingest.code import read_code_document
-    from search.ingest.web import read_web_document
-
     if kind == "code":
         draft, _why = read_code_document(root=root, rel=rel, abs_path=abs_path, repo=repo)
     else:
@@ -58,9 +62,6 @@ def _read(*, kind: str, root: Path, rel: str, abs_path: Path, repo: str) -> Docu
 
 
 def _tree_items(*, kind: str, root: Path, repo: str) -> Iterator[tuple[str, Path]]:
-    from search.ingest.code import walk
-    from search.ingest.web import walk as web_walk
-
     files = walk(root) if kind == "code" else web_walk(root)
     for rel, abs_path, reason in files:
         if not reason:
@@ -82,9 +83,6 @@ def _push_items(*, kind: str, documents: list[dict[str, Any]], tmp: Path) -> Ite
 @register("upload")
 def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str, int]:
     """Run one push/upload job to completion or to a failure that wrote nothing."""
-    from projects.models import Project
-    from search.models import Document, IngestJob, StagedContent
-
     staged = StagedContent.objects.filter(job=job).first()
     if staged is None:
         raise FileNotFoundError("this job's staged content is gone (the job already ran?)")
@@ -109,7 +107,6 @@ def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str,
                 _apply_push_fields(draft, doc, size=len(data))
                 drafts.append(draft)
         else:
-            from search.ingest import archives
 
             data = bytes(staged.data)
             if archives.is_archive(staged.filename):
@@ -183,8 +180,6 @@ def _apply_push_fields(draft: DocumentDraft, doc: dict[str, Any], *, size: int) 
 
 def _existing(dataset: Dataset) -> dict[str, dict[str, Any]]:
     """The dataset's documents by path: hash, external id, size and chunk count."""
-    from search.models import Document
-
     return {row["path"]: row for row in Document.objects.filter(dataset=dataset)
             .values("path", "content_hash", "external_id", "size_bytes").annotate(n=Count("chunks"))}
 
@@ -192,7 +187,6 @@ def _existing(dataset: Dataset) -> dict[str, dict[str, Any]]:
 def _check_quota(*, project: Project, drafts: list[DocumentDraft], existing: dict[str, dict[str, Any]],
                  gone: list[str]) -> None:
     """Net change of this job against the project's quotas (the caller holds the project row's lock)."""
-    from projects import quotas
     replaced = [existing[d.path] for d in drafts if d.path in existing] + [existing[p] for p in gone if p in existing]
     add_docs = sum(1 for d in drafts if d.path not in existing) - sum(1 for p in gone if p in existing)
     add_chunks = sum(len(d.chunks) for d in drafts) - sum(r["n"] for r in replaced)

@@ -61,7 +61,7 @@ def parser_for(lang: str) -> Parser | None:
     if not spec:
         return None
     try:
-        import tree_sitter
+        import tree_sitter  # noqa: PLC0415 - heavy: grammars load only for a file in their language
 
         module = importlib.import_module(spec[0])
         return tree_sitter.Parser(tree_sitter.Language(getattr(module, spec[1])()))

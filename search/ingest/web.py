@@ -74,8 +74,8 @@ def heading_key(text: str) -> str:
 def _without_permalinks(html: str) -> tuple[str, set[str]]:
     """The page without its heading permalink anchors, and the keys of its real headings (h1..h6)."""
     # lxml loads with trafilatura, on the first page a process reads (as html_to_markdown imports trafilatura)
-    from lxml import etree
-    from lxml import html as lxml_html
+    from lxml import etree  # noqa: PLC0415 - heavy: loads with the web reader only
+    from lxml import html as lxml_html  # noqa: PLC0415 - heavy: loads with the web reader only
 
     try:
         doc = lxml_html.document_fromstring(html)
@@ -89,7 +89,7 @@ def _without_permalinks(html: str) -> tuple[str, set[str]]:
 
 def html_to_markdown(html: str) -> tuple[str, str, str, set[str]]:
     """(markdown, title, url, heading keys) with trafilatura; empty markdown when nothing readable is left."""
-    import trafilatura
+    import trafilatura  # noqa: PLC0415 - heavy: the extractor loads only when a page is read
 
     cleaned, headings = _without_permalinks(html)
     md = trafilatura.extract(cleaned, output_format="markdown", include_formatting=True, include_links=False,

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.db.models import F
 
+from config.errors import DependencyDown
+from search.engine.encoders import dense_model_id, fill_embedding_cache, text_hash
+from search.engine.index import apply_outbox
+from search.engine.sparse import document_term_ids, sparse_document_text
+from search.engine.term_stats import lock_dataset_writes
 from search.ingest.base import DocumentDraft, embed_input
+from search.models import Chunk, Document, IndexOutbox, IngestJob
 
 if TYPE_CHECKING:
     from projects.models import Dataset
@@ -39,8 +45,6 @@ def cache_vectors(*, drafts: list[DocumentDraft]) -> dict[str, int]:
 
     Separate from writing so a job can do the slow part first, with progress, and then write a whole
     upload in one short transaction (search.ingest.staged): the cache is shared and changes no dataset."""
-    from search.engine.encoders import fill_embedding_cache
-
     return fill_embedding_cache([embed_input(c) for d in drafts for c in d.chunks])
 
 
@@ -49,11 +53,6 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
 
     The rules chunker and the BEIR loader call this too: any ChunkDraft list works.
     """
-    from search.engine.encoders import dense_model_id, text_hash
-    from search.engine.sparse import document_term_ids, sparse_document_text
-    from search.engine.term_stats import lock_dataset_writes
-    from search.models import Chunk, Document, IndexOutbox
-
     model_id = dense_model_id()
     stats = {"chunks": 0, **cache_vectors(drafts=drafts)}
     with transaction.atomic():
@@ -99,8 +98,6 @@ def delete_documents(*, dataset: Dataset, paths: Iterable[str]) -> int:
     The index deletes are queued by the search_chunk trigger (migration 0002) in
     this same transaction, as for every other way a chunk leaves.
     """
-    from search.models import Chunk, Document
-
     paths = list(paths)
     if not paths:
         return 0
@@ -128,8 +125,6 @@ def sync_documents(*, dataset: Dataset, drafts: Iterable[DocumentDraft | Skip], 
     Every reader of a whole source feeds it: the file walker of code and web jobs, rulebooks and BEIR.
     With a job, its counters follow (files_done, files_skipped, files_deleted). `progress` gets
     {"path", "skipped", "files"} once per entry."""
-    from search.models import Document, IngestJob
-
     existing = dict(Document.objects.filter(dataset=dataset).values_list("path", "content_hash"))
     seen: set[str] = set()
     batch: list[DocumentDraft] = []
@@ -179,9 +174,6 @@ def apply_own_writes() -> int:
     If another process owns the embedded store (a running web server), opening it fails: that process's
     applier thread was woken by the outbox NOTIFY and applies it instead.
     """
-    from config.errors import DependencyDown
-    from search.engine.index import apply_outbox
-
     try:
         return apply_outbox()
     except DependencyDown as exc:

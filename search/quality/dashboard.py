@@ -80,10 +80,10 @@ def last_reconcile() -> dict[str, Any] | None:
 def line_chart_svg(*, series: list[Series], title: str, days: int = 14, ylabel: str = "",
                    gaps: bool = False) -> str:
     """`gaps`: a day without a value is a gap, not a zero (no feedback that day is not an MRR of 0)."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy: charts load only when a report is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy: charts load only when a report is drawn
 
     xs = _days(days)
     fig, ax = plt.subplots(figsize=(6.4, 2.6), dpi=100)

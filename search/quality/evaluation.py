@@ -16,16 +16,28 @@ Two kinds of collection:
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
 import sys
 import time
+import warnings
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from tqdm import tqdm
+
+from search.engine.encoders import embed_cached
+from search.engine.fusion import Candidate
+from search.engine.pipeline import build_filter, rerank_candidates, retrieve, run_query
+from search.engine.rerank import get_reranker
+from search.ingest.base import ChunkDraft, DocumentDraft
+from search.models import Chunk, EvaluationRun, GraphEdge
+from search.rules.graph import apply_graph_boost
 
 if TYPE_CHECKING:
     from projects.models import Project
@@ -46,9 +58,7 @@ EXTRA_METRICS = ("evaluability", "hit@1_evaluable", "mrr@10_evaluable", "hit@1_e
 
 def compute_metrics(*, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> dict[str, float]:
     """ranx metrics over the judged queries. A query the run has no answer for scores 0 (not dropped)."""
-    import warnings
-
-    from ranx import Qrels, Run, evaluate
+    from ranx import Qrels, Run, evaluate  # noqa: PLC0415 - heavy: ranx compiles with numba on import; only metrics need it
 
     judged = {q: {d: int(r) for d, r in docs.items()} for q, docs in qrels.items() if any(r > 0 for r in docs.values())}
     if not judged:
@@ -169,10 +179,6 @@ def load_beir(path: str | Path, *, max_queries: int | None = None, kind: str | N
 def beir_documents(collection: BeirCollection) -> list:
     """One DocumentDraft per corpus entry; title + abstract (or qualified name + source) as one chunk of the
     collection's kind (SciFact abstracts fit the model)."""
-    import hashlib
-
-    from search.ingest.base import ChunkDraft, DocumentDraft
-
     docs = []
     for doc_id, rec in collection.corpus.items():
         text = f"{rec['title']}\n{rec['text']}".strip() if rec["title"] else rec["text"]
@@ -222,8 +228,6 @@ def load_rules_queries(path: str | Path) -> list[RulesQuery]:
 
 def resolve_expected(query: RulesQuery, *, dataset_ids: list[int]) -> set[int]:
     """Chunk ids a rules query expects: explicit ids, or chunks whose section path ends with an expected path."""
-    from search.models import Chunk
-
     ids = set(query.expected_chunk_ids)
     if query.expected_sections:
         qs = Chunk.objects.filter(dataset_id__in=dataset_ids)
@@ -243,8 +247,6 @@ def expand_gold(ids: set[int], *, dataset_ids: list[int]) -> set[int]:
     Children: chunks of the same book whose section path extends a gold chunk's path (the gold "Grappling"
     section's "Escaping a Grapple" subsection). Continuations: chunks a gold chunk's `next` edge leads to while
     they stay inside its section (a long section split in two chunks, when the gold names one chunk id)."""
-    from search.models import Chunk, GraphEdge
-
     if not ids:
         return set()
     gold = list(Chunk.objects.filter(id__in=ids, dataset_id__in=dataset_ids).values_list("id", "book_id",
@@ -276,8 +278,6 @@ def expand_gold(ids: set[int], *, dataset_ids: list[int]) -> set[int]:
 
 def token_f1(a: str, b: str) -> float:
     """Answer similarity: SQuAD-style token F1 between a produced and an expected answer."""
-    from collections import Counter
-
     ta = re.findall(r"[a-z0-9]+", a.lower())
     tb = re.findall(r"[a-z0-9]+", b.lower())
     if not ta or not tb:
@@ -295,10 +295,6 @@ def answer_cosine(pairs: list[tuple[str, str]]) -> list[float]:
     Why beside token F1: an extractive answer quotes the book ("A pinned character's speed is 0") while the gold
     answer paraphrases it; token F1 punishes the paraphrase, the embedding does not. Vectors come from the
     embedding cache (search.engine.encoders.embed_cached), so a re-run embeds nothing twice. An empty side scores 0."""
-    import numpy as np
-
-    from search.engine.encoders import embed_cached
-
     texts = sorted({t for pair in pairs for t in pair if t.strip()})
     if not texts:
         return [0.0 for _ in pairs]
@@ -339,12 +335,6 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
     `index` + `dense_model`: the legs search another model's throwaway index with queries embedded by that model
     (`evaluate --model-id`); the API `default` then runs the configured model, over the live index. `trained`: a cross-encoder
     (`evaluate --reranker`) for the `trained-rerank` row: the fused ranking, its top RERANK_DEPTH reordered."""
-    from search.engine.fusion import Candidate
-    from search.engine.pipeline import build_filter, rerank_candidates, retrieve, run_query
-    from search.engine.rerank import get_reranker
-    from search.models import Chunk
-    from search.rules.graph import apply_graph_boost
-
     flt = build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter)
 
     def leg(legs: str, fusion: str = "rrf") -> Ranker:
@@ -444,11 +434,10 @@ def markdown_table(report: EvalReport) -> str:
 
 def write_report(report: EvalReport, *, report_dir: str | Path) -> dict[str, str]:
     """report.md (the table), report.json and report.png (nDCG@10 / MRR@10 / recall@100 per pipeline)."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy: charts load only when a report is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy: charts load only when a report is drawn
 
     out = Path(report_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -479,7 +468,5 @@ def write_report(report: EvalReport, *, report_dir: str | Path) -> dict[str, str
 
 
 def save_run(report: EvalReport, *, report_dir: str = "") -> EvaluationRun:
-    from search.models import EvaluationRun
-
     return EvaluationRun.objects.create(collection=report.collection[:300], queries=report.queries,
                                         results=report.pipelines, timings=report.timings, report_dir=report_dir)

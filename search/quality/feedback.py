@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from config.errors import BadInput, NotFound
+from projects.access import limit_to_key_projects
+from search.models import Feedback, QuerySession, RerankResult
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -14,9 +16,6 @@ if TYPE_CHECKING:
 
 def record_feedback(*, user: User, session_id: UUID | str, chunk_id: int, relevance: int) -> Feedback:
     """Store (or update) one judgment. Only members of the session's project may judge, only served chunks."""
-    from projects.access import limit_to_key_projects
-    from search.models import Feedback, QuerySession, RerankResult
-
     session = limit_to_key_projects(QuerySession.objects.filter(pk=session_id, project__memberships__user=user),
                                     user).first()
     if session is None:

@@ -23,8 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
+from projects.access import accessible_dataset_ids
+from projects.models import Dataset
 from search.engine.fusion import fuse
 from search.engine.fusion_settings import DEFAULT, FusionSetting, kind_default
+from search.engine.pipeline import build_filter, retrieve
+from search.models import Feedback
 
 if TYPE_CHECKING:
     from projects.models import Project
@@ -61,8 +65,6 @@ class FusionChoice:
 def judged_queries(*, project: Project) -> dict[str, dict[int, int]]:
     """query text -> {chunk id: relevance} from the project's context feedback; several sessions of one query
     merge (the highest rating of a chunk wins)."""
-    from search.models import Feedback
-
     out: dict[str, dict[int, int]] = {}
     rows = (Feedback.objects.filter(session__project=project, session__kind="context", chunk__isnull=False)
             .values_list("session__query", "chunk_id", "relevance"))
@@ -85,8 +87,6 @@ Legs = dict[str, tuple[list[tuple[int, float]], list[tuple[int, float]]]]
 
 def run_legs(*, queries: list[str], dataset_ids: list[int], index: VectorIndex | None = None) -> Legs:
     """Each query's dense and sparse hits (top DEPTH), searched once; every setting is scored from these."""
-    from search.engine.pipeline import build_filter, retrieve
-
     flt = build_filter(dataset_ids=dataset_ids)
     out: Legs = {}
     for q in queries:
@@ -166,9 +166,6 @@ def choose_for_project(*, project: Project, min_queries: int = MIN_QUERIES, min_
                        save: bool = True, index: VectorIndex | None = None) -> FusionChoice:
     """Run the rule on the project's feedback over its datasets (own, shared and global, as its queries search)
     and store the result on the project (`save`): the adopted setting, or the default with the reason."""
-    from projects.access import accessible_dataset_ids
-    from projects.models import Dataset
-
     judged = judged_queries(project=project)
     dataset_ids = list(accessible_dataset_ids(project, include_global=True))
     kinds = set(Dataset.objects.filter(pk__in=dataset_ids).values_list("kind", flat=True))

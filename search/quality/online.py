@@ -10,12 +10,12 @@ from datetime import date, datetime, time, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from search.models import DailyMetric, Feedback, RerankResult
+
 
 def aggregate_day(*, day: date, kind: str | None = None) -> int:
     """Recompute DailyMetric rows for `day`; returns how many rows were written."""
-    from ranx import Qrels, Run, evaluate
-
-    from search.models import DailyMetric, Feedback, RerankResult
+    from ranx import Qrels, Run, evaluate  # noqa: PLC0415 - heavy: ranx compiles with numba on import; only metrics need it
 
     tz = timezone.get_current_timezone()
     start = timezone.make_aware(datetime.combine(day, time.min), tz)

@@ -24,6 +24,7 @@ project's `reranker` setting and RERANKER_MODEL can name it.
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import time
@@ -32,8 +33,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tqdm import tqdm
+
 from config.errors import BadInput
+from search.engine.encoders import inference_context, precision, resolve_model
+from search.engine.pipeline import build_filter, retrieve
+from search.engine.rerank import rerank_text
 from search.engine.reranker_store import BLENDS, NAME_RE, blend_scores, models_dir
+from search.models import Chunk, Feedback
 
 if TYPE_CHECKING:
     from search.engine.index import VectorIndex
@@ -91,8 +98,6 @@ def labelled_examples(*, qrels: dict[str, dict[str, int]], queries: dict[str, st
 
 def feedback_examples(*, project_id: int) -> list[Example]:
     """A project's ▲ feedback (relevance >= 2) grouped by the query it was given on."""
-    from search.models import Feedback
-
     by_query: dict[str, set[int]] = {}
     for q, chunk_id in (Feedback.objects.filter(session__project_id=project_id, relevance__gte=2)
                         .values_list("session__query", "chunk_id")):
@@ -118,8 +123,6 @@ def pseudo_query(*, title: str, symbol: str, text: str) -> str:
 
 def pseudo_examples(*, dataset_ids: list[int], limit: int, seed: int) -> list[Example]:
     """Up to `limit` pseudo-queries, one per sampled chunk of the datasets."""
-    from search.models import Chunk
-
     rows = list(Chunk.objects.filter(dataset_id__in=dataset_ids).values_list("id", "symbol", "text",
                                                                               "document__title"))
     random.Random(seed).shuffle(rows)
@@ -137,9 +140,6 @@ def pseudo_examples(*, dataset_ids: list[int], limit: int, seed: int) -> list[Ex
 
 def chunk_texts(ids: list[int]) -> dict[int, str]:
     """What the reranker reads for each chunk (the same text the query path gives it)."""
-    from search.engine.rerank import rerank_text
-    from search.models import Chunk
-
     return {c.pk: rerank_text(micro_summary=c.micro_summary, text=c.text, path=c.path, symbol=c.symbol)
             for c in Chunk.objects.filter(pk__in=ids).only("id", "micro_summary", "text", "path", "symbol")}
 
@@ -150,8 +150,6 @@ def mine_groups(*, examples: list[Example], dataset_ids: list[int], negatives: i
     """One group per (example, positive): the positive's text and `negatives` hard negatives from the hybrid
     retriever's top `depth` (skipping the example's positives). A pseudo-query's own words are removed from its
     positive, so matching them is not enough."""
-    from search.engine.pipeline import build_filter, retrieve
-
     flt = build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter)
     rng = random.Random(seed)
     groups: list[Group] = []
@@ -179,8 +177,6 @@ def mine_groups(*, examples: list[Example], dataset_ids: list[int], negatives: i
 # ------------------------------------------------------------------------------------------------- training
 
 def _ndcg10(order: list[int], relevant: set[int]) -> float:
-    import math
-
     dcg = sum(1 / math.log2(i + 2) for i, x in enumerate(order[:10]) if x in relevant)
     ideal = sum(1 / math.log2(i + 2) for i in range(min(10, len(relevant))))
     return dcg / ideal if ideal else 0.0
@@ -202,8 +198,6 @@ class HeldOut:
 
 def held_out_slice(*, examples: list[Example], dataset_ids: list[int], depth: int,
                    extra_filter: dict[str, Any] | None = None, index: VectorIndex | None = None) -> HeldOut:
-    from search.engine.pipeline import build_filter, retrieve
-
     flt = build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter)
     held = HeldOut(queries=[], candidates=[], relevant=[])
     for ex in examples:
@@ -219,9 +213,7 @@ def held_out_slice(*, examples: list[Example], dataset_ids: list[int], depth: in
 
 def score_held_out(model: Any, held: HeldOut, *, batch: int = 64) -> tuple[float, float, float]:
     """-> (nDCG@10 of the cross-encoder alone, best blended nDCG@10, the blend that gave it)."""
-    import torch
-
-    from search.engine.encoders import inference_context, precision
+    import torch  # noqa: PLC0415 - heavy: torch takes seconds to load and only encoding needs it
 
     model.model.eval()
     alone = 0.0
@@ -243,16 +235,12 @@ def score_held_out(model: Any, held: HeldOut, *, batch: int = 64) -> tuple[float
 
 def base_model_path() -> tuple[str, str]:
     """(model id, local folder) of the configured embedding model: the cross-encoder starts from its weights."""
-    from search.engine.encoders import resolve_model
-
     return resolve_model()
 
 
 def _group_loss(ce: Any, batch: list[Group], *, cfg: TrainConfig, mode: str) -> tuple[Any, int]:
     """Softmax cross-entropy over each query's group (the positive first) -> (mean loss, pairs scored)."""
-    import torch
-
-    from search.engine.encoders import inference_context
+    import torch  # noqa: PLC0415 - heavy: torch takes seconds to load and only encoding needs it
 
     pairs = [(g.query, d) for g in batch for d in (g.positive, *g.negatives[: cfg.negatives])]
     sizes = [1 + min(cfg.negatives, len(g.negatives)) for g in batch]
@@ -272,11 +260,8 @@ def _group_loss(ce: Any, batch: list[Group], *, cfg: TrainConfig, mode: str) -> 
 def train_cross_encoder(*, groups: list[Group], held: HeldOut, cfg: TrainConfig, out_dir: Path,
                         progress: bool = True, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Fine-tune, keep the best held-out state, save to out_dir; -> the training part of the manifest."""
-    import torch
-    from sentence_transformers import CrossEncoder
-    from tqdm import tqdm
-
-    from search.engine.encoders import precision
+    import torch  # noqa: PLC0415 - heavy: torch takes seconds to load and only encoding needs it
+    from sentence_transformers import CrossEncoder  # noqa: PLC0415 - heavy: loads torch and transformers; only encoding needs it
 
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
@@ -351,8 +336,6 @@ def train_reranker(*, name: str, examples: list[Example], dataset_ids: list[int]
                    index: VectorIndex | None = None) -> TrainResult:
     """Split examples (held-out slice by query), mine hard negatives, train, write model + manifest. `index`:
     where the hybrid retriever searches (a BEIR collection's throwaway store; default the live index)."""
-    from tqdm import tqdm
-
     if not NAME_RE.fullmatch(name):
         raise BadInput("Must be letters, digits, '.', '_' or '-' (at most 64).", field="name")
     if len(examples) < 10:

@@ -7,14 +7,33 @@ from __future__ import annotations
 
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.db.migrations.executor import MigrationExecutor
 from tqdm import tqdm
 
+from config.errors import DependencyDown
+from projects.access import accessible_dataset_ids
+from projects.models import Dataset, Project
+from search.engine.encoders import (
+    EmbeddingModelError,
+    dense_model_id,
+    embedding_dim,
+    fill_embedding_cache,
+    resolve_model,
+)
+from search.engine.index import apply_outbox, build_points, get_index, open_index
+from search.engine.rerank import load_reranker
+from search.ingest.maintenance import chunk_embed_input
+from search.ingest.writer import sync_documents
+from search.models import Chunk
 from search.quality.evaluation import (
     PIPELINES,
     EvalReport,
@@ -34,8 +53,10 @@ from search.quality.evaluation import (
     run_pipelines,
     token_f1,
 )
+from search.rules.answer import extractive_answer
 from search.rules.chapter_routing import chapter_of
 from search.rules.policies import SIMILARITY_RELATIONS, STRUCTURAL_RELATIONS
+from search.rules.search import rules_search
 
 if TYPE_CHECKING:
     from projects.models import Project
@@ -55,11 +76,6 @@ def check_ready(*, live_index: bool = True) -> None:
     Why before any work: without this the first ORM query of an evaluation raises a ProgrammingError
     ("relation projects_project does not exist") or an OperationalError deep in a traceback, which tells a
     new user nothing about `manage.py migrate` or `manage.py platform up`."""
-    from django.db import DatabaseError, connection
-    from django.db.migrations.executor import MigrationExecutor
-
-    from config.errors import DependencyDown
-
     name = connection.settings_dict.get("NAME") or "?"
     try:
         connection.ensure_connection()
@@ -76,7 +92,6 @@ def check_ready(*, live_index: bool = True) -> None:
                        "rulebook that `manage.py evaluate` searches by default.")
     if not live_index:
         return
-    from search.engine.index import get_index
 
     try:
         get_index()
@@ -94,9 +109,6 @@ _POINTS_BATCH = 2000
 def resolve_other_model(model: str) -> tuple[str, int]:
     """(model id, dimension) of `--model-id`, loading its weights now, so that a hub name or a folder without a
     model is named before any ingest or embedding work (a ValueError, which the command reports)."""
-    from config.errors import DependencyDown
-    from search.engine.encoders import EmbeddingModelError, embedding_dim, resolve_model
-
     try:
         model_id, path = resolve_model(model=model)
         dim = embedding_dim(model=model)
@@ -123,15 +135,6 @@ def throwaway_index(*, dataset_ids: list[int], kinds: list[str] | None = None,
     embedding cache (a second run embeds nothing); without it, the configured model's vectors, cached at ingest.
     The store is an embedded one in a temporary folder, or, with QDRANT_URL, uniquely named collections on that
     server, deleted afterwards. stats: model_id, points, build_s, and (with `model`) embedded, cached."""
-    import time
-
-    from django.conf import settings
-
-    from search.engine.encoders import dense_model_id, embedding_dim, fill_embedding_cache
-    from search.engine.index import build_points, open_index
-    from search.ingest.maintenance import chunk_embed_input
-    from search.models import Chunk
-
     t0 = time.perf_counter()
     qs = Chunk.objects.filter(dataset_id__in=dataset_ids)
     if kinds:
@@ -188,8 +191,6 @@ def run_pipelines_with_model(*, model: str | None, project: Project, dataset_ids
 
 
 def _eval_project(slug: str) -> Project:
-    from projects.models import Project
-
     project, _ = Project.objects.get_or_create(slug=slug, defaults={"name": slug.title()})
     return project
 
@@ -208,9 +209,6 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
 
     The dataset is an evaluation dataset: its chunks live in Postgres (so a re-run is incremental) but never in
     the live index; a run searches them in a throwaway_index of its own."""
-    from projects.models import Dataset
-    from search.ingest.writer import sync_documents
-
     coll = load_beir(path, max_queries=max_queries, kind=kind, split=split)
     check_ready(live_index=False)  # the corpus is searched in a throwaway store: the live one may be held
     project = _eval_project(project_slug)
@@ -237,13 +235,10 @@ def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: li
                   model: str | None = None, reranker: str | None = None) -> EvalReport:
     """`model` (a local sentence-transformers folder) adds `dense|fused|weighted@<model id>` rows: the same
     queries over a throwaway index of that model's vectors, side by side with the configured model's."""
-    from search.models import Chunk
-
     if model:
         resolve_other_model(model)  # a bad path is named before the ingest
     trained = None
     if reranker:
-        from search.engine.rerank import load_reranker
 
         trained = load_reranker(reranker)  # a bad name is named before the ingest too
     coll, dataset, stats = ingest_beir(path=path, project_slug=project_slug, progress=progress,
@@ -263,7 +258,6 @@ def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: li
         m["evaluability"] = ev
     timings["ingest"] = stats
     if trained is not None:
-        from django.conf import settings
 
         extra["trained_reranker"] = {"name": trained.name, "rerank_depth": settings.RERANK_DEPTH}
     return EvalReport(collection=beir_dataset_name(coll), queries=len(coll.queries), pipelines=metrics,
@@ -298,13 +292,6 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
     the queries that stay evaluable; routing off is the `default` row. Without it the routing rows run only
     when named in `pipelines`. `model` (a local sentence-transformers folder) adds `dense|fused|weighted@<model
     id>` rows over a throwaway index of the rules chunks embedded with that model."""
-    from projects.access import accessible_dataset_ids
-    from projects.models import Project
-    from search.engine.index import apply_outbox, get_index
-    from search.models import Chunk
-    from search.rules.answer import extractive_answer
-    from search.rules.search import rules_search
-
     queries = load_rules_queries(path)[:max_queries or None]
     check_ready()
     project = Project.objects.filter(slug=project_slug).first()

@@ -20,6 +20,8 @@ from typing import Any
 
 from django.conf import settings
 
+from config.errors import ApiError
+from search.engine import llm
 from search.engine.sparse import tokenize
 
 log = logging.getLogger(__name__)
@@ -38,8 +40,6 @@ _MARK = re.compile(r"\[(\d+)\]")
 
 def _public_error(exc: Exception, *, fallback_code: str, fallback_detail: str) -> dict[str, Any]:
     """What an `error` event may say: an ApiError's code and detail, else a fixed code and sentence."""
-    from config.errors import ApiError
-
     if isinstance(exc, ApiError):
         return {"code": exc.code, "detail": exc.detail}
     return {"code": fallback_code, "detail": fallback_detail}
@@ -118,8 +118,6 @@ def stream_answer(*, q: str, search: Callable[[], dict[str, Any]],
 
     on_finish(status, info) is called exactly once with status complete | error | disconnected.
     """
-    from search.engine import llm
-
     t0 = time.perf_counter()
     status, info = "disconnected", {"tokens": 0}
     try:

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from django.db.models import Count, Max
+
+from search.engine.encoders import dense_model_id, embed_query
+from search.models import Chunk, EmbeddingCache
 
 if TYPE_CHECKING:
     from search.rules.traversal import QueryAnalysis
@@ -44,11 +48,6 @@ def chapter_of(section_path: list[str]) -> str:
 def build_index(*, dataset_ids: list[int], books: list[str] | None = None,
                 rulesets: list[str] | None = None) -> ChapterIndex:
     """Centroids of the accessible rules chunks per (book, chapter), cached per process until the chunks change."""
-    from django.db.models import Count, Max
-
-    from search.engine.encoders import dense_model_id
-    from search.models import Chunk, EmbeddingCache
-
     qs = Chunk.objects.filter(dataset_id__in=dataset_ids, kind="rules")
     if books:
         qs = qs.filter(book_id__in=books)
@@ -127,8 +126,6 @@ def score_chapters(*, query_vector: np.ndarray, index: ChapterIndex, analysis: Q
 def route(*, q: str, top_n: int, dataset_ids: list[int], analysis: QueryAnalysis | None = None,
           books: list[str] | None = None, rulesets: list[str] | None = None) -> tuple[list[tuple[str, str]], list[str]]:
     """(the top_n chapters, the document paths they span) for a query."""
-    from search.engine.encoders import embed_query
-
     index = build_index(dataset_ids=dataset_ids, books=books, rulesets=rulesets)
     ranked = score_chapters(query_vector=embed_query(q), index=index, analysis=analysis)[:max(top_n, 0)]
     chosen = [ch for ch, _ in ranked]
@@ -139,8 +136,6 @@ def route(*, q: str, top_n: int, dataset_ids: list[int], analysis: QueryAnalysis
 
 def in_chapters(cands: list, *, chapters: list[tuple[str, str]]) -> list:
     """The candidates (objects with `chunk_id`) whose (book, chapter) is among `chapters`, order kept."""
-    from search.models import Chunk
-
     keep = set(chapters)
     where = {cid: (book, chapter_of(list(path))) for cid, book, path in Chunk.objects.filter(
         id__in=[c.chunk_id for c in cands]).values_list("id", "book_id", "section_path")}

@@ -10,6 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from projects.models import Dataset, Project
+from search.engine.index import apply_outbox
+from search.rules.ingest import ingest_rulebook
+
 if TYPE_CHECKING:
     from io import TextIOBase
 
@@ -20,10 +24,6 @@ DATASET_NAME = "emberfall-rules"
 
 def load_demo_rules(stdout: TextIOBase | None = None) -> dict:
     """Ingest every demo book (incremental), rebuild config + graph, apply the index. Idempotent."""
-    from projects.models import Dataset, Project
-    from search.engine.index import apply_outbox
-    from search.rules.ingest import ingest_rulebook
-
     project, _ = Project.objects.get_or_create(slug="demo", defaults={"name": "Demo"})
     dataset, _ = Dataset.objects.get_or_create(project=project, name=DATASET_NAME,
                                                defaults={"kind": Dataset.Kind.RULES, "is_global": True})

@@ -25,9 +25,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from django.db import transaction
 
-from search.models import Chunk, GraphEdge, TraversalConfig
+from search.engine.encoders import dense_model_id
+from search.models import Chunk, EmbeddingCache, GraphEdge, TraversalConfig
 from search.rules.traversal import config_names, name_pattern
 
 DEFAULT_SEED_TOP_N = 3
@@ -152,8 +154,6 @@ def nearest_pairs(ids: list[int], vectors: Any, *, k: int, threshold: float) -> 
     """(a, b, cosine) with b among a's k nearest (a != b) at cosine >= threshold; each pair once, a < b.
 
     Pure (numpy in, tuples out): the tests check it on hand-made vectors."""
-    import numpy as np
-
     if len(ids) < 2 or k <= 0:
         return []
     m = np.asarray(vectors, dtype=np.float32)
@@ -177,9 +177,6 @@ def similarity_edges(*, chunks: list[tuple[int, str]], k: int = DEFAULT_SIMILAR_
     """Nearest-neighbour pairs of the chunks from their cached embeddings (current model); nothing is embedded.
 
     A chunk without a cached vector (not embedded yet, or another model) takes part in no pair."""
-    from search.engine.encoders import dense_model_id
-    from search.models import EmbeddingCache
-
     hashes = {h for _, h in chunks}
     vectors: dict[str, list[float]] = {}
     keys = list(hashes)

@@ -11,9 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
+from projects import quotas
+from projects.models import Project
 from search.ingest.jobs import register
+from search.ingest.rules import read_rulebook
 from search.ingest.staged import register_tree_upload
 from search.ingest.writer import Progress, sync_documents
+from search.rules.graph import build_graph
+from search.rules.traversal import build_default_config
 
 if TYPE_CHECKING:
     from projects.models import Dataset
@@ -37,10 +42,6 @@ def ingest_rulebook(*, dataset: Dataset, path: str | Path, ruleset_id: str = "",
     citation's file names its book. Unchanged files are skipped by content hash (sync_documents).
     Here, not in search.ingest.rules, so that module stays pure (text in, drafts out) like code.py.
     """
-    from search.ingest.rules import read_rulebook
-    from search.rules.graph import build_graph
-    from search.rules.traversal import build_default_config
-
     ruleset_id = ruleset_id or options.get("ruleset") or dataset.name
     book_id = book_id or options.get("book") or Path(path).stem
     if not Path(path).exists():
@@ -68,9 +69,6 @@ def run_rules_upload(*, job: IngestJob, root: Path, staged: StagedContent,
 
     Its chunk count is known only once enriched, so the quota is checked after writing, inside the
     transaction: past a quota, the raise rolls the whole book back."""
-    from projects import quotas
-    from projects.models import Project
-
     options = {k: v for k, v in job.options.items() if k not in ("origin", "mode", "repo")}
     with transaction.atomic():
         project = Project.objects.select_for_update().get(pk=job.dataset.project_id)

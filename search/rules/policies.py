@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from search.models import Chunk
 from search.rules.graph import BOOST_RELATIONS
 
 if TYPE_CHECKING:
@@ -87,8 +88,6 @@ def apply_policies(cands: list, *, analysis: QueryAnalysis, kind_of: dict[int, s
 
 def chunk_facts(chunk_ids: list[int], *, gm_keywords: Iterable[str]) -> tuple[dict[int, str], dict[int, str]]:
     """({chunk id: content kind}, {chunk id: audience}) for the candidates, in one query."""
-    from search.models import Chunk
-
     kws = list(gm_keywords)
     kinds, audiences = {}, {}
     for cid, kind, book, path, section in Chunk.objects.filter(id__in=chunk_ids).values_list(

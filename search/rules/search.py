@@ -13,8 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from config.errors import BadInput
 from config.fields import check_text
+from projects.access import accessible_dataset_ids
 from search.engine.fusion import RULES_FUSIONS
-from search.engine.pipeline import MAX_Q
+from search.engine.pipeline import MAX_Q, run_query
+from search.models import Chunk
+from search.rules.aliases import expand_query
+from search.rules.chapter_routing import in_chapters, route
 from search.rules.graph import (
     DEFAULT_DECAY,
     DEFAULT_DEPTH,
@@ -23,6 +27,9 @@ from search.rules.graph import (
     DEFAULT_TOP_K,
     apply_graph_boost,
 )
+from search.rules.policies import apply_policies, chunk_facts, describe, graph_relations
+from search.rules.policies import strengths as policy_strengths
+from search.rules.traversal import DEFAULT_GM_KEYWORDS, detect, load_config
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -85,8 +92,6 @@ def validate_rules_params(params: dict[str, Any]) -> dict[str, Any]:
 
 def books_named_in(*, q: str, dataset_ids: list[int]) -> list[str]:
     """Book ids the query names ("in the Player Handbook" -> player-handbook), among accessible rules books."""
-    from search.models import Chunk
-
     books = set(Chunk.objects.filter(dataset_id__in=dataset_ids, kind="rules").exclude(book_id="")
                 .values_list("book_id", flat=True).distinct())
     norm = " " + re.sub(r"[^a-z0-9]+", " ", q.lower()) + " "
@@ -110,14 +115,6 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
     config names (`policies["graph"]["relations"]`). `expand_aliases` expands the sparse query with the
     config's abbreviations (search.rules.aliases). `route_chapters` > 0 searches only the query's likeliest chapters
     (search.rules.chapter_routing); 0 searches the whole book."""
-    from projects.access import accessible_dataset_ids
-    from search.engine.pipeline import run_query
-    from search.rules.aliases import expand_query
-    from search.rules.chapter_routing import in_chapters, route
-    from search.rules.policies import apply_policies, chunk_facts, describe, graph_relations
-    from search.rules.policies import strengths as policy_strengths
-    from search.rules.traversal import DEFAULT_GM_KEYWORDS, detect
-
     dataset_ids = sorted(accessible_dataset_ids(project))
     books = list(books or [])
     named = [] if books else books_named_in(q=q, dataset_ids=dataset_ids)
@@ -192,9 +189,6 @@ def _config_for(dataset_ids: list[int], *, ruleset_id: str | None = None) -> Tra
 
     Only a ruleset the caller can read counts: the config's entity names would otherwise confirm what an
     inaccessible rulebook contains (`analysis.entities`)."""
-    from search.models import Chunk
-    from search.rules.traversal import load_config
-
     qs = Chunk.objects.filter(dataset_id__in=dataset_ids, kind="rules").exclude(ruleset_id="")
     if ruleset_id is not None:
         qs = qs.filter(ruleset_id=ruleset_id)

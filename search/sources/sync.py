@@ -21,7 +21,11 @@ from django.utils import timezone
 
 from config.errors import BadInput, Conflict, NotFound
 from projects import policy
-from search.ingest.jobs import register
+from projects.sharing import create_dataset
+from search.ingest.jobs import job_error_text, register, run_job, start_ingest
+from search.ingest.maintenance import last_ingest
+from search.ingest.writer import apply_own_writes
+from search.models import IngestJob, Source
 from search.sources import secrets
 from search.sources.registry import source_type
 from search.sources.spec import SourceSpec, display_url, parse_interval, parse_source, parse_token
@@ -50,8 +54,6 @@ def set_source(*, user: User | None, dataset: Dataset, spec: SourceSpec, interva
 
     A changed URL or ref forgets the commit the dataset reflected, so the next sync compares the whole tree
     by content hash (nothing unchanged is re-embedded, files the new tree lacks are deleted)."""
-    from search.models import Source
-
     _require_writer(user=user, dataset=dataset)
     with transaction.atomic():
         source = Source.objects.select_for_update().filter(dataset=dataset).first()
@@ -88,8 +90,6 @@ def create_dataset_with_source(*, user: User, project: Project, name: str, kind:
 
     The source is checked before anything is created, so a bad one leaves no dataset behind (and its name stays
     free for the corrected request)."""
-    from projects.sharing import create_dataset
-
     if source is None:
         if interval_s is not None or token:
             raise BadInput("interval_s and token describe a source; send `source` too.",
@@ -107,8 +107,6 @@ def create_dataset_with_source(*, user: User, project: Project, name: str, kind:
 
 
 def source_of(dataset: Dataset) -> Source | None:
-    from search.models import Source
-
     return Source.objects.filter(dataset=dataset).first()
 
 
@@ -169,8 +167,6 @@ def _path_text(item: Any) -> str:
 
 def remove_source(*, user: User | None, dataset: Dataset) -> None:
     """The dataset stops following its source; its documents stay (delete them, or the dataset, to drop them)."""
-    from search.models import Source
-
     _require_writer(user=user, dataset=dataset)
     deleted, _ = Source.objects.filter(dataset=dataset).delete()  # the git mirror goes on commit (search.apps)
     if not deleted:
@@ -178,18 +174,12 @@ def remove_source(*, user: User | None, dataset: Dataset) -> None:
 
 
 def active_sync(dataset: Dataset) -> IngestJob | None:
-    from search.models import IngestJob
-
     return IngestJob.objects.filter(dataset=dataset, options__origin="sync", status__in=ACTIVE).first()
 
 
 def start_sync(*, dataset: Dataset, user: User | None = None, trigger: str = "manual", run_now: bool = False,
                progress: Progress | None = None) -> IngestJob:
     """Queue (or with `run_now`, run here) a sync of the dataset's source; 409 while one is pending or running."""
-    from search.ingest.jobs import run_job, start_ingest
-    from search.ingest.writer import apply_own_writes
-    from search.models import IngestJob, Source
-
     _require_writer(user=user, dataset=dataset)
     with transaction.atomic():
         source = Source.objects.select_for_update().filter(dataset=dataset).first()
@@ -215,8 +205,6 @@ def start_sync(*, dataset: Dataset, user: User | None = None, trigger: str = "ma
 @register("sync")
 def run_sync(*, job: IngestJob, progress: Progress | None = None) -> dict[str, Any]:
     """Run one sync job (called by the runner under the job lock); record its outcome on the Source row."""
-    from search.models import Source
-
     source = Source.objects.filter(dataset_id=job.dataset_id).first()
     if source is None:
         raise NotFound("The dataset's source was removed before its sync ran.", code="source_removed")
@@ -231,9 +219,6 @@ def run_sync(*, job: IngestJob, progress: Progress | None = None) -> dict[str, A
 
 def _record(*, source_id: int, state: dict[str, Any] | None = None, error: BaseException | None = None) -> None:
     """The outcome of a sync on its Source: state and schedule on success; error and back-off on failure."""
-    from search.ingest.jobs import job_error_text
-    from search.models import Source
-
     now = timezone.now()
     with transaction.atomic():
         source = Source.objects.select_for_update().filter(pk=source_id).first()
@@ -266,9 +251,6 @@ def enqueue_due_syncs(*, now: datetime | None = None) -> list[str]:
 
     Rows are claimed with SKIP LOCKED and their next_sync_at pushed forward in the same transaction, so two
     beat runs (or two schedulers) never queue the same sync twice."""
-    from search.ingest.jobs import start_ingest
-    from search.models import Source
-
     now = now or timezone.now()
     started = []
     with transaction.atomic():
@@ -290,8 +272,6 @@ def enqueue_due_syncs(*, now: datetime | None = None) -> list[str]:
 
 def sync_history(*, dataset: Dataset, limit: int = 50) -> list[IngestJob]:
     """The dataset's sync jobs, newest first, each with `summary` (summarize_result of its result)."""
-    from search.models import IngestJob
-
     jobs = list(IngestJob.objects.filter(dataset=dataset, options__origin="sync").order_by("-created_at")[:limit])
     for job in jobs:
         job.summary = summarize_result(job.result)
@@ -303,9 +283,6 @@ def reingest(*, dataset: Dataset, user: User | None = None) -> IngestJob:
 
     A dataset that follows a git or web source is synced instead (start_sync): its last job's
     `source` is a URL for display, and a sync must keep its one-at-a-time rule (409 sync_running)."""
-    from search.ingest.jobs import start_ingest
-    from search.ingest.maintenance import last_ingest
-
     if source_of(dataset) is not None:
         return start_sync(dataset=dataset, user=user, trigger="admin")
     job = last_ingest(dataset=dataset)

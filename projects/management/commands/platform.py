@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, NoReturn
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
 
 from config import embedded
+from config.health import health_report
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -77,7 +79,6 @@ class Command(BaseCommand):
             stopped = embedded.stop_redis(var_dir=var_dir)
             self.stdout.write(f"redis     {'stopped' if stopped else 'was not running'}")
         if "postgres" in state:
-            from django.db import connections
 
             connections.close_all()
             stopped = embedded.stop_postgres(var_dir=var_dir)
@@ -87,8 +88,6 @@ class Command(BaseCommand):
         _save_state({})
 
     def do_status(self, **_: object) -> None:
-        from config.health import health_report
-
         report = health_report(deep=True)  # a person waits a second for a worker ping and a point count
         for name, check in report["checks"].items():
             mark = "up  " if check["ok"] else "DOWN"

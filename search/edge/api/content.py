@@ -15,6 +15,7 @@ from config.schema import ERROR_RESPONSES, ErrorSerializer
 from search.edge import serializers as s
 from search.edge.api.context import _job_data
 from search.ingest import content
+from search.models import Document
 
 if TYPE_CHECKING:
     from rest_framework.request import Request
@@ -29,8 +30,6 @@ class DocumentListView(APIView):
     @extend_schema(operation_id="documents_list", parameters=[s.DocumentListQuerySerializer],
                    responses={200: s.DocumentPageSerializer, **ERROR_RESPONSES}, tags=["content"])
     def get(self, request: Request, slug: str, dataset_id: int) -> Response:
-        from search.models import Document
-
         dataset = content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id)
         ser = s.DocumentListQuerySerializer(data=request.query_params)
         ser.is_valid(raise_exception=True)

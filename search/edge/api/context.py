@@ -13,8 +13,13 @@ from config.errors import BadInput, Forbidden, NotFound
 from config.ratelimits import enforce
 from config.schema import ERROR_RESPONSES, ErrorSerializer
 from projects.access import limit_to_key_projects, project_for_member
+from projects.models import Dataset
 from projects.policy import authorize
 from search.edge import serializers as s
+from search.engine.pipeline import run_query
+from search.ingest.jobs import start_ingest
+from search.models import IngestJob
+from search.quality.feedback import record_feedback
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -46,8 +51,6 @@ class QueryView(APIView):
                    description="Hybrid dense+sparse search over every dataset the project can see, with a why per "
                                "result, a context pack and per-stage timings.")
     def post(self, request: Request, slug: str) -> Response:
-        from search.engine.pipeline import run_query
-
         enforce(request, group="context_query")
         project = project_for_member(user=request.user, slug=slug)
         ser = s.QueryRequestSerializer(data=_body(request))
@@ -96,9 +99,6 @@ class IngestView(APIView):
     @extend_schema(operation_id="context_ingest", request=s.IngestRequestSerializer,
                    responses={202: s.IngestJobSerializer, 403: ErrorSerializer, **_ERRS}, tags=["context"])
     def post(self, request: Request, slug: str) -> Response:
-        from projects.models import Dataset
-        from search.ingest.jobs import start_ingest
-
         project = project_for_member(user=request.user, slug=slug)
         authorize("ingest.path", user=request.user, project=project)
         ser = s.IngestRequestSerializer(data=_body(request))
@@ -118,8 +118,6 @@ class IngestJobView(APIView):
     @extend_schema(operation_id="context_ingest_job", responses={200: s.IngestJobSerializer, **_ERRS},
                    tags=["context"])
     def get(self, request: Request, job_id: UUID) -> Response:
-        from search.models import IngestJob
-
         jobs = IngestJob.objects.filter(pk=job_id, dataset__project__memberships__user=request.user)
         job = limit_to_key_projects(jobs, request.user, "dataset__project_id").first()
         if job is None:
@@ -133,8 +131,6 @@ class FeedbackView(APIView):
     @extend_schema(operation_id="context_feedback", request=s.FeedbackRequestSerializer,
                    responses={201: s.FeedbackSerializer, **_ERRS}, tags=["context"])
     def post(self, request: Request, session_id: UUID) -> Response:
-        from search.quality.feedback import record_feedback
-
         ser = s.FeedbackRequestSerializer(data=_body(request))
         ser.is_valid(raise_exception=True)
         fb = record_feedback(user=request.user, session_id=session_id, **ser.validated_data)

@@ -21,6 +21,8 @@ from config.ratelimits import enforce
 from config.schema import DEPENDENCY_ERRORS, ERROR_RESPONSES
 from projects.access import project_for_member
 from search.edge.serializers import RulesRequestSerializer, RulesSearchResponseSerializer
+from search.rules.answer import stream_answer
+from search.rules.search import rules_search
 
 if TYPE_CHECKING:
     from rest_framework.renderers import BaseRenderer
@@ -84,8 +86,6 @@ class RulesSearchView(APIView):
                                "boost (seed_top_n, depth, decay, graph_top_k, graph_strength; graph=false disables "
                                "it).")
     def post(self, request: Request, slug: str) -> Response:
-        from search.rules.search import rules_search
-
         enforce(request, group="context_query")
         project = project_for_member(user=request.user, slug=slug)
         p = _params(request)
@@ -102,9 +102,6 @@ class AnswerView(APIView):
                                               "complete | error"), **ERROR_RESPONSES, **DEPENDENCY_ERRORS},
                    description="Streamed, cited answer. Same body as rules search.")
     def post(self, request: Request, slug: str) -> StreamingHttpResponse:
-        from search.rules.answer import stream_answer
-        from search.rules.search import rules_search
-
         enforce(request, group="answer")
         project = project_for_member(user=request.user, slug=slug)
         p = _params(request)

@@ -26,6 +26,7 @@ from rest_framework import exceptions
 
 from accounts.authentication import ApiKeyAuthentication
 from config.errors import error_body
+from search.edge.mcp.server import Caller, serve_http
 
 if TYPE_CHECKING:
     from search.edge.mcp.server import Caller
@@ -40,8 +41,6 @@ def _unauthorized(code: str, detail: str) -> JsonResponse:
 
 
 def _caller(request: HttpRequest) -> Caller | JsonResponse:
-    from search.edge.mcp.server import Caller
-
     try:
         found = ApiKeyAuthentication().authenticate(request)  # reads the Authorization header only
     except exceptions.AuthenticationFailed as exc:
@@ -66,8 +65,6 @@ def _scope(request: HttpRequest) -> dict[str, Any]:
 
 async def _bounded(scope: dict[str, Any], body: bytes, caller: Caller) -> tuple[int, list, bytes] | None:
     """serve_http within MCP_REQUEST_TIMEOUT_S; None when the budget ran out."""
-    from search.edge.mcp.server import serve_http
-
     with anyio.move_on_after(settings.MCP_REQUEST_TIMEOUT_S):
         return await serve_http(scope, body, caller)
     return None

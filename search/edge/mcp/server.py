@@ -31,13 +31,24 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, Resource, TextContent, ToolAnnotations
 from mcp_types import INVALID_PARAMS
 from pydantic import Field
+from rest_framework.exceptions import NotAuthenticated
 
 from accounts.authentication import authenticate_secret
 from accounts.models import ApiKey, User
 from accounts.permissions import require_scopes
-from config.errors import api_exception_handler, error_body
+from config.errors import NotFound, api_exception_handler, error_body
 from config.parsers import find_bad_text
 from config.ratelimits import enforce
+from projects.access import project_for_member
+from projects.sharing import datasets_seen_by, projects_of
+from search.edge.serializers import FeedbackRequestSerializer, QueryRequestSerializer, RulesRequestSerializer
+from search.engine.packing import render_pack
+from search.engine.pipeline import run_query
+from search.engine.spans import indexed_files, read_file
+from search.engine.spans import read_span as read
+from search.quality.feedback import record_feedback
+from search.rules.answer import stream_answer
+from search.rules.search import rules_search
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -109,7 +120,6 @@ def error_result(body: dict[str, Any]) -> CallToolResult:
 def _current_caller() -> Caller:
     caller = _caller.get()
     if caller is None:  # a server object used without a transport that authenticated someone
-        from rest_framework.exceptions import NotAuthenticated
 
         raise NotAuthenticated()
     return caller.current()
@@ -179,9 +189,6 @@ class PlatformMCPServer(MCPServer):
         static = await super().list_resources()
 
         def work() -> list[Resource]:
-            from projects.sharing import projects_of
-            from search.engine.spans import indexed_files
-
             caller = _authorised("query", "default")
             out: list[Resource] = []
             for row in projects_of(user=caller.user):
@@ -222,8 +229,6 @@ ProjectSlug = Annotated[str, Field(description="Project slug (see list_projects)
 async def list_projects() -> CallToolResult:
     """The projects this API key can query, with your role in each."""
     def work() -> CallToolResult:
-        from projects.sharing import projects_of
-
         caller = _authorised("query", "default")
         rows = [{"slug": r["project"].slug, "name": r["project"].name, "role": r["role"]}
                 for r in projects_of(user=caller.user)]
@@ -237,9 +242,6 @@ async def list_projects() -> CallToolResult:
 async def list_datasets(project: ProjectSlug) -> CallToolResult:
     """Every dataset the project can search: its own, shared to it, and global ones."""
     def work() -> CallToolResult:
-        from projects.access import project_for_member
-        from projects.sharing import datasets_seen_by
-
         caller = _authorised("query", "default")
         proj = project_for_member(user=caller.user, slug=project)
         rows = [{"id": r["dataset"].pk, "name": r["dataset"].name, "kind": r["dataset"].kind,
@@ -268,11 +270,6 @@ async def search_context(
     (file:line spans, merged, within the token budget) and the ranked results with scores and the
     search_session_id to send feedback for."""
     def work() -> CallToolResult:
-        from projects.access import project_for_member
-        from search.edge.serializers import QueryRequestSerializer
-        from search.engine.packing import render_pack
-        from search.engine.pipeline import run_query
-
         caller = _authorised("query", "context_query")
         proj = project_for_member(user=caller.user, slug=project)
         filters = _drop_none({"repo": repo, "path": path, "lang": lang, "dataset": dataset})
@@ -312,9 +309,6 @@ async def read_span(
 ) -> CallToolResult:
     """The exact lines of an indexed file (the version search returned), from a dataset the project can read."""
     def work() -> CallToolResult:
-        from projects.access import project_for_member
-        from search.engine.spans import read_span as read
-
         caller = _authorised("query", "default")
         proj = project_for_member(user=caller.user, slug=project)
         out = read(project=proj, path=path, start_line=start_line, end_line=end_line, dataset_id=dataset_id)
@@ -333,11 +327,6 @@ async def answer_rules(
     """A cited answer from the project's rulebooks (an LLM where one is configured, else extractive). Progress
     notifications carry the answer's stages and tokens where the client asks for progress."""
     def prepare() -> Iterator[tuple[str, dict[str, Any]]]:
-        from projects.access import project_for_member
-        from search.edge.serializers import RulesRequestSerializer
-        from search.rules.answer import stream_answer
-        from search.rules.search import rules_search
-
         caller = _authorised("query", "answer")
         proj = project_for_member(user=caller.user, slug=project)
         ser = RulesRequestSerializer(data=_drop_none({"q": q, "book": book}))
@@ -385,10 +374,6 @@ async def feedback(
 ) -> CallToolResult:
     """Judge one served result, so the platform's MRR/nDCG metrics (and its learned ranking) see it."""
     def work() -> CallToolResult:
-        from config.errors import NotFound
-        from search.edge.serializers import FeedbackRequestSerializer
-        from search.quality.feedback import record_feedback
-
         caller = _authorised("query", "default")
         ser = FeedbackRequestSerializer(data={"chunk_id": chunk_id,
                                               "relevance": relevance if relevance is not None else int(relevant)})
@@ -408,9 +393,6 @@ async def feedback(
               description="An indexed file: platform://{project}/{dataset name or id}/{path}")
 async def indexed_file(project: str, dataset: str, path: str) -> str:
     def work() -> str:
-        from projects.access import project_for_member
-        from search.engine.spans import read_file
-
         caller = _authorised("query", "default")
         proj = project_for_member(user=caller.user, slug=project)
         return read_file(project=proj, dataset_ref=dataset, path=path)["text"]
@@ -425,7 +407,7 @@ async def indexed_file(project: str, dataset: str, path: str) -> str:
 # --------------------------------------------------------------------------- transports
 async def serve_stdio(caller: Caller, stdin: Any = None, stdout: Any = None) -> None:
     """Serve one editor over stdin/stdout as `caller` until the client closes the pipe."""
-    from mcp.server.stdio import stdio_server
+    from mcp.server.stdio import stdio_server  # noqa: PLC0415 - heavy: the MCP SDK (pydantic models, anyio) loads only when an agent connects
 
     server = mcp._lowlevel_server
     with acting_as(caller):
@@ -469,9 +451,9 @@ async def serve_http(scope: dict[str, Any], body: bytes, caller: Caller) -> tupl
 
 def http_client(url: str, secret: str, *, timeout_s: float = 240.0) -> Any:
     """An SDK client for a running server's /mcp (streamable HTTP), sending `secret` as its Bearer key."""
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
+    import httpx2  # noqa: PLC0415 - heavy: loads with the MCP SDK only
+    from mcp import Client  # noqa: PLC0415 - heavy: the MCP SDK (pydantic models, anyio) loads only when an agent connects
+    from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415 - heavy: the MCP SDK (pydantic models, anyio) loads only when an agent connects
 
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=httpx2.Timeout(timeout_s))
     return Client(streamable_http_client(url, http_client=http))
@@ -480,7 +462,7 @@ def http_client(url: str, secret: str, *, timeout_s: float = 240.0) -> Any:
 @contextlib.asynccontextmanager
 async def in_process_client(caller: Caller) -> AsyncIterator[Any]:
     """An SDK client connected to this server in-process, as `caller` (the selftest uses it)."""
-    from mcp import Client
+    from mcp import Client  # noqa: PLC0415 - heavy: the MCP SDK (pydantic models, anyio) loads only when an agent connects
 
     with acting_as(caller):
         async with Client(mcp) as client:

@@ -10,20 +10,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from config.errors import ApiError, BadInput, NotFound
-from projects.access import membership_role
+from config.ratelimits import enforce
+from projects import quotas
+from projects.access import membership_role, project_for_member
 from projects.models import Dataset
+from projects.sharing import create_dataset
+from search.ingest import content
+from search.models import Document, IngestJob
+from search.sources import sync
 
 
 def _dataset(request: HttpRequest, slug: str, dataset_id: int) -> Dataset:
-    from search.ingest import content
-
     try:
         return content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id)
     except NotFound:
@@ -33,13 +39,6 @@ def _dataset(request: HttpRequest, slug: str, dataset_id: int) -> Dataset:
 def _page(request: HttpRequest, dataset: Dataset, *, error: ApiError | None = None,
           source_form: Any = None) -> HttpResponse:
     """The dataset page; after a refused form, `error` says why and `source_form` refills the source form."""
-    from django.conf import settings
-    from django.db.models import Count
-
-    from projects import quotas
-    from search.models import Document, IngestJob
-    from search.sources import sync
-
     jobs = list(IngestJob.objects.filter(dataset=dataset).order_by("-created_at")[:5])
     ctx: dict[str, Any] = {
         "dataset": dataset, "project": dataset.project,
@@ -65,9 +64,6 @@ def dataset_page(request: HttpRequest, slug: str, dataset_id: int) -> HttpRespon
 @login_required
 @require_http_methods(["POST"])
 def dataset_create(request: HttpRequest, slug: str) -> HttpResponse:
-    from projects.access import project_for_member
-    from projects.sharing import create_dataset
-
     try:
         project = project_for_member(user=request.user, slug=slug)
     except NotFound:
@@ -85,9 +81,6 @@ def dataset_create(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_http_methods(["POST"])
 def dataset_upload(request: HttpRequest, slug: str, dataset_id: int) -> HttpResponse:
-    from config.ratelimits import enforce
-    from search.ingest import content
-
     dataset = _dataset(request, slug, dataset_id)
     try:
         enforce(request, group="ingest")
@@ -106,8 +99,6 @@ def dataset_upload(request: HttpRequest, slug: str, dataset_id: int) -> HttpResp
 @login_required
 @require_http_methods(["POST"])
 def document_delete(request: HttpRequest, slug: str, dataset_id: int) -> HttpResponse:
-    from search.ingest import content
-
     dataset = _dataset(request, slug, dataset_id)
     try:
         dataset = content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id, write=True)

@@ -6,16 +6,28 @@ behaviour cannot drift between the two.
 """
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
-from config.errors import ApiError
+from config.errors import ApiError, BadInput, error_body
+from config.fields import parse_int
+from projects.access import accessible_dataset_ids, project_for_member
 from projects.sharing import projects_of
+from search.edge.api.rules import encode_sse
+from search.engine.access import is_resource_accessible
+from search.engine.packing import render_pack
+from search.engine.pipeline import run_query
+from search.models import Chunk
+from search.quality.feedback import record_feedback
+from search.rules.answer import stream_answer
+from search.rules.search import rules_search, validate_rules_params
 
 
 def _numbered(text: str, start: int) -> list[tuple[int, str]]:
@@ -25,10 +37,6 @@ def _numbered(text: str, start: int) -> list[tuple[int, str]]:
 @login_required
 @require_http_methods(["GET"])
 def context_search(request: HttpRequest) -> HttpResponse:
-    from projects.access import project_for_member
-    from search.engine.packing import render_pack
-    from search.engine.pipeline import run_query
-
     projects = [row["project"] for row in projects_of(user=request.user)]
     params = request.GET
     form = {
@@ -60,12 +68,6 @@ def context_search(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["POST"])
 def context_feedback(request: HttpRequest) -> HttpResponse:
-    import uuid
-
-    from config.errors import BadInput
-    from config.fields import parse_int
-    from search.quality.feedback import record_feedback
-
     try:
         try:
             session_id = uuid.UUID(request.POST.get("session_id", ""))
@@ -82,7 +84,6 @@ def context_feedback(request: HttpRequest) -> HttpResponse:
         return HttpResponse(message, status=status, content_type="text/plain")
     back = request.POST.get("next") or "/search/"
     # `next` is user input: only a same-site path (not //host, /\\host or a scheme) may be followed
-    from django.utils.http import url_has_allowed_host_and_scheme
 
     if not back.startswith("/") or not url_has_allowed_host_and_scheme(back, allowed_hosts=None):
         back = "/search/"
@@ -98,9 +99,6 @@ def _rules_params(request: HttpRequest) -> dict[str, Any]:
 
 def _rules_search_fn(request: HttpRequest, form: dict[str, Any]) -> tuple[str, Callable[[], Any]]:
     """Validate, authorise and search now, before any stream opens, so every failure is a normal error."""
-    from projects.access import project_for_member
-    from search.rules.search import rules_search, validate_rules_params
-
     project = project_for_member(user=request.user, slug=form["project"])
     params = validate_rules_params({"q": form["q"], "book": form["book"] or None, "graph": form["graph"]})
     q = params.pop("q")
@@ -109,9 +107,6 @@ def _rules_search_fn(request: HttpRequest, form: dict[str, Any]) -> tuple[str, C
 
 
 def _rules_books(projects: list[Any]) -> list[str]:
-    from projects.access import accessible_dataset_ids
-    from search.models import Chunk
-
     ids: set[int] = set()
     for p in projects:
         ids |= accessible_dataset_ids(p)
@@ -123,8 +118,6 @@ def _rules_books(projects: list[Any]) -> list[str]:
 @require_http_methods(["GET"])
 def rules_page(request: HttpRequest) -> HttpResponse:
     """With JavaScript the answer streams over EventSource; without it, the form renders the full answer."""
-    from search.rules.answer import stream_answer
-
     projects = [row["project"] for row in projects_of(user=request.user)]
     form = _rules_params(request)
     form["project"] = form["project"] or (projects[0].slug if projects else "")
@@ -149,12 +142,6 @@ def rules_page(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET"])
 def rules_stream(request: HttpRequest) -> HttpResponse:
     """GET twin of POST /api/projects/{slug}/answer, because EventSource can only GET."""
-    from django.http import JsonResponse, StreamingHttpResponse
-
-    from config.errors import error_body
-    from search.edge.api.rules import encode_sse
-    from search.rules.answer import stream_answer
-
     try:
         q, search_fn = _rules_search_fn(request, _rules_params(request))
     except ApiError as exc:
@@ -170,11 +157,6 @@ def rules_stream(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET"])
 def rules_chunk(request: HttpRequest, chunk_id: int) -> HttpResponse:
     """A cited section, shown only if one of the caller's projects may see it (404 otherwise)."""
-    from django.http import Http404
-
-    from search.engine.access import is_resource_accessible
-    from search.models import Chunk
-
     if not any(is_resource_accessible(row["project"], "chunk", chunk_id) for row in projects_of(user=request.user)):
         raise Http404("No such section.")
     chunk = Chunk.objects.select_related("document").get(pk=chunk_id)

@@ -17,7 +17,10 @@ from django.views.decorators.http import require_http_methods
 
 from config.errors import ApiError
 from config.fields import check_text, parse_int
+from config.ratelimits import enforce
 from search.edge.pages.content import _dataset, _page
+from search.ingest import content
+from search.sources import sync
 
 _INTS = ("max_pages", "max_depth")
 
@@ -58,10 +61,6 @@ def source_from_form(form: QueryDict) -> tuple[dict[str, Any], int | None, str |
 @login_required
 @require_http_methods(["POST"])
 def source_save(request: HttpRequest, slug: str, dataset_id: int) -> HttpResponse:
-    from config.ratelimits import enforce
-    from search.ingest import content
-    from search.sources import sync
-
     dataset = _dataset(request, slug, dataset_id)
     try:
         enforce(request, group="ingest")
@@ -77,9 +76,6 @@ def source_save(request: HttpRequest, slug: str, dataset_id: int) -> HttpRespons
 @login_required
 @require_http_methods(["POST"])
 def source_remove(request: HttpRequest, slug: str, dataset_id: int) -> HttpResponse:
-    from search.ingest import content
-    from search.sources import sync
-
     dataset = _dataset(request, slug, dataset_id)
     try:
         dataset = content.dataset_of(user=request.user, slug=slug, dataset_id=dataset_id, write=True)
@@ -93,10 +89,6 @@ def source_remove(request: HttpRequest, slug: str, dataset_id: int) -> HttpRespo
 @login_required
 @require_http_methods(["POST"])
 def sync_now(request: HttpRequest, slug: str, dataset_id: int) -> HttpResponse:
-    from config.ratelimits import enforce
-    from search.ingest import content
-    from search.sources import sync
-
     dataset = _dataset(request, slug, dataset_id)
     try:
         enforce(request, group="ingest")

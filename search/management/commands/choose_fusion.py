@@ -6,7 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES
+from projects.models import Project
+from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES, choose_for_project
+from search.quality.runs import NotReady, check_ready
 
 
 class Command(BaseCommand):
@@ -21,10 +23,6 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="show the decision, store nothing")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from projects.models import Project
-        from search.quality.fusion_choice import choose_for_project
-        from search.quality.runs import NotReady, check_ready
-
         if opts["min_queries"] < 2:
             raise CommandError("--min-queries must be at least 2 (one query per half)")
         try:

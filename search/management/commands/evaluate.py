@@ -18,8 +18,15 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.errors import BadInput
-from search.quality.evaluation import PIPELINES
-from search.quality.runs import ALL_RULES_PIPELINES, RULES_PIPELINES
+from search.quality.evaluation import PIPELINES, markdown_table, save_run, write_report
+from search.quality.runs import (
+    ALL_RULES_PIPELINES,
+    RULES_PIPELINES,
+    NotReady,
+    evaluate_beir,
+    evaluate_rules,
+    resolve_other_model,
+)
 
 
 class Command(BaseCommand):
@@ -54,9 +61,6 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from search.quality.evaluation import save_run, write_report
-        from search.quality.runs import NotReady, evaluate_beir, evaluate_rules, resolve_other_model
-
         known = PIPELINES if opts["beir"] else ALL_RULES_PIPELINES
         pipelines = [p.strip() for p in (opts["pipelines"] or ",".join(known)).split(",") if p.strip()]
         bad = [p for p in pipelines if p not in known]
@@ -97,7 +101,6 @@ class Command(BaseCommand):
         if opts["json"]:
             self.stdout.write(json.dumps(report.as_dict(), indent=2))
         else:
-            from search.quality.evaluation import markdown_table
 
             self.stdout.write(markdown_table(report))
         print(f"report: {files['markdown']}  chart: {files['png']}", file=sys.stderr)

@@ -2,10 +2,18 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
+
+from accounts.models import User
+from config.errors import DependencyDown
+from projects.models import Dataset, Membership, Project
+from search.engine.index import apply_outbox
+from search.ingest.jobs import start_ingest
+from search.ingest.progress import file_progress
 
 
 class Command(BaseCommand):
@@ -27,13 +35,6 @@ class Command(BaseCommand):
                             help="do not apply the outbox to the index here (when a server owns the embedded store)")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from pathlib import Path
-
-        from accounts.models import User
-        from projects.models import Dataset, Membership, Project
-        from search.ingest.jobs import start_ingest
-        from search.ingest.progress import file_progress
-
         source = Path(opts["path"]).expanduser().resolve()
         if not source.exists():
             raise CommandError(f"{source} does not exist")
@@ -79,8 +80,6 @@ class Command(BaseCommand):
             raise CommandError(f"ingest failed: {job.error}")
         applied = 0
         if not opts["no_apply"]:
-            from config.errors import DependencyDown
-            from search.engine.index import apply_outbox
 
             try:
                 applied = apply_outbox()

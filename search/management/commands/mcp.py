@@ -18,6 +18,8 @@ import anyio
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rest_framework.exceptions import AuthenticationFailed
 
+from search.edge.mcp.server import caller_for_secret, http_client, in_process_client, serve_stdio
+
 
 class Command(BaseCommand):
     help = "Serve the platform's MCP tools (search_context, read_span, answer_rules, ...) over stdio."
@@ -30,8 +32,6 @@ class Command(BaseCommand):
         parser.add_argument("--url", default="", help="selftest: a running server's /mcp to check over HTTP")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from search.edge.mcp.server import caller_for_secret, serve_stdio
-
         secret = opts["key"] or os.environ.get("PLATFORM_API_KEY", "")
         if not secret:
             raise CommandError("Give an API key: --key sk_... (or set PLATFORM_API_KEY). Create one on /keys/ or "
@@ -48,8 +48,6 @@ class Command(BaseCommand):
         anyio.run(serve_stdio, caller)
 
     async def _selftest(self, caller: Any, project: str, query: str, url: str, secret: str) -> bool:
-        from search.edge.mcp.server import http_client, in_process_client
-
         out = self.stdout
         t0 = time.perf_counter()
         async with (http_client(url, secret) if url else in_process_client(caller)) as client:

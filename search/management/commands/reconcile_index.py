@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.errors import DependencyDown
+from search.engine.index import get_index, open_index
+from search.engine.reconcile import reconcile
 
 if TYPE_CHECKING:
     from search.engine.reconcile import ReconcileReport
@@ -23,9 +25,6 @@ class Command(BaseCommand):
         parser.add_argument("--path", default="", help="check a separate embedded store at this path")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from search.engine.index import get_index, open_index
-        from search.engine.reconcile import reconcile
-
         try:
             index = open_index(path=opts["path"]) if opts["path"] else get_index()
         except DependencyDown as exc:

@@ -6,6 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.errors import DependencyDown
+from search.engine.index import get_index, open_index, rebuild
 
 
 class Command(BaseCommand):
@@ -15,8 +16,6 @@ class Command(BaseCommand):
         parser.add_argument("--path", default="", help="rebuild a separate embedded store at this path")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from search.engine.index import get_index, open_index, rebuild
-
         try:
             index = open_index(path=opts["path"]) if opts["path"] else get_index()
         except DependencyDown as exc:

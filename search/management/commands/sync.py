@@ -10,6 +10,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from config.errors import ApiError
+from projects.models import Dataset
+from search.ingest.progress import file_progress
+from search.models import IngestJob
+from search.sources.sync import start_sync, summarize_result
+
 
 class Command(BaseCommand):
     help = "Sync a dataset's git or web source now, in this process (incremental: unchanged files are skipped)."
@@ -19,12 +25,6 @@ class Command(BaseCommand):
         parser.add_argument("dataset", help="dataset name in the project")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from config.errors import ApiError
-        from projects.models import Dataset
-        from search.ingest.progress import file_progress
-        from search.models import IngestJob
-        from search.sources.sync import start_sync, summarize_result
-
         dataset = Dataset.objects.filter(project__slug=opts["project"], name=opts["dataset"]).first()
         if dataset is None:
             raise CommandError(f"no dataset {opts['dataset']!r} in project {opts['project']!r}")

@@ -16,6 +16,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.errors import BadInput
+from projects.models import Dataset, Project
+from search.models import Chunk
+from search.quality import reranker_training as rt
+from search.quality.runs import ingest_beir, throwaway_index
 
 
 class Command(BaseCommand):
@@ -46,8 +50,6 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: object, **opts: Any) -> None:
-        from search.quality import reranker_training as rt
-
         cfg = rt.TrainConfig(max_pairs=opts["max_pairs"], negatives=opts["negatives"], epochs=opts["epochs"],
                              batch_queries=opts["batch"], learning_rate=opts["lr"], max_length=opts["max_length"],
                              time_budget_s=opts["time_budget"], seed=opts["seed"])
@@ -58,7 +60,6 @@ class Command(BaseCommand):
             with ExitStack() as stack:
                 index = None
                 if opts["beir"]:
-                    from search.quality.runs import throwaway_index
 
                     examples, dataset_ids, data, extra_filter = self._beir_examples(opts, progress=progress)
                     # the collection is an evaluation dataset: its chunks are searched in a store of their own
@@ -93,10 +94,6 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(m, indent=2))
 
     def _beir_examples(self, opts: dict[str, Any], *, progress: bool) -> tuple[list, list[int], dict, dict]:
-        from search.models import Chunk
-        from search.quality import reranker_training as rt
-        from search.quality.runs import ingest_beir
-
         coll, dataset, _ = ingest_beir(path=opts["beir"], progress=progress, split=opts["split"])
         extra_filter = {"kind": [coll.kind]}
         data = {"beir": coll.name, "split": opts["split"], "dataset_id": dataset.pk}
@@ -110,9 +107,6 @@ class Command(BaseCommand):
         return examples, [dataset.pk], {**data, "positives": f"qrels_{opts['split']}"}, extra_filter
 
     def _project_examples(self, opts: dict[str, Any]) -> tuple[list, list[int], dict, Any]:
-        from projects.models import Dataset, Project
-        from search.quality import reranker_training as rt
-
         project = Project.objects.filter(slug=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project {opts['project']!r}")

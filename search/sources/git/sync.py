@@ -31,9 +31,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
+import certifi
 from django.conf import settings
+from dulwich.client import HttpGitClient, HTTPUnauthorized, LocalGitClient, SSHGitClient, SubprocessSSHVendor
+from dulwich.diff_tree import CHANGE_COPY, CHANGE_RENAME, RenameDetector, tree_changes
+from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.graph import can_fast_forward
+from dulwich.objects import Commit, Tag
+from dulwich.repo import Repo
 from urllib3 import PoolManager, Retry, Timeout
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
@@ -41,7 +48,12 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from urllib3.util import connection as urllib3_connection
 
 from config.errors import ApiError, BadInput
+from search.ingest.code import MAX_FILE_BYTES, SKIP_DIRS, code_document, gitignore_spec_from, skip_dir, wanted_file
+from search.ingest.web import is_web_file, skip_web_dir, web_document
+from search.ingest.writer import Skip, delete_documents, sync_documents
+from search.models import Document, IngestJob
 from search.sources import netguard
+from search.sources.secrets import source_token
 
 if TYPE_CHECKING:
     from dulwich.client import GitClient
@@ -118,8 +130,6 @@ class _GuardedHTTPSPool(HTTPSConnectionPool):
 def guarded_pool_manager() -> PoolManager:
     """A urllib3 PoolManager whose every connection (redirects included) passes the SSRF guard; no proxies from
     the environment, the platform's user agent, the configured timeout, system CA certificates."""
-    import certifi
-
     timeout = settings.SOURCES_REQUEST_TIMEOUT_S
     manager = PoolManager(headers={"User-Agent": settings.SOURCES_USER_AGENT},
                           timeout=Timeout(connect=timeout, read=timeout), retries=Retry(total=2, redirect=5),
@@ -130,8 +140,6 @@ def guarded_pool_manager() -> PoolManager:
 
 def _client(url: str, token: str) -> tuple[GitClient, str]:
     """(dulwich client, path on the remote) for a normalised source URL (search.sources.spec.git_url)."""
-    from dulwich.client import HttpGitClient, LocalGitClient, SSHGitClient, SubprocessSSHVendor
-
     parts = urlsplit(url)
     if parts.scheme == "file":
         return LocalGitClient(), unquote(parts.path)
@@ -160,9 +168,6 @@ def mirror_path(source: Source) -> Path:
 
 def open_mirror(source: Source) -> Repo:
     """The source's bare mirror, created when missing (or when a half-created one is left)."""
-    from dulwich.errors import NotGitRepository
-    from dulwich.repo import Repo
-
     path = mirror_path(source)
     if (path / "objects" / "pack").is_dir() and (path / "HEAD").is_file():  # Repo() does not check a bare path
         try:
@@ -197,8 +202,6 @@ def fetch(*, mirror: Repo, url: str, ref: str, token: str) -> tuple[str, str]:
     """Fetch what `ref` needs into the mirror; -> (commit sha, resolved ref name).
 
     Only objects the mirror lacks are transferred; an unchanged ref transfers nothing."""
-    from dulwich.objects import Commit, Tag
-
     client, path = _client(url, token)
     store = mirror.object_store
     picked: dict[str, Any] = {}
@@ -254,9 +257,6 @@ def tree_files(store: Any, tree_id: bytes | None, *, kind: str) -> dict[str, byt
     Same rules, applied to tree entries: SKIP_DIRS and hidden directories pruned, the tree's .gitignore files
     (code), the language or page suffix; symlinks and submodules are not files. The size cap and binary or
     minified content are judged when a blob is read, as the walker's reader does."""
-    from search.ingest.code import SKIP_DIRS, gitignore_spec_from, skip_dir, wanted_file
-    from search.ingest.web import is_web_file, skip_web_dir
-
     if tree_id is None:
         return {}
     files: list[tuple[str, bytes]] = []
@@ -318,8 +318,6 @@ def diff_plan(store: Any, old_tree: bytes | None, new_tree: bytes, *, kind: str)
 
     The ingestible sets of both trees are also compared, because an edited .gitignore changes which unchanged
     files the walker takes (they appear or vanish without a tree change of their own)."""
-    from dulwich.diff_tree import CHANGE_COPY, CHANGE_RENAME, RenameDetector, tree_changes
-
     old, new = tree_files(store, old_tree, kind=kind), tree_files(store, new_tree, kind=kind)
     write: set[str] = set()
     renamed: list[list[str]] = []
@@ -340,9 +338,6 @@ def _repo_name(url: str) -> str:
 
 
 def _read(*, kind: str, rel: str, data: bytes, repo: str) -> DocumentDraft | None:
-    from search.ingest.code import MAX_FILE_BYTES, code_document
-    from search.ingest.web import web_document
-
     if len(data) > MAX_FILE_BYTES:
         return None
     draft, _why = (code_document if kind == "code" else web_document)(rel=rel, data=data, repo=repo)
@@ -356,8 +351,6 @@ def _drafts(*, store: Any, files: dict[str, bytes], paths: list[str], kind: str,
     """Drafts for `paths`; with `stored` (full mode) a blob whose sha256 is the stored content hash is kept
     without being parsed. Collects the paths written and those that yield no document (binary, minified,
     oversized, nothing readable), which the caller deletes."""
-    from search.ingest.writer import Skip
-
     for rel in paths:
         data = store[files[rel]].as_raw_string()
         if stored is not None and stored.get(rel) == hashlib.sha256(data).hexdigest():
@@ -378,8 +371,6 @@ def sync_git(*, job: IngestJob, source: Source, progress: Progress | None = None
 
     Failures raise an ApiError whose sentence names what went wrong (unsafe address, unknown ref, missing
     repository, refused credentials, unreachable host), with the token scrubbed out."""
-    from search.sources.secrets import source_token
-
     token = source_token(source) if source.secret else ""
     try:
         return _sync(job=job, source=source, token=token, progress=progress)
@@ -395,7 +386,6 @@ def scrub(text: str, token: str) -> str:
     """The text without the token (plain, URL-quoted, or inside a basic-auth header)."""
     if not token:
         return text
-    from urllib.parse import quote
 
     basic = base64.b64encode(f"{TOKEN_USER}:{token}".encode()).decode()
     for secret in sorted({token, quote(token, safe=""), basic}, key=len, reverse=True):
@@ -404,9 +394,6 @@ def scrub(text: str, token: str) -> str:
 
 
 def _as_api_error(exc: Exception, *, url: str, token: str) -> ApiError:
-    from dulwich.client import HTTPUnauthorized
-    from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
-
     where = url
     if isinstance(exc, NotGitRepository):
         return RepositoryNotFound(f"There is no git repository at {where}.", field="source.url")
@@ -419,12 +406,6 @@ def _as_api_error(exc: Exception, *, url: str, token: str) -> ApiError:
 
 
 def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | None) -> dict[str, Any]:
-    from dulwich.graph import can_fast_forward
-    from dulwich.objects import Commit
-
-    from search.ingest.writer import delete_documents, sync_documents
-    from search.models import Document, IngestJob
-
     url, ref, subdir = source.config["url"], source.config.get("ref", ""), source.config.get("subdir", "")
     kind = job.dataset.kind
     mirror = open_mirror(source)
@@ -474,8 +455,6 @@ def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | No
 
 def _report(job: IngestJob, result: dict[str, Any], plan: _Plan, *, files_total: int | None) -> None:
     """job.result: the mode, the commits, and the paths (capped at RESULT_CAP per list, with totals)."""
-    from search.models import IngestJob
-
     result = {**result, "changed": plan.write[:RESULT_CAP], "deleted": plan.delete[:RESULT_CAP],
               "renamed": plan.renamed[:RESULT_CAP], "changed_total": len(plan.write),
               "deleted_total": len(plan.delete), "renamed_total": len(plan.renamed)}

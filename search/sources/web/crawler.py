@@ -33,6 +33,7 @@ from config.errors import BadInput
 from search.ingest.base import DocumentDraft
 from search.ingest.web import web_document_from_bytes
 from search.ingest.writer import Skip, delete_documents, sync_documents
+from search.models import Document, IngestJob
 from search.sources import netguard
 from search.sources.web.fetcher import Fetched, Fetcher
 from search.sources.web.links import page_links, sitemap_entries
@@ -66,8 +67,6 @@ class _Crawl:
     """One crawl's decisions and tallies; `drafts()` is what sync_documents consumes."""
 
     def __init__(self, *, job: IngestJob, source: Source) -> None:
-        from search.models import Document
-
         self.job = job
         self.dataset = job.dataset
         cfg = source.config
@@ -194,8 +193,6 @@ class _Crawl:
 
     # --- the crawl --------------------------------------------------------------------------------------------
     def drafts(self) -> Iterator[DocumentDraft | Skip]:
-        from search.models import IngestJob
-
         workers = max(1, min(MAX_WORKERS, settings.SOURCES_PER_HOST_CONCURRENCY * max(1, len(self.scope.origins))))
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="crawl")
         pending: deque[tuple[Future[Fetched], _Item]] = deque()
@@ -326,7 +323,6 @@ class _Crawl:
         if before and before[0] == digest:  # same bytes: keep the chunks, refresh the validators
             self.counts["unchanged"] += 1
             if before[1] != meta:
-                from search.models import Document
 
                 Document.objects.filter(dataset=self.dataset, path=identity).update(meta=meta)
             return Skip(identity, keep=True)
@@ -356,8 +352,6 @@ def crawl_site(*, job: IngestJob, source: Source, progress: Progress | None = No
     """Crawl the source's seeds within scope and sync the dataset to what was found; -> the new Source.state.
 
     job.result says what the crawl did (see module docstring); job.files_total/done follow page by page."""
-    from search.models import Document, IngestJob
-
     crawl = _Crawl(job=job, source=source)
     drafts = crawl.drafts()
     try:
