@@ -139,7 +139,7 @@ def main() -> None:
     from projects.models import Dataset, Project
     from search.engine.encoders import embed_query, embed_texts, resolve_precision
     from search.engine.index import apply_outbox, get_index
-    from search.engine.pipeline import build_filter, run_query
+    from search.engine.pipeline import QuerySpec, build_filter, run_query
     from search.ingest.jobs import start_ingest
 
     embed_texts(["warm the model up"])  # model load is not ingest throughput
@@ -197,8 +197,7 @@ def main() -> None:
     for r in range(args.queries + 1):
         for q in QUERIES:
             t = time.perf_counter()
-            res = run_query(user=None, project=project, q=q, include_global=False, rerank=False, log=False,
-                            kind="bench")
+            res = run_query(user=None, project=project, spec=QuerySpec(q=q, include_global=False, rerank=False, log=False, kind="bench"))
             ms = (time.perf_counter() - t) * 1000
             if r == 0:
                 continue  # warm-up pass (first query of each text pays tokenizer/sparse caches)
@@ -224,7 +223,7 @@ def main() -> None:
     for r in range(args.queries + 1):
         for q in QUERIES:
             t = time.perf_counter()
-            run_query(user=None, project=project, q=q, include_global=False, rerank=False, log=False, kind="bench")
+            run_query(user=None, project=project, spec=QuerySpec(q=q, include_global=False, rerank=False, log=False, kind="bench"))
             if r:
                 wall_opt.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()

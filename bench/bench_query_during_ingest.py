@@ -63,7 +63,7 @@ def measure(*, mode: str, project, source: Path, index, queries: list[str]) -> d
     """Queries at a fixed rate while one ingest runs; mode "before" applies the outbox inside each query's time."""
     from search.engine.applier import BackgroundApplier
     from search.engine.index import APPLY_BATCH, apply_outbox, wait_until_indexed
-    from search.engine.pipeline import run_query
+    from search.engine.pipeline import QuerySpec, run_query
     from search.models import Chunk
 
     applier = None
@@ -91,7 +91,7 @@ def measure(*, mode: str, project, source: Path, index, queries: list[str]) -> d
             time.sleep(wait)
         if mode == "before":  # what run_query did before: apply_outbox(index) first, under the applier lock
             applied_in_query += apply_outbox(index=index)
-        run_query(user=None, project=project, q=q, include_global=False, rerank=False, log=False, kind="bench")
+        run_query(user=None, project=project, spec=QuerySpec(q=q, include_global=False, rerank=False, log=False, kind="bench"))
         lat.append((time.perf_counter() - due) * 1000)
     ingest_s = ingest_end - t0
     if proc.returncode:
@@ -120,7 +120,7 @@ def main() -> None:
     from projects.models import Dataset, Project
     from search.engine.encoders import embed_query, resolve_precision
     from search.engine.index import get_index
-    from search.engine.pipeline import run_query
+    from search.engine.pipeline import QuerySpec, run_query
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-during-"))
     build_corpus(target_chunks=args.chunks, dest=tmp)
@@ -139,7 +139,7 @@ def main() -> None:
     for r in range(3):
         for q in QUERIES:
             t = time.perf_counter()
-            run_query(user=None, project=project, q=q, include_global=False, rerank=False, log=False, kind="bench")
+            run_query(user=None, project=project, spec=QuerySpec(q=q, include_global=False, rerank=False, log=False, kind="bench"))
             if r:
                 idle.append((time.perf_counter() - t) * 1000)
 

@@ -14,7 +14,8 @@ from config.fields import FlagField, InputSerializer, IntField, NumberField, Tex
 from projects.serializers import DatasetCreateSerializer, DatasetDetailSerializer, DatasetSerializer
 from search.engine.fusion import FUSIONS, RULES_FUSIONS
 from search.engine.globs import MAX_GLOB_LENGTH
-from search.engine.pipeline import MAX_Q
+from search.engine.pipeline import MAX_CANDIDATES, MAX_Q, MAX_TOP_K, QuerySpec
+from search.rules.search import RulesSpec
 from search.sources.registry import SOURCE_TYPES
 
 
@@ -32,14 +33,22 @@ class QueryRequestSerializer(InputSerializer):
     q = TextField(max_length=MAX_Q, trim_whitespace=False)
     filters = QueryFiltersSerializer(required=False, allow_null=True)
     include_global = FlagField(default=True)
-    top_k = IntField(default=15, min_value=1, max_value=50)
-    candidates = IntField(default=100, min_value=1, max_value=200)
+    top_k = IntField(default=15, min_value=1, max_value=MAX_TOP_K)
+    candidates = IntField(default=100, min_value=1, max_value=MAX_CANDIDATES)
     fusion = serializers.ChoiceField(choices=list(FUSIONS), required=False,
                                      help_text="Default: the fusion the project adopted from its feedback "
                                                "(manage.py choose_fusion), else rrf (k=60, equal weights).")
     rerank = FlagField(required=False, allow_null=True, default=None,
                        help_text="Default: on only when RERANKER_MODEL is configured.")
     budget_tokens = IntField(default=8000, min_value=100, max_value=100000)
+
+    def spec(self, *, source: str = "api") -> QuerySpec:
+        """The validated body as the pipeline's QuerySpec: the one object every query runs from."""
+        d = self.validated_data
+        filters = {k: v for k, v in (d.get("filters") or {}).items() if v is not None} or None
+        return QuerySpec(q=d["q"], filters=filters, include_global=d["include_global"], top_k=d["top_k"],
+                         candidates=d["candidates"], fusion=d.get("fusion"), rerank=d["rerank"],
+                         budget_tokens=d["budget_tokens"], source=source)
 
 
 class WhySerializer(serializers.Serializer):
@@ -138,8 +147,7 @@ _RULES_ALIASES = {"query": "q", "books": "book", "rulesets": "ruleset"}
 
 
 class RulesRequestSerializer(InputSerializer):
-    """Body of rules search and rules answer. `validated_data` is the keyword arguments of
-    search.rules.search.rules_search (q, books, rulesets, ...); an omitted tuning field keeps its default there."""
+    """Body of rules search and rules answer; `spec()` is the search.rules.search.RulesSpec it asks for."""
 
     aliases = frozenset(_RULES_ALIASES)
 
@@ -183,6 +191,10 @@ class RulesRequestSerializer(InputSerializer):
         out["books"] = out.pop("book", [])
         out["rulesets"] = out.pop("ruleset", [])
         return out
+
+    def spec(self, *, source: str = "api") -> RulesSpec:
+        """The validated body as the rules lawyer's RulesSpec (an omitted tuning field keeps its default)."""
+        return RulesSpec(**self.validated_data, source=source)
 
 
 class RulesResultSerializer(ResultSerializer):

@@ -1,15 +1,19 @@
-"""query -> access -> candidates -> fuse -> (hook) -> re-check -> rerank -> top_k -> pack -> log.
+"""A query is a QuerySpec run through a list of stages: resolve (access, filter, fusion setting) -> retrieve (the
+dense and sparse legs) -> fuse -> re-check (access in SQL, rows loaded) -> path prior -> rerank -> pack; then log.
 
-Why one function: the API, the pages, the rules engine and the evaluation
-harness all call `run_query` (or the lower-level `retrieve` for ablations), so
-access control, the why and the logging cannot drift between them.
+Why a spec and a list: the API, the pages, MCP, the rules lawyer and the evaluation harness all run queries. Each
+builds one validated, frozen QuerySpec (the limits and checks live in it, once) and runs `STAGES`, or that list with
+a stage added (the rules lawyer's policies and graph boost after fusion) or removed or replaced (evaluation's
+ablations), so access control, the why and the logging cannot drift between them, and a new ranking stage is one
+function here plus one line in a list (docs/architecture.md).
 """
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -191,6 +195,16 @@ def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: s
               fusion_weights: dict[str, float] | None, timings: dict[str, float],
               sparse_q: str | None = None, dense_model: str | None = None, rrf_k: int = RRF_K,
               kinds: frozenset[str] | None = None) -> list[Candidate]:
+    dense, sparse = _legs(q=q, flt=flt, candidates=candidates, legs=legs, index=index, timings=timings,
+                          sparse_q=sparse_q, dense_model=dense_model, kinds=kinds)
+    return _fuse(dense=dense, sparse=sparse, legs=legs, fusion=fusion, fusion_weights=fusion_weights,
+                 candidates=candidates, rrf_k=rrf_k, timings=timings)
+
+
+def _legs(*, q: str, flt: IndexFilter, candidates: int, legs: str, index: VectorIndex, timings: dict[str, float],
+          sparse_q: str | None = None, dense_model: str | None = None,
+          kinds: frozenset[str] | None = None) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """The dense and sparse top-N under one filter: (dense, sparse), each [(chunk_id, score)] best first."""
     dense: list[tuple[int, float]] = []
     sparse: list[tuple[int, float]] = []
     if legs in ("hybrid", "dense"):
@@ -206,6 +220,12 @@ def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: s
         query_vec = weighted_query(sparse_q or q, kinds=kinds, dataset_ids=flt.dataset_ids)
         sparse = index.search_sparse(query_vec, flt=flt, limit=candidates)
         timings["sparse_ms"] = _ms(t)
+    return dense, sparse
+
+
+def _fuse(*, dense: list[tuple[int, float]], sparse: list[tuple[int, float]], legs: str, fusion: str,
+          fusion_weights: dict[str, float] | None, candidates: int, rrf_k: int,
+          timings: dict[str, float]) -> list[Candidate]:
     t = time.perf_counter()
     if legs == "dense":
         out = single_leg(dense, leg="dense", limit=candidates)
@@ -298,99 +318,232 @@ def result_dict(c: Candidate, *, project_id: int, commit: str | None = None) -> 
             "why": _why(c, project_id, commit)}
 
 
-# --------------------------------------------------------------------------- the service
-def run_query(*, user: User | None, project: Project, q: str, filters: dict[str, Any] | None = None,
-              include_global: bool = True, top_k: int = 15, candidates: int = 100, fusion: str | None = None,
-              rerank: bool | None = None,
-              extra_filter: dict[str, Any] | None = None,
-              post_fusion_hook: Callable[[list[Candidate]], list[Candidate]] | None = None, log: bool = True,
-              kind: str = "context", budget_tokens: int = DEFAULT_BUDGET, legs: str = "hybrid",
-              index: VectorIndex | None = None, source: str = "api", sparse_q: str | None = None) -> QueryResult:
-    """The one query service. Caller must already be authorised for `project` (membership).
+# --------------------------------------------------------------------------- the spec
+@dataclass(frozen=True)
+class QuerySpec:
+    """One query, checked whole when it is built: every bad field is a 400 naming it (never a 500), so a spec that
+    exists is valid. Built once by an Input serializer, the MCP adapter, the rules lawyer or evaluation.
 
-    A read: it never applies the index outbox (that is the applier's job, search/engine/applier.py), so it never
-    waits on an ingest's write; a chunk not applied yet is simply not found, and one applied but since
-    removed or unshared is dropped by the SQL re-check. Its only writes are the query log (`log=True`).
+    `filters` are the caller's (repo, path, lang, dataset); `extra_filter` the engine's own narrowing (rules: kind,
+    book_id, ruleset_id, paths). `fusion` None: the project's adopted setting, else the default for the kinds
+    searched. `rerank` None: the project's default. `sparse_q` replaces the sparse leg's text only (rules aliases);
+    `dense_model` embeds the query with another local model (`evaluate --model-id`). `kind`, `source` and `log`
+    say how the query is logged."""
 
-    `fusion` None: the setting the project adopted from its feedback (search.quality.fusion_choice), else RRF k=60.
-    """
-    t_total = time.perf_counter()
-    clean = validate_query(q=q, filters=filters, top_k=top_k, candidates=candidates, fusion=fusion,
-                           include_global=include_global, rerank=rerank)
-    if legs not in LEGS:
-        raise BadInput(f"Must be one of {', '.join(LEGS)}.", field="legs")
-    do_rerank = rerank_default(project=project) if rerank is None else rerank
-    timings: dict[str, float] = {}
+    q: str
+    filters: Mapping[str, Any] | None = None
+    include_global: bool = True
+    top_k: int = 15
+    candidates: int = 100
+    fusion: str | None = None
+    rerank: bool | None = None
+    legs: str = "hybrid"
+    budget_tokens: int = DEFAULT_BUDGET
+    extra_filter: Mapping[str, Any] | None = None
+    sparse_q: str | None = None
+    dense_model: str | None = None
+    kind: str = "context"
+    source: str = "api"
+    log: bool = True
+    clean: Mapping[str, Any] = field(init=False, repr=False, compare=False)  # the checked `filters`
 
-    index = index or get_index()
+    def __post_init__(self) -> None:
+        clean = validate_query(q=self.q, filters=self.filters, top_k=self.top_k, candidates=self.candidates,
+                               fusion=self.fusion, include_global=self.include_global, rerank=self.rerank)
+        if self.legs not in LEGS:
+            raise BadInput(f"Must be one of {', '.join(LEGS)}.", field="legs")
+        for name in ("extra_filter",):
+            unknown = set(getattr(self, name) or {}) - EXTRA_FILTER_KEYS
+            if unknown:
+                raise ValueError(f"unknown extra_filter key {sorted(unknown)[0]!r}")
+        object.__setattr__(self, "filters", MappingProxyType(dict(self.filters or {})))
+        object.__setattr__(self, "extra_filter", MappingProxyType(dict(self.extra_filter or {})))
+        object.__setattr__(self, "clean", MappingProxyType(clean))
 
+
+# --------------------------------------------------------------------------- the stages
+@dataclass
+class QueryRun:
+    """What the stages share while one spec runs: each stage reads what earlier ones left and adds its part."""
+
+    spec: QuerySpec
+    project: Project
+    user: User | None
+    index: VectorIndex
+    timings: dict[str, float] = field(default_factory=dict)
+    flt: IndexFilter | None = None
+    kinds: frozenset[str] = frozenset()
+    setting: FusionSetting = field(default_factory=FusionSetting)
+    fusion_source: str = "default"
+    dense: list[tuple[int, float]] = field(default_factory=list)
+    sparse: list[tuple[int, float]] = field(default_factory=list)
+    cands: list[Candidate] = field(default_factory=list)
+    do_rerank: bool = False
+    reranker_name: str | None = None
+    top: list[Candidate] = field(default_factory=list)
+    pack: dict[str, Any] = field(default_factory=dict)
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+
+Stage = Callable[[QueryRun], None]
+
+
+def resolve(run: QueryRun) -> None:
+    """Access: the datasets the project may search (narrowed by `filters.dataset`), the index filter, the kinds
+    searched (read once: the fusion default and the sparse analyzer both follow it) and the fusion setting."""
     t = time.perf_counter()
-    dataset_ids = accessible_dataset_ids(project, include_global=include_global)
-    if clean.get("dataset"):
-        dataset_ids = narrow_datasets(dataset_ids=dataset_ids, wanted=clean["dataset"])
-    flt = build_filter(dataset_ids=list(dataset_ids), clean_filters=clean, extra_filter=extra_filter)
-    kinds = searched_kinds(flt)  # read once: the fusion default and the sparse analyzer both follow it
-    setting, fusion_source = fusion_for(project=project, fusion=fusion, kinds=kinds)
-    timings["access_ms"] = _ms(t)
+    spec = run.spec
+    dataset_ids = accessible_dataset_ids(run.project, include_global=spec.include_global)
+    if spec.clean.get("dataset"):
+        dataset_ids = narrow_datasets(dataset_ids=dataset_ids, wanted=spec.clean["dataset"])
+    run.flt = build_filter(dataset_ids=list(dataset_ids), clean_filters=dict(spec.clean),
+                           extra_filter=dict(spec.extra_filter or {}))
+    run.kinds = searched_kinds(run.flt)
+    run.setting, run.fusion_source = fusion_for(project=run.project, fusion=spec.fusion, kinds=run.kinds)
+    run.timings["access_ms"] = _ms(t)
 
-    cands = retrieve(q=q, flt=flt, candidates=candidates, fusion=setting.method, legs=legs, index=index,
-                     timings=timings, sparse_q=sparse_q, fusion_weights=setting.weights(), rrf_k=setting.rrf_k,
-                     kinds=kinds)
-    if post_fusion_hook is not None:
-        t = time.perf_counter()
-        cands = post_fusion_hook(cands)
-        timings["hook_ms"] = _ms(t)
 
-    # a stale payload (revoked share, moved dataset) must never leak: re-check in SQL, then load the rows
+def over(flt: IndexFilter) -> Stage:
+    """A `resolve` for a caller that has its filter already (evaluation searches the datasets it built, whoever
+    may read them): the kinds and the fusion setting follow the filter as in `resolve`."""
+    def fixed(run: QueryRun) -> None:
+        run.flt = flt
+        run.kinds = searched_kinds(flt)
+        run.setting, run.fusion_source = fusion_for(project=run.project, fusion=run.spec.fusion, kinds=run.kinds)
+    return fixed
+
+
+def retrieve_legs(run: QueryRun) -> None:
+    """The dense and sparse top-N under the filter (a background apply in this process steps aside meanwhile)."""
+    with READ_GATE.reading():
+        run.dense, run.sparse = _legs(q=run.spec.q, flt=run.flt, candidates=run.spec.candidates, legs=run.spec.legs,
+                                      index=run.index, timings=run.timings, sparse_q=run.spec.sparse_q,
+                                      dense_model=run.spec.dense_model, kinds=run.kinds)
+
+
+def fuse_legs(run: QueryRun) -> None:
+    """One ranked candidate list, each keeping its per-leg score and rank (the why)."""
+    run.cands = _fuse(dense=run.dense, sparse=run.sparse, legs=run.spec.legs, fusion=run.setting.method,
+                      fusion_weights=run.setting.weights(), candidates=run.spec.candidates, rrf_k=run.setting.rrf_k,
+                      timings=run.timings)
+
+
+def recheck(run: QueryRun) -> None:
+    """A stale payload (revoked share, moved dataset) must never leak: re-check access in SQL, then load the rows
+    (and keep only paths a glob filter matches)."""
     t = time.perf_counter()
-    allowed = filter_accessible_chunk_ids(project, [c.chunk_id for c in cands], include_global=include_global)
+    allowed = filter_accessible_chunk_ids(run.project, [c.chunk_id for c in run.cands],
+                                          include_global=run.spec.include_global)
     rows = {c.pk: c for c in Chunk.objects.filter(pk__in=allowed).select_related("dataset")}
-    cands = [c for c in cands if c.chunk_id in rows]
+    cands = [c for c in run.cands if c.chunk_id in rows]
     for c in cands:
         c.chunk = rows[c.chunk_id]
-    if clean.get("path_glob"):
-        rx = re.compile(clean["path_glob"].regex)
+    if run.spec.clean.get("path_glob"):
+        rx = re.compile(run.spec.clean["path_glob"].regex)
         cands = [c for c in cands if rx.search(c.chunk.path)]
-    cands = apply_path_prior(cands, q=q)
-    timings["recheck_ms"] = _ms(t)
+    run.cands = cands
+    run.timings["recheck_ms"] = _ms(t)
 
-    reranker_name = None
-    if do_rerank and cands:
+
+def path_prior(run: QueryRun) -> None:
+    """Code only: tests and migrations below the code they exercise unless asked for (apply_path_prior)."""
+    t = time.perf_counter()
+    run.cands = apply_path_prior(run.cands, q=run.spec.q)
+    run.timings["recheck_ms"] = round(run.timings.get("recheck_ms", 0.0) + _ms(t), 2)
+
+
+def rerank(run: QueryRun) -> None:
+    """The project's reranker, when the spec or the project's default asks for one."""
+    run.do_rerank = rerank_default(project=run.project) if run.spec.rerank is None else run.spec.rerank
+    if run.do_rerank and run.cands:
         t = time.perf_counter()
-        reranker_name = rerank_candidates(q=q, cands=cands, project=project)
-        timings["rerank_ms"] = _ms(t)
-    top = cands[:top_k]
+        run.reranker_name = rerank_candidates(q=run.spec.q, cands=run.cands, project=run.project)
+        run.timings["rerank_ms"] = _ms(t)
+
+
+def rerank_with(reranker: Any) -> Stage:
+    """A rerank stage with a given reranker, always on (evaluation's reranker rows)."""
+    def given(run: QueryRun) -> None:
+        run.do_rerank = True
+        if run.cands:
+            run.reranker_name = rerank_candidates(q=run.spec.q, cands=run.cands, project=run.project,
+                                                  reranker=reranker)
+    return given
+
+
+def pack(run: QueryRun) -> None:
+    """The top_k results with their why, and the context pack an agent pastes (macros and each result's commit:
+    its dataset's git source's synced commit, else the commit its document was written at)."""
+    top = run.cands[:run.spec.top_k]
     for i, c in enumerate(top, start=1):
         c.final_rank = i
-
     t = time.perf_counter()
-    # one query for the macros and the commit each result reflects: its dataset's git source's synced commit
-    # (Source.state), else the commit its document was written at (Document.meta, e.g. a source since removed)
     macros, commits = {}, {}
     for pk, macro, source_commit, doc_commit in Document.objects.filter(
             pk__in={c.chunk.document_id for c in top}).values_list(
             "pk", "macro_summary", "dataset__source__state__commit", "meta__commit"):
         macros[pk] = macro
         commits[pk] = source_commit or doc_commit or None
-    pack = build_pack([c.chunk for c in top], budget_tokens=budget_tokens, macro_by_document=macros)
-    timings["pack_ms"] = _ms(t)
-    results = [result_dict(c, project_id=project.pk, commit=commits.get(c.chunk.document_id)) for c in top]
+    run.pack = build_pack([c.chunk for c in top], budget_tokens=run.spec.budget_tokens, macro_by_document=macros)
+    run.timings["pack_ms"] = _ms(t)
+    run.top = top
+    run.results = [result_dict(c, project_id=run.project.pk, commit=commits.get(c.chunk.document_id)) for c in top]
 
+
+# The pipeline. A new ranking stage is a function above plus its line here (or in a caller's list, as the rules
+# lawyer adds its policies and graph boost after `fuse_legs`).
+STAGES: tuple[Stage, ...] = (resolve, retrieve_legs, fuse_legs, recheck, path_prior, rerank, pack)
+# Retrieval only: the fused candidates of the searched datasets (evaluation's leg and fusion rows).
+RETRIEVAL: tuple[Stage, ...] = (resolve, retrieve_legs, fuse_legs)
+
+
+def with_stage(stages: tuple[Stage, ...], stage: Stage, *, after: Stage) -> tuple[Stage, ...]:
+    """`stages` with `stage` inserted after `after`."""
+    i = stages.index(after) + 1
+    return (*stages[:i], stage, *stages[i:])
+
+
+def replace_stage(stages: tuple[Stage, ...], old: Stage, new: Stage) -> tuple[Stage, ...]:
+    """`stages` with `old` replaced by `new`."""
+    return tuple(new if s is old else s for s in stages)
+
+
+def execute(*, spec: QuerySpec, project: Project, user: User | None = None, index: VectorIndex | None = None,
+            stages: tuple[Stage, ...] = STAGES) -> QueryRun:
+    """Run the stages in order; no logging (run_query logs)."""
+    run = QueryRun(spec=spec, project=project, user=user, index=index or get_index())
+    for stage in stages:
+        stage(run)
+    return run
+
+
+# --------------------------------------------------------------------------- the service
+def run_query(*, user: User | None, project: Project, spec: QuerySpec, index: VectorIndex | None = None,
+              stages: tuple[Stage, ...] = STAGES) -> QueryResult:
+    """The one query service. Caller must already be authorised for `project` (membership).
+
+    A read: it never applies the index outbox (that is the applier's job, search/engine/applier.py), so it never
+    waits on an ingest's write; a chunk not applied yet is simply not found, and one applied but since
+    removed or unshared is dropped by the SQL re-check. Its only writes are the query log (`spec.log`).
+    """
+    t_total = time.perf_counter()
+    run = execute(spec=spec, project=project, user=user, index=index, stages=stages)
     session_id = None
-    if log:
+    if spec.log:
         t = time.perf_counter()
-        session_id = log_query(user=user, project=project, q=q, kind=kind, source=source, reranker=reranker_name,
-                               filters={"filters": filters or {}, "include_global": include_global, "top_k": top_k,
-                                        "candidates": candidates, "fusion": setting.method,
-                                        "fusion_setting": {**setting.as_dict(), "source": fusion_source},
-                                        "rerank": do_rerank,
-                                        "extra_filter": extra_filter or {}},
-                               cands=cands, timings=timings, result_count=len(results))
-        timings["log_ms"] = _ms(t)
-    timings["total_ms"] = _ms(t_total)
-    return QueryResult(results=results, pack=pack, timings=timings, reranker=reranker_name, session_id=session_id,
-                       candidates=cands, fusion=setting.method, fusion_source=fusion_source,
-                       fusion_params=setting.as_dict())
+        session_id = log_query(user=user, project=project, q=spec.q, kind=spec.kind, source=spec.source,
+                               reranker=run.reranker_name,
+                               filters={"filters": dict(spec.filters or {}), "include_global": spec.include_global,
+                                        "top_k": spec.top_k, "candidates": spec.candidates,
+                                        "fusion": run.setting.method,
+                                        "fusion_setting": {**run.setting.as_dict(), "source": run.fusion_source},
+                                        "rerank": run.do_rerank, "extra_filter": dict(spec.extra_filter or {})},
+                               cands=run.cands, timings=run.timings, result_count=len(run.results))
+        run.timings["log_ms"] = _ms(t)
+    run.timings["total_ms"] = _ms(t_total)
+    return QueryResult(results=run.results, pack=run.pack, timings=run.timings, reranker=run.reranker_name,
+                       session_id=session_id, candidates=run.cands, fusion=run.setting.method,
+                       fusion_source=run.fusion_source, fusion_params=run.setting.as_dict())
 
 
 def fusion_for(*, project: Project, fusion: str | None, kinds: frozenset[str]) -> tuple[FusionSetting, str]:

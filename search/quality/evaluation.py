@@ -32,8 +32,20 @@ import numpy as np
 from tqdm import tqdm
 
 from search.engine.encoders import embed_cached
-from search.engine.fusion import Candidate
-from search.engine.pipeline import build_filter, rerank_candidates, retrieve, run_query
+from search.engine.pipeline import (
+    RETRIEVAL,
+    QueryRun,
+    QuerySpec,
+    Stage,
+    build_filter,
+    execute,
+    over,
+    recheck,
+    replace_stage,
+    rerank_with,
+    resolve,
+    run_query,
+)
 from search.engine.rerank import get_reranker
 from search.ingest.base import ChunkDraft, DocumentDraft
 from search.models import Chunk, EvaluationRun, GraphEdge
@@ -331,47 +343,49 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
                  dense_model: str | None = None, trained: Any = None) -> dict[str, Ranker]:
     """One callable per ablation, all over the same index and filter; `default` is what the API runs.
 
+    Each row is the pipeline's stage list with stages removed or replaced (search.engine.pipeline): the leg and
+    fusion rows stop after fusion, the rerank rows re-check and rerank the fused list, the graph row adds the
+    graph boost after fusion, and `default` runs every stage as the API does.
     `index`: the store every row searches (a BEIR evaluation's throwaway store; default: the live index).
     `index` + `dense_model`: the legs search another model's throwaway index with queries embedded by that model
     (`evaluate --model-id`); the API `default` then runs the configured model, over the live index. `trained`: a cross-encoder
     (`evaluate --reranker`) for the `trained-rerank` row: the fused ranking, its top RERANK_DEPTH reordered."""
     flt = build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter)
+    retrieval = replace_stage(RETRIEVAL, resolve, over(flt))
+
+    def spec(q: str, **fields: Any) -> QuerySpec:
+        return QuerySpec(q=q, candidates=RUN_DEPTH, top_k=min(50, RUN_DEPTH), include_global=False, log=False,
+                         kind="eval", **fields)
+
+    def staged(stages: tuple[Stage, ...], *, rerank_scores: bool = False, **fields: Any) -> Ranker:
+        def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
+            run = execute(spec=spec(q, dense_model=dense_model, **fields), project=project, index=index,
+                          stages=stages)
+            if rerank_scores:
+                return [(c.chunk_id, c.rerank_score or 0.0) for c in run.cands]
+            return [(c.chunk_id, c.fused_score) for c in run.cands]
+        return rank
 
     def leg(legs: str, fusion: str = "rrf") -> Ranker:
-        def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-            cands = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion=fusion, legs=legs, index=index, dense_model=dense_model)
-            return [(c.chunk_id, c.fused_score) for c in cands]
-        return rank
+        return staged(retrieval, legs=legs, fusion=fusion)
 
     def reranked(reranker: Any) -> Ranker:
-        def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-            cands: list[Candidate] = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion="rrf", index=index,
-                                              dense_model=dense_model)
-            rows = {c.pk: c for c in Chunk.objects.filter(pk__in=[c.chunk_id for c in cands])}
-            cands = [c for c in cands if c.chunk_id in rows]
-            for c in cands:
-                c.chunk = rows[c.chunk_id]
-            if cands:
-                rerank_candidates(q=q, cands=cands, project=project, reranker=reranker)
-            return [(c.chunk_id, c.rerank_score or 0.0) for c in cands]
-        return rank
+        return staged((*retrieval, recheck, rerank_with(reranker)), rerank_scores=True, fusion="rrf")
 
     def fused_rerank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
         return reranked(get_reranker())(q, ctx)  # the configured reranker: RERANKER_MODEL, else the embedded one
 
-    def fused_graph(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-        cands = retrieve(q=q, flt=flt, candidates=RUN_DEPTH, fusion="rrf", index=index, dense_model=dense_model)
-        boosted = apply_graph_boost(cands, dataset_ids=dataset_ids)
-        return [(c.chunk_id, c.fused_score) for c in boosted]
+    def graph_boost(run: QueryRun) -> None:
+        run.cands = apply_graph_boost(run.cands, dataset_ids=dataset_ids)
 
     def api_default(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-        res = run_query(user=None, project=project, q=q, include_global=False, top_k=min(50, RUN_DEPTH),
-                        candidates=RUN_DEPTH, log=False, extra_filter=extra_filter, kind="eval",
+        res = run_query(user=None, project=project, spec=spec(q, extra_filter=extra_filter),
                         index=None if dense_model else index)
         return [(c.chunk_id, c.rerank_score if c.rerank_score is not None else c.fused_score) for c in res.candidates]
 
     out = {"default": default or api_default, "sparse": leg("sparse"), "dense": leg("dense"), "fused": leg("hybrid"),
-           "fused+rerank": fused_rerank, "fused+graph": fused_graph, "weighted": leg("hybrid", "weighted")}
+           "fused+rerank": fused_rerank, "fused+graph": staged((*retrieval, graph_boost), fusion="rrf"),
+           "weighted": leg("hybrid", "weighted")}
     if trained is not None:
         out["trained-rerank"] = reranked(trained)
     return out

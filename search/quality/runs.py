@@ -56,7 +56,7 @@ from search.quality.evaluation import (
 from search.rules.answer import extractive_answer
 from search.rules.chapter_routing import chapter_of
 from search.rules.policies import SIMILARITY_RELATIONS, STRUCTURAL_RELATIONS
-from search.rules.search import rules_search
+from search.rules.search import RulesSpec, rules_search
 
 if TYPE_CHECKING:
     from projects.models import Project
@@ -312,7 +312,7 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
 
     def variant(name: str, **overrides: Any) -> Callable[[str, dict[str, Any]], list[tuple[int, float]]]:
         def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-            found = rules_search(user=None, project=project, q=q, log=False, top_k=50, **overrides)
+            found = rules_search(user=None, project=project, spec=RulesSpec(q=q, log=False, top_k=50, **overrides))
             routed[(name, q)] = {(c["book_id"], c["chapter"]) for c in found["routing"]["chapters"]}
             scores = {r["chunk_id"]: r["score"] for r in found["results"]}
             return [(cid, scores.get(cid, 0.0)) for cid in found["candidate_ids"]]

@@ -9,13 +9,15 @@ for rulebooks is this function with its defaults.
 from __future__ import annotations
 
 import re
+import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from config.errors import BadInput
 from config.fields import check_text
 from projects.access import accessible_dataset_ids
-from search.engine.fusion import RULES_FUSIONS
-from search.engine.pipeline import MAX_Q, run_query
+from search.engine.fusion import RULES_FUSIONS, Candidate
+from search.engine.pipeline import MAX_Q, STAGES, QueryRun, QuerySpec, fuse_legs, run_query, with_stage
 from search.models import Chunk
 from search.rules.aliases import expand_query
 from search.rules.chapter_routing import in_chapters, route
@@ -98,25 +100,55 @@ def books_named_in(*, q: str, dataset_ids: list[int]) -> list[str]:
     return sorted(b for b in books if len(b) >= 3 and f" {re.sub(r'[^a-z0-9]+', ' ', b.lower()).strip()} " in norm)
 
 
-def rules_search(*, user: User | None, project: Project, q: str, books: list[str] | None = None,
-                 rulesets: list[str] | None = None,
-                 fusion: str = DEFAULTS["fusion"], graph: bool = DEFAULTS["graph"],
-                 seed_top_n: int = DEFAULTS["seed_top_n"], depth: int = DEFAULTS["depth"],
-                 decay: float = DEFAULTS["decay"], graph_top_k: int = DEFAULTS["graph_top_k"],
-                 graph_strength: float = DEFAULTS["graph_strength"], top_k: int = DEFAULTS["top_k"],
-                 candidates: int = DEFAULTS["candidates"], rerank: bool = DEFAULTS["rerank"],
-                 prefer_kinds: bool = True, audience: bool = True, relations: list[str] | None = None,
-                 expand_aliases: bool = True, route_chapters: int = 0, log: bool = True,
-                 source: str = "api") -> dict[str, Any]:
-    """Search the project's rulebooks. Returns {results, analysis, filters, graph, timings_ms, search_session_id}.
+@dataclass(frozen=True)
+class RulesSpec:
+    """One rules query, frozen: the shared query fields, the book and ruleset filters, the graph boost and the
+    policy switches. Built by the Input serializer (validate_rules_params checks the bounds), the MCP adapter,
+    the pages and evaluation, which changes one field per ablation row (dataclasses.replace).
 
     `prefer_kinds`, `audience` and `relations` switch the traversal config's policies (search.rules.policies):
-    the evaluation harness turns each off in its own ablation row; `relations=None` walks the edges the
-    config names (`policies["graph"]["relations"]`). `expand_aliases` expands the sparse query with the
-    config's abbreviations (search.rules.aliases). `route_chapters` > 0 searches only the query's likeliest chapters
-    (search.rules.chapter_routing); 0 searches the whole book."""
+    `relations=None` walks the edges the config names (`policies["graph"]["relations"]`). `expand_aliases`
+    expands the sparse query with the config's abbreviations (search.rules.aliases). `route_chapters` > 0
+    searches only the query's likeliest chapters (search.rules.chapter_routing); 0 searches the whole book."""
+
+    q: str
+    books: tuple[str, ...] = ()
+    rulesets: tuple[str, ...] = ()
+    fusion: str = DEFAULTS["fusion"]
+    graph: bool = DEFAULTS["graph"]
+    seed_top_n: int = DEFAULTS["seed_top_n"]
+    depth: int = DEFAULTS["depth"]
+    decay: float = DEFAULTS["decay"]
+    graph_top_k: int = DEFAULTS["graph_top_k"]
+    graph_strength: float = DEFAULTS["graph_strength"]
+    top_k: int = DEFAULTS["top_k"]
+    candidates: int = DEFAULTS["candidates"]
+    rerank: bool = DEFAULTS["rerank"]
+    prefer_kinds: bool = True
+    audience: bool = True
+    relations: tuple[str, ...] | None = None
+    expand_aliases: bool = True
+    route_chapters: int = 0
+    log: bool = True
+    source: str = "api"
+
+    def __post_init__(self) -> None:
+        for name in ("books", "rulesets", "relations"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+
+
+def rules_search(*, user: User | None, project: Project, spec: RulesSpec) -> dict[str, Any]:
+    """Search the project's rulebooks. Returns {results, analysis, filters, graph, timings_ms, search_session_id}.
+
+    The context pipeline's stages with one added after fusion: the traversal policies and the graph boost."""
+    q, rulesets, fusion, graph = spec.q, list(spec.rulesets), spec.fusion, spec.graph
+    seed_top_n, depth, decay, graph_top_k = spec.seed_top_n, spec.depth, spec.decay, spec.graph_top_k
+    graph_strength, prefer_kinds, audience = spec.graph_strength, spec.prefer_kinds, spec.audience
+    relations, expand_aliases, route_chapters = spec.relations, spec.expand_aliases, spec.route_chapters
     dataset_ids = sorted(accessible_dataset_ids(project))
-    books = list(books or [])
+    books = list(spec.books)
     named = [] if books else books_named_in(q=q, dataset_ids=dataset_ids)
     if named:
         books = named  # the query names a book: other books are not mixed in
@@ -138,7 +170,7 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
     walk = tuple(relations) if relations is not None else graph_relations(config)
     kind_strength, audience_strength = policy_strengths(config)
 
-    def hook(cands: list) -> list:
+    def hook(cands: list[Candidate]) -> list[Candidate]:
         if routed:  # two chapters can share a document (the path filter's unit): keep the routed ones only
             cands = in_chapters(cands, chapters=routed)
         if (prefer_kinds and analysis.prefer_kinds) or (audience and analysis.audience):
@@ -156,9 +188,15 @@ def rules_search(*, user: User | None, project: Project, q: str, books: list[str
                 cands = in_chapters(cands, chapters=routed)
         return cands
 
-    res = run_query(user=user, project=project, q=q, top_k=top_k, candidates=candidates, fusion=fusion,
-                    rerank=rerank, extra_filter=extra, post_fusion_hook=hook, log=log, kind="rules",
-                    source=source, sparse_q=sparse_q if sparse_q != q else None)
+    def rules_stage(run: QueryRun) -> None:
+        t = time.perf_counter()
+        run.cands = hook(run.cands)
+        run.timings["hook_ms"] = round((time.perf_counter() - t) * 1000, 2)
+
+    query = QuerySpec(q=q, top_k=spec.top_k, candidates=spec.candidates, fusion=fusion, rerank=spec.rerank,
+                      extra_filter=extra, log=spec.log, kind="rules", source=spec.source,
+                      sparse_q=sparse_q if sparse_q != q else None)
+    res = run_query(user=user, project=project, spec=query, stages=with_stage(STAGES, rules_stage, after=fuse_legs))
     by_id = {c.chunk_id: c for c in res.candidates}
     results = []
     for r in res.results:

@@ -39,7 +39,7 @@ def build_world(tmp: Path) -> World:
     from projects.models import Membership, Project
     from projects.sharing import create_dataset, grant_share
     from search.engine.index import apply_outbox
-    from search.engine.pipeline import run_query
+    from search.engine.pipeline import QuerySpec, run_query
     from search.rules.demo import load_demo_rules
     from tests.people.factory import embed_all, make_person
     from tests.search.ctx_fixtures import ingest, write_repo
@@ -67,7 +67,7 @@ def build_world(tmp: Path) -> World:
     embed_all()
     with transaction.atomic():
         search = run_search(user=user, query="backend engineers in bangalore")
-    session = run_query(user=user, project=project, q="deduct credits from a wallet")
+    session = run_query(user=user, project=project, spec=QuerySpec(q="deduct credits from a wallet"))
     source = Project.objects.create(slug=f"{PROJECT}-source", name="Fuzz source")
     Membership.objects.create(project=source, user=user, role="owner")
     shared = create_dataset(user=user, project=source, name="notes", kind="web")

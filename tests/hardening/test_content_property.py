@@ -93,7 +93,7 @@ def _step(op: tuple, w: dict) -> None:
 
 def _check(w: dict, index) -> int:
     from projects.access import accessible_dataset_ids
-    from search.engine.pipeline import run_query
+    from search.engine.pipeline import QuerySpec, run_query
     from search.engine.reconcile import reconcile
     from search.models import Chunk
 
@@ -104,8 +104,7 @@ def _check(w: dict, index) -> int:
     seen = 0
     for user, project in ((w["alice"], w["a"]), (w["bob"], w["b"]), (w["eve"], w["c"])):
         allowed = accessible_dataset_ids(project)
-        result = run_query(user=user, project=project, q="credits wallet money order", top_k=20, candidates=50,
-                           log=False)
+        result = run_query(user=user, project=project, spec=QuerySpec(q="credits wallet money order", top_k=20, candidates=50, log=False))
         for r in result.results:
             assert r["dataset_id"] in allowed, (user.email, r["dataset_id"], allowed)
             seen += 1

@@ -38,11 +38,6 @@ def _body(request: Request) -> dict[str, Any]:
     return request.data
 
 
-def _filters(filters: dict | None) -> dict | None:
-    """The parsed filters in the shape run_query validates (a single repo/lang is already a list)."""
-    return {k: v for k, v in filters.items() if v is not None} if filters else None
-
-
 class QueryView(APIView):
     required_scope = "query"
 
@@ -55,11 +50,7 @@ class QueryView(APIView):
         project = project_for_member(user=request.user, slug=slug)
         ser = s.QueryRequestSerializer(data=_body(request))
         ser.is_valid(raise_exception=True)
-        data = ser.validated_data
-        result = run_query(user=request.user, project=project, q=data["q"], filters=_filters(data.get("filters")),
-                           include_global=data["include_global"], top_k=data["top_k"],
-                           candidates=data["candidates"], fusion=data.get("fusion"), rerank=data["rerank"],
-                           budget_tokens=data["budget_tokens"])
+        result = run_query(user=request.user, project=project, spec=ser.spec())
         return Response(s.QueryResponseSerializer(result.as_dict()).data)
 
 

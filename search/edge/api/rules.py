@@ -22,7 +22,7 @@ from config.schema import DEPENDENCY_ERRORS, ERROR_RESPONSES
 from projects.access import project_for_member
 from search.edge.serializers import RulesRequestSerializer, RulesSearchResponseSerializer
 from search.rules.answer import stream_answer
-from search.rules.search import rules_search
+from search.rules.search import RulesSpec, rules_search
 
 if TYPE_CHECKING:
     from rest_framework.renderers import BaseRenderer
@@ -69,11 +69,11 @@ class _AnyAccept(DefaultContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-def _params(request: Request) -> dict[str, Any]:
-    """The body, parsed by its Input serializer into rules_search's keyword arguments."""
+def _spec(request: Request) -> RulesSpec:
+    """The body, parsed by its Input serializer into the RulesSpec it asks for."""
     ser = RulesRequestSerializer(data=request.data)
     ser.is_valid(raise_exception=True)
-    return dict(ser.validated_data)
+    return ser.spec()
 
 
 class RulesSearchView(APIView):
@@ -88,8 +88,8 @@ class RulesSearchView(APIView):
     def post(self, request: Request, slug: str) -> Response:
         enforce(request, group="context_query")
         project = project_for_member(user=request.user, slug=slug)
-        p = _params(request)
-        return Response(RulesSearchResponseSerializer(rules_search(user=request.user, project=project, **p)).data)
+        found = rules_search(user=request.user, project=project, spec=_spec(request))
+        return Response(RulesSearchResponseSerializer(found).data)
 
 
 class AnswerView(APIView):
@@ -104,7 +104,7 @@ class AnswerView(APIView):
     def post(self, request: Request, slug: str) -> StreamingHttpResponse:
         enforce(request, group="answer")
         project = project_for_member(user=request.user, slug=slug)
-        p = _params(request)
+        spec = _spec(request)
         user = request.user
 
         def finished(status: str, info: dict) -> None:
@@ -112,8 +112,8 @@ class AnswerView(APIView):
 
         # the search runs before the stream opens: its bad input, 404 or 503 is a plain JSON error, not a 200
         # whose only event is `error`
-        found = rules_search(user=user, project=project, **p)
-        stream = encode_sse(stream_answer(q=p["q"], search=lambda: found, on_finish=finished))
+        found = rules_search(user=user, project=project, spec=spec)
+        stream = encode_sse(stream_answer(q=spec.q, search=lambda: found, on_finish=finished))
         resp = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
         resp["Cache-Control"] = "no-cache"
         resp["X-Accel-Buffering"] = "no"

@@ -276,12 +276,7 @@ async def search_context(
         ser = QueryRequestSerializer(data=_drop_none({"q": q, "filters": filters or None, "top_k": top_k,
                                                       "budget_tokens": budget_tokens}))
         ser.is_valid(raise_exception=True)
-        data = ser.validated_data
-        res = run_query(user=caller.user, project=proj, q=data["q"],
-                        filters=_drop_none(dict(data["filters"])) if data.get("filters") else None,
-                        include_global=data["include_global"], top_k=data["top_k"], candidates=data["candidates"],
-                        fusion=data.get("fusion"), rerank=data["rerank"], budget_tokens=data["budget_tokens"],
-                        source="mcp")
+        res = run_query(user=caller.user, project=proj, spec=ser.spec(source="mcp"))
         results = [{"rank": r["rank"], "chunk_id": r["chunk_id"], "span": r["span"], "path": r["path"],
                     "start_line": r["start_line"], "end_line": r["end_line"], "repo": r["repo"], "lang": r["lang"],
                     "symbol": r["symbol"], "kind": r["kind"], "dataset_id": r["dataset_id"],
@@ -331,10 +326,10 @@ async def answer_rules(
         proj = project_for_member(user=caller.user, slug=project)
         ser = RulesRequestSerializer(data=_drop_none({"q": q, "book": book}))
         ser.is_valid(raise_exception=True)
-        params = dict(ser.validated_data)
+        spec = ser.spec(source="mcp")
         # as the /answer view does: the search runs (and is logged) before the answer, so its errors are plain
-        found = rules_search(user=caller.user, project=proj, source="mcp", **params)
-        return stream_answer(q=params["q"], search=lambda: found)
+        found = rules_search(user=caller.user, project=proj, spec=spec)
+        return stream_answer(q=spec.q, search=lambda: found)
 
     events = await _call("answer_rules", prepare)
     if isinstance(events, CallToolResult):

@@ -23,11 +23,11 @@ from projects.sharing import projects_of
 from search.edge.api.rules import encode_sse
 from search.engine.access import is_resource_accessible
 from search.engine.packing import render_pack
-from search.engine.pipeline import run_query
+from search.engine.pipeline import QuerySpec, run_query
 from search.models import Chunk
 from search.quality.feedback import record_feedback
 from search.rules.answer import stream_answer
-from search.rules.search import rules_search, validate_rules_params
+from search.rules.search import RulesSpec, rules_search, validate_rules_params
 
 
 def _numbered(text: str, start: int) -> list[tuple[int, str]]:
@@ -53,8 +53,9 @@ def context_search(request: HttpRequest) -> HttpResponse:
         filters = {k: form[k] for k in ("repo", "path", "lang") if form[k].strip()}
         try:
             project = project_for_member(user=request.user, slug=form["project"])
-            result = run_query(user=request.user, project=project, q=form["q"], filters=filters or None,
-                               include_global=form["include_global"], source="page")
+            spec = QuerySpec(q=form["q"], filters=filters or None, include_global=form["include_global"],
+                             source="page")
+            result = run_query(user=request.user, project=project, spec=spec)
             for r in result.results:
                 r["lines"] = _numbered(r["text"], r["start_line"])
             ctx["result"] = result
@@ -100,10 +101,10 @@ def _rules_params(request: HttpRequest) -> dict[str, Any]:
 def _rules_search_fn(request: HttpRequest, form: dict[str, Any]) -> tuple[str, Callable[[], Any]]:
     """Validate, authorise and search now, before any stream opens, so every failure is a normal error."""
     project = project_for_member(user=request.user, slug=form["project"])
-    params = validate_rules_params({"q": form["q"], "book": form["book"] or None, "graph": form["graph"]})
-    q = params.pop("q")
-    found = rules_search(user=request.user, project=project, q=q, source="page", **params)
-    return q, (lambda: found)
+    spec = RulesSpec(**validate_rules_params({"q": form["q"], "book": form["book"] or None, "graph": form["graph"]}),
+                     source="page")
+    found = rules_search(user=request.user, project=project, spec=spec)
+    return spec.q, (lambda: found)
 
 
 def _rules_books(projects: list[Any]) -> list[str]:

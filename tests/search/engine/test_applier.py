@@ -30,7 +30,7 @@ def _ingest_unapplied(project, code_repo):
 
 def test_a_query_performs_no_write_and_leaves_the_outbox_pending(make_user, make_project, code_repo, edge_index):
     from search.engine.index import pending_outbox
-    from search.engine.pipeline import run_query
+    from search.engine.pipeline import QuerySpec, run_query
 
     alice = make_user()
     project = make_project("shop", alice)
@@ -39,7 +39,7 @@ def test_a_query_performs_no_write_and_leaves_the_outbox_pending(make_user, make
     assert pending > 0
 
     with CaptureQueriesContext(connection) as ctx:
-        result = run_query(user=alice, project=project, q="where are credits deducted", log=False)
+        result = run_query(user=alice, project=project, spec=QuerySpec(q="where are credits deducted", log=False))
     statements = [q["sql"].lstrip().split()[0].upper() for q in ctx.captured_queries]
     assert statements and set(statements) == {"SELECT"}, statements
     assert result.results == []  # nothing applied yet, so nothing found: the query did not apply it
@@ -48,7 +48,7 @@ def test_a_query_performs_no_write_and_leaves_the_outbox_pending(make_user, make
 
     # with logging on, the only writes are the query log itself
     with CaptureQueriesContext(connection) as ctx:
-        run_query(user=alice, project=project, q="where are credits deducted")
+        run_query(user=alice, project=project, spec=QuerySpec(q="where are credits deducted"))
     written = {q["sql"].split('"')[1] for q in ctx.captured_queries if q["sql"].lstrip().upper().startswith(WRITES)}
     assert written == {"search_querysession"}, written  # no candidates yet: no RerankResult rows either
     assert (pending_outbox(index=edge_index), edge_index.count()) == (pending, 0)
@@ -56,7 +56,7 @@ def test_a_query_performs_no_write_and_leaves_the_outbox_pending(make_user, make
 
 def test_a_query_does_not_wait_for_an_apply_in_progress(make_user, make_project, code_repo, edge_index):
     from search.engine.index import hold_applier, pending_outbox
-    from search.engine.pipeline import run_query
+    from search.engine.pipeline import QuerySpec, run_query
 
     alice = make_user()
     project = make_project("shop", alice)
@@ -77,7 +77,7 @@ def test_a_query_does_not_wait_for_an_apply_in_progress(make_user, make_project,
     holder.start()
     assert held.wait(10)
     try:
-        result = run_query(user=alice, project=project, q="deduct credits", log=False)
+        result = run_query(user=alice, project=project, spec=QuerySpec(q="deduct credits", log=False))
     finally:
         release.set()
         holder.join(10)
@@ -116,7 +116,7 @@ def test_background_applier_indexes_what_a_worker_writes_without_any_query(
     from projects.models import Dataset
     from search.engine.applier import BackgroundApplier
     from search.engine.index import wait_until_indexed
-    from search.engine.pipeline import run_query
+    from search.engine.pipeline import QuerySpec, run_query
     from search.ingest.jobs import start_ingest
     from search.models import Chunk, IngestJob
 
@@ -134,7 +134,7 @@ def test_background_applier_indexes_what_a_worker_writes_without_any_query(
         assert wait_until_indexed(index=edge_index, timeout=60)
         assert applier.stats["notified"] >= 1 and applier.stats["errors"] == 0
         assert edge_index.count() == Chunk.objects.filter(dataset=ds).count() > 0
-        result = run_query(user=alice, project=project, q="deduct credits from a wallet", log=False)
+        result = run_query(user=alice, project=project, spec=QuerySpec(q="deduct credits from a wallet", log=False))
         assert result.results[0]["path"] == "billing/ledger.py"
     finally:
         applier.stop()

@@ -39,10 +39,10 @@ def test_evaluate_rules_reports_evaluability_contamination_and_both_answer_simil
     from search.models import Chunk
     from search.quality.runs import evaluate_rules
     from search.rules.answer import extractive_answer
-    from search.rules.search import rules_search
+    from search.rules.search import RulesSpec, rules_search
 
     q = "what happens when I'm pinned?"
-    found = rules_search(user=None, project=demo_project, q=q, log=False, top_k=50)
+    found = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False, top_k=50))
     top10 = list(Chunk.objects.filter(id__in=found["candidate_ids"][:10]).values("id", "book_id", "text"))
     top10.sort(key=lambda r: found["candidate_ids"].index(r["id"]))
     produced, _ = extractive_answer(q=q, results=top10[:5])

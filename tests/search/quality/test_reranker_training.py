@@ -221,14 +221,14 @@ def test_a_project_reranks_with_its_trained_model_and_the_query_names_it(toy_pro
 
 def test_a_cross_encoder_reorders_only_the_fused_top_rerank_depth(toy_project, models_home, settings):
     from projects.models import Project
-    from search.engine.pipeline import run_query
+    from search.engine.pipeline import QuerySpec, run_query
 
     call_command("train_reranker", "--project", "sci", "--name", "sci-ce", "--no-activate", *TRAIN_ARGS,
                  stdout=StringIO(), stderr=StringIO())
     project = Project.objects.get(slug="sci")
     project.reranker = "sci-ce"
     settings.RERANK_DEPTH = 4
-    res = run_query(user=None, project=project, q="why do reefs turn white", top_k=20, candidates=20, log=False)
+    res = run_query(user=None, project=project, spec=QuerySpec(q="why do reefs turn white", top_k=20, candidates=20, log=False))
     ranks = [c.rank_before for c in res.candidates]
     assert sorted(ranks[:4]) == [1, 2, 3, 4]  # the head is the fused top 4, reordered
     assert ranks[4:] == sorted(ranks[4:])  # the rest keep their fused order below it

@@ -50,12 +50,12 @@ def test_the_config_stores_learned_defaults_and_keeps_a_gm_edit(demo_project):
 
 def test_aliases_reach_the_sparse_leg_and_nothing_else(demo_project):
     from search.models import Chunk
-    from search.rules.search import rules_search
+    from search.rules.search import RulesSpec, rules_search
 
     crawler = Chunk.objects.get(ruleset_id="emberfall", symbol="Ash Crawler").pk
     q = "which beast has the highest AC"
-    on = rules_search(user=None, project=demo_project, q=q, log=False, top_k=30, graph=False)
-    off = rules_search(user=None, project=demo_project, q=q, log=False, top_k=30, graph=False, expand_aliases=False)
+    on = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False, top_k=30, graph=False))
+    off = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False, top_k=30, graph=False, expand_aliases=False))
     assert on["policies"]["sparse_query"] == f"{q} armor class"
     assert off["policies"]["sparse_query"] == q
     why_on = {r["chunk_id"]: r["why"] for r in on["results"]}

@@ -51,18 +51,18 @@ def test_chapter_is_the_first_level_of_the_section_path():
 
 
 def test_routed_search_stays_inside_the_likeliest_chapters(demo_project):
-    from search.rules.search import rules_search
+    from search.rules.search import RulesSpec, rules_search
 
     q = "what happens when I'm pinned?"
-    whole = rules_search(user=None, project=demo_project, q=q, log=False, top_k=30)
+    whole = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False, top_k=30))
     assert whole["routing"] == {"top_n": 0, "chapters": []}
     assert len({r["section_path"][0] for r in whole["results"]}) > 1
-    one = rules_search(user=None, project=demo_project, q=q, log=False, top_k=30, route_chapters=1)
+    one = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False, top_k=30, route_chapters=1))
     assert one["routing"]["chapters"] == [{"book_id": "core", "chapter": "Conditions"}]
     assert one["results"] and {(r["book_id"], r["section_path"][0]) for r in one["results"]} == {
         ("core", "Conditions")}                              # graph neighbours outside are not added either
     assert one["results"][0]["section_path"] == ["Conditions", "Pinned"]
-    three = rules_search(user=None, project=demo_project, q=q, log=False, top_k=30, route_chapters=3)
+    three = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False, top_k=30, route_chapters=3))
     chapters = {(c["book_id"], c["chapter"]) for c in three["routing"]["chapters"]}
     assert len(chapters) == 3 and ("core", "Conditions") in chapters
     assert {(r["book_id"], r["section_path"][0]) for r in three["results"]} <= chapters

@@ -128,19 +128,19 @@ def test_demo_graph_has_see_and_cross_book_references(demo_rules):
 
 def test_graph_boost_changes_scores_and_is_off_when_disabled(demo_rules):
     from projects.models import Project
-    from search.rules.search import rules_search
+    from search.rules.search import RulesSpec, rules_search
 
     project = Project.objects.get(slug="demo")
     q = "what happens when I'm pinned?"
-    on = rules_search(user=None, project=project, q=q, log=False)
-    off = rules_search(user=None, project=project, q=q, log=False, graph=False)
+    on = rules_search(user=None, project=project, spec=RulesSpec(q=q, log=False))
+    off = rules_search(user=None, project=project, spec=RulesSpec(q=q, log=False, graph=False))
     assert all(r["graph_boost"] == 0.0 and r["graph_path"] == [] for r in off["results"])
     boosted = [r for r in on["results"] if r["graph_boost"] > 0]
     assert boosted, "the default graph boost should lift a neighbour of the top seeds"
     for r in boosted:
         assert r["score"] == pytest.approx(r["base_score"] + r["policy_boost"] + r["graph_boost"])
         assert r["graph_path"][0].startswith("chunk:") and r["graph_path"][-1] == f"chunk:{r['chunk_id']}"
-    stronger = rules_search(user=None, project=project, q=q, log=False, graph_strength=0.5, decay=1.0)
+    stronger = rules_search(user=None, project=project, spec=RulesSpec(q=q, log=False, graph_strength=0.5, decay=1.0))
     top_boost = max(r["graph_boost"] for r in stronger["results"])
     assert top_boost > max(r["graph_boost"] for r in boosted)
     # base scores are the same with the boost on or off: only the boost differs
@@ -203,10 +203,9 @@ def test_demo_graph_has_similarity_edges_from_the_stored_embeddings(demo_rules):
 
 def test_boost_over_similarity_edges_only_walks_similar_to(demo_rules):
     from projects.models import Project
-    from search.rules.search import rules_search
+    from search.rules.search import RulesSpec, rules_search
 
     project = Project.objects.get(slug="demo")
-    res = rules_search(user=None, project=project, q="what happens when I'm pinned?", log=False, top_k=30,
-                       relations=["similar_to"])
+    res = rules_search(user=None, project=project, spec=RulesSpec(q="what happens when I'm pinned?", log=False, top_k=30, relations=["similar_to"]))
     walked = {rel for r in res["results"] for rel in r["graph_path"][1::2]}
     assert walked == {"similar_to"}

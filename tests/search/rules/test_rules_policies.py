@@ -76,9 +76,9 @@ def test_graph_relations_come_from_the_config_and_unknown_ones_are_ignored():
 # ------------------------------------------------------------------------------------------------ on the demo book
 
 def _search(project, q, **kw):
-    from search.rules.search import rules_search
+    from search.rules.search import RulesSpec, rules_search
 
-    return rules_search(user=None, project=project, q=q, log=False, graph=False, top_k=30, **kw)
+    return rules_search(user=None, project=project, spec=RulesSpec(q=q, log=False, graph=False, top_k=30, **kw))
 
 
 def test_prefer_kinds_boosts_the_kinds_the_query_intent_prefers_and_nothing_when_off(demo_project):
@@ -111,25 +111,25 @@ def test_audience_boosts_gm_guide_sections_for_a_gm_question_and_nothing_when_of
 
 
 def test_graph_relations_policy_selects_the_edges_the_boost_walks(demo_project):
-    from search.rules.search import rules_search
+    from search.rules.search import RulesSpec, rules_search
     from search.rules.traversal import build_default_config, load_config, save_config
 
     def walked(res) -> set[str]:
         return {rel for r in res["results"] for rel in r["graph_path"][1::2]}
 
     q = "what happens when I'm pinned?"
-    default = rules_search(user=None, project=demo_project, q=q, log=False, top_k=30)
+    default = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False, top_k=30))
     assert default["policies"]["graph_relations"] == list(STRUCTURAL_RELATIONS)
     assert len(walked(default)) >= 2
     cfg = load_config(ruleset_id="emberfall")
     save_config(ruleset_id="emberfall", names={k: getattr(cfg, f"{k}_names") for k in
                                                 ("condition", "spell", "feat", "item", "action")},
                 policies={**DEFAULT_POLICIES, "graph": {"relations": ["next"]}})
-    only_next = rules_search(user=None, project=demo_project, q=q, log=False, top_k=30)
+    only_next = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False, top_k=30))
     assert only_next["policies"]["graph_relations"] == ["next"]
     assert walked(only_next) == {"next"}
     # a per-call override wins over the config (the evaluation's ablation rows use it)
-    refs = rules_search(user=None, project=demo_project, q=q, log=False, top_k=30, relations=["references"])
+    refs = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False, top_k=30, relations=["references"]))
     assert walked(refs) <= {"references"} and walked(refs) != walked(only_next)
     # a rebuilt default config keeps the GM's edited policy
     assert build_default_config(ruleset_id="emberfall").policies["graph"]["relations"] == ["next"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from search.rules.search import DEFAULTS, rules_search, validate_rules_params
+from search.rules.search import DEFAULTS, RulesSpec, rules_search, validate_rules_params
 from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture behind rules_index
 from tests.search.rules_fixtures import demo_project, emberfall, rules_index  # noqa: F401 - fixtures
 
@@ -14,7 +14,7 @@ def _search(project, q=PINNED_Q, **kw):
     """Policies off unless a test turns them on: the graph arithmetic here is checked against the fused score
     alone (the policies' own boosts are pinned in test_rules_policies.py)."""
     kw = {"prefer_kinds": False, "audience": False, **kw}
-    return rules_search(user=None, project=project, q=q, log=False, **kw)
+    return rules_search(user=None, project=project, spec=RulesSpec(q=q, log=False, **kw))
 
 
 def _boosted(res):

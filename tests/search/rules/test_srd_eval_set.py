@@ -22,7 +22,7 @@ from search.ingest.rules import read_rulebook
 from search.quality.evaluation import load_rules_queries
 
 ROOT = Path(__file__).resolve().parents[3]
-SET = ROOT / "search" / "demo_rules" / "srd51_eval_queries.json"
+SET = ROOT / "search" / "rules" / "demo_rules" / "srd51_eval_queries.json"
 EXCERPT = Path(__file__).resolve().parents[1] / "fixtures" / "srd51"
 FULL_SRD = Path(os.environ.get("SRD_DIR") or ROOT.parent / "shared" / "data" / "srd51")
 CHAPTERS = {"Characterizations", "Classes", "Equipment", "Gamemastering", "Gameplay", "Monsters", "Races",

@@ -549,7 +549,7 @@ def test_a_tag_or_a_commit_sha_can_be_the_ref(dataset, remote):
 
 def test_query_results_show_the_commit_the_dataset_reflects(dataset, remote, client_for, make_user):
     from projects.models import Membership
-    from search.engine.pipeline import run_query
+    from search.engine.pipeline import QuerySpec, run_query
 
     remote.commit(FIRST_TREE, "first")
     attach(dataset, remote.url)
@@ -570,7 +570,7 @@ def test_query_results_show_the_commit_the_dataset_reflects(dataset, remote, cli
         from django.test.utils import CaptureQueriesContext
 
         with CaptureQueriesContext(connection) as ctx:
-            run_query(user=owner, project=dataset.project, q="deduct credits", top_k=top_k, log=False)
+            run_query(user=owner, project=dataset.project, spec=QuerySpec(q="deduct credits", top_k=top_k, log=False))
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1]
 
