@@ -45,7 +45,7 @@ def dashboard_context(*, days: int = 14) -> dict[str, Any]:
     quality = quality_metrics(days=30)
     by_project: dict[str, Series] = {}
     for row in quality:
-        for key, label in (("mrr_at_15", "MRR@15"), ("ndcg_at_10", "nDCG@10")):
+        for key, label in (("mrr_at_10", "MRR@10"), ("ndcg_at_10", "nDCG@10")):
             if row[key] is not None:
                 s = by_project.setdefault(f"{row['project__slug']} {label}",
                                           Series(f"{row['project__slug']} {label}"))
@@ -57,7 +57,7 @@ def dashboard_context(*, days: int = 14) -> dict[str, Any]:
             "latency": line_chart_svg(series=[v["latency"] for v in volume.values()],
                                       title="Mean latency per day (ms)", days=days, ylabel="ms"),
             "quality": line_chart_svg(series=list(by_project.values()),
-                                      title="MRR@15 and nDCG@10 from feedback", days=30, gaps=True),
+                                      title="MRR@10 and nDCG@10 from feedback", days=30, gaps=True),
             "credits": line_chart_svg(series=[credits_spent(days=days)], title="Credits spent per day", days=days),
         },
         "quality_rows": quality[:50],

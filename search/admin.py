@@ -228,7 +228,7 @@ class FeedbackAdmin(ReadOnlyAdmin):
 
 @admin.register(DailyMetric)
 class DailyMetricAdmin(ReadOnlyAdmin):
-    list_display = ("day", "project", "kind", "judged_sessions", "mrr_at_15", "ndcg_at_10", "updated_at")
+    list_display = ("day", "project", "kind", "judged_sessions", "mrr_at_10", "ndcg_at_10", "updated_at")
     list_filter = ("kind", "project")
     search_fields = ("project__slug",)
 

@@ -275,7 +275,7 @@ class DailyMetric(models.Model):
     day = models.DateField()
     kind = models.CharField(max_length=16, default="context")
     judged_sessions = models.PositiveIntegerField(default=0)
-    mrr_at_15 = models.FloatField(null=True)
+    mrr_at_10 = models.FloatField(null=True)  # the cutoffs of search.quality.metrics, as offline
     ndcg_at_10 = models.FloatField(null=True)
     updated_at = models.DateTimeField(auto_now=True)
 

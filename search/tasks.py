@@ -80,7 +80,7 @@ def apply_index_outbox() -> int:
 
 @shared_task
 def aggregate_query_metrics(day: str | None = None) -> int:
-    """MRR@15 and nDCG@10 per project per day from judged sessions (ranx), into DailyMetric."""
+    """MRR@10 and nDCG@10 per project per day from judged sessions (ranx), into DailyMetric."""
     days = [date.fromisoformat(day)] if day else [date.today() - timedelta(days=1), date.today()]
     return sum(aggregate_day(day=d) for d in days)
 

@@ -51,7 +51,7 @@ def search_volume(*, days: int = 14) -> dict[str, dict[str, Series]]:
 def quality_metrics(*, days: int = 30) -> list[dict[str, Any]]:
     since = timezone.now().date() - timedelta(days=days)
     return list(DailyMetric.objects.filter(day__gte=since).select_related("project")
-                .values("project__slug", "day", "kind", "judged_sessions", "mrr_at_15", "ndcg_at_10")
+                .values("project__slug", "day", "kind", "judged_sessions", "mrr_at_10", "ndcg_at_10")
                 .order_by("-day", "project__slug"))
 
 

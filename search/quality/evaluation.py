@@ -21,7 +21,6 @@ import json
 import re
 import sys
 import time
-import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from search.engine.pipeline import (
 from search.engine.rerank import get_reranker
 from search.ingest.base import ChunkDraft, DocumentDraft
 from search.models import Chunk, EvaluationRun, GraphEdge
+from search.quality.metrics import RANX_METRICS, RUN_DEPTH, compute_metrics, ranked_to_run
 from search.rules.graph import apply_graph_boost
 
 if TYPE_CHECKING:
@@ -57,43 +57,10 @@ if TYPE_CHECKING:
     from search.models import EvaluationRun
 
 PIPELINES = ("default", "sparse", "dense", "fused", "fused+rerank", "fused+graph", "weighted", "trained-rerank")
-RANX_METRICS = {"hit@1": "hit_rate@1", "hit@3": "hit_rate@3", "hit@5": "hit_rate@5", "hit@10": "hit_rate@10",
-                "mrr@10": "mrr@10", "ndcg@10": "ndcg@10", "recall@100": "recall@100"}
-RUN_DEPTH = 100
 # rules-only and report-only columns, in table order; a column shows when any pipeline has it
 EXTRA_METRICS = ("evaluability", "hit@1_evaluable", "mrr@10_evaluable", "hit@1_expanded", "mrr@10_expanded",
                  "ndcg@10_expanded", "recall@100_expanded", "cross_book_contamination", "answer_similarity",
                  "answer_cosine")
-
-
-# ------------------------------------------------------------------------------------------------ metrics
-
-def compute_metrics(*, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> dict[str, float]:
-    """ranx metrics over the judged queries. A query the run has no answer for scores 0 (not dropped)."""
-    from ranx import Qrels, Run, evaluate  # noqa: PLC0415 - heavy: ranx compiles with numba on import; only metrics need it
-
-    judged = {q: {d: int(r) for d, r in docs.items()} for q, docs in qrels.items() if any(r > 0 for r in docs.values())}
-    if not judged:
-        return {k: 0.0 for k in RANX_METRICS}
-    full_run = {}
-    for q in judged:
-        docs = {str(d): float(s) for d, s in (run.get(q) or {}).items()}
-        full_run[q] = docs or {"__no_result__": 0.0}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        scores = evaluate(Qrels(judged), Run(full_run), list(RANX_METRICS.values()), make_comparable=True)
-    return {k: round(float(scores[v]), 4) for k, v in RANX_METRICS.items()}
-
-
-def ranked_to_run(ranked: list[tuple[str, float]], *, depth: int = RUN_DEPTH) -> dict[str, float]:
-    """Ordered (doc, score) -> ranx scores that keep the order exactly (ties and rescoring can't reorder)."""
-    out: dict[str, float] = {}
-    for doc, _ in ranked:
-        if doc not in out:
-            out[doc] = float(depth + 1 - len(out))
-            if len(out) >= depth:
-                break
-    return out
 
 
 # ------------------------------------------------------------------------------------------------ BEIR

@@ -15,7 +15,6 @@ current datasets, so the choice reflects today's index.
 """
 from __future__ import annotations
 
-import math
 import random
 import statistics
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from search.engine.fusion import fuse
 from search.engine.fusion_settings import DEFAULT, FusionSetting, kind_default
 from search.engine.pipeline import build_filter, retrieve
 from search.models import Feedback
+from search.quality.metrics import ndcg
 
 if TYPE_CHECKING:
     from projects.models import Project
@@ -74,14 +74,6 @@ def judged_queries(*, project: Project) -> dict[str, dict[int, int]]:
     return {q: rels for q, rels in out.items() if q and any(r > 0 for r in rels.values())}
 
 
-def ndcg10(ranked: list[int], rels: dict[int, int]) -> float:
-    """Graded nDCG@10 with linear gains (ranx's `ndcg`): the metric evaluate reports."""
-    dcg = sum(rels.get(cid, 0) / math.log2(i + 2) for i, cid in enumerate(ranked[:10]))
-    ideal = sorted((r for r in rels.values() if r > 0), reverse=True)[:10]
-    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
 Legs = dict[str, tuple[list[tuple[int, float]], list[tuple[int, float]]]]
 
 
@@ -106,7 +98,7 @@ def score_setting(setting: FusionSetting, *, legs: Legs, judged: dict[str, dict[
         dense, sparse = legs[q]
         fused = fuse(dense=dense, sparse=sparse, method=setting.method, weights=setting.weights(),
                      rrf_k=setting.rrf_k, limit=10)
-        out.append(ndcg10([c.chunk_id for c in fused], judged[q]))
+        out.append(ndcg([c.chunk_id for c in fused], judged[q]))
     return out
 
 
@@ -135,8 +127,8 @@ def choose(*, legs: Legs, judged: dict[str, dict[int, int]], min_queries: int = 
     best = max(GRID, key=lambda s: (grid[s], s == baseline))  # a tie keeps the default
     evidence["pick"] = {"queries": len(pick), "grid": {s.label: round(v, 4) for s, v in grid.items()},
                         "best": best.label}
-    dense_only = statistics.fmean(ndcg10([i for i, _ in legs[q][0]], judged[q]) for q in queries)
-    sparse_only = statistics.fmean(ndcg10([i for i, _ in legs[q][1]], judged[q]) for q in queries)
+    dense_only = statistics.fmean(ndcg([i for i, _ in legs[q][0]], judged[q]) for q in queries)
+    sparse_only = statistics.fmean(ndcg([i for i, _ in legs[q][1]], judged[q]) for q in queries)
     evidence["legs"] = {"dense": round(dense_only, 4), "sparse": round(sparse_only, 4)}
     if best == baseline:
         return FusionChoice(baseline, False, "the default is the best setting on the pick half", evidence)

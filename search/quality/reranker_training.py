@@ -24,7 +24,6 @@ project's `reranker` setting and RERANKER_MODEL can name it.
 from __future__ import annotations
 
 import json
-import math
 import random
 import re
 import time
@@ -41,6 +40,7 @@ from search.engine.pipeline import build_filter, retrieve
 from search.engine.rerank import rerank_text
 from search.engine.reranker_store import BLENDS, NAME_RE, blend_scores, models_dir
 from search.models import Chunk, Feedback
+from search.quality.metrics import ndcg
 
 if TYPE_CHECKING:
     from search.engine.index import VectorIndex
@@ -176,12 +176,6 @@ def mine_groups(*, examples: list[Example], dataset_ids: list[int], negatives: i
 
 # ------------------------------------------------------------------------------------------------- training
 
-def _ndcg10(order: list[int], relevant: set[int]) -> float:
-    dcg = sum(1 / math.log2(i + 2) for i, x in enumerate(order[:10]) if x in relevant)
-    ideal = sum(1 / math.log2(i + 2) for i in range(min(10, len(relevant))))
-    return dcg / ideal if ideal else 0.0
-
-
 @dataclass
 class HeldOut:
     """Held-out queries with their fused candidates (texts, fused scores) and which of them are positives."""
@@ -192,7 +186,7 @@ class HeldOut:
     priors: list[list[float]] = field(default_factory=list)  # fused scores, same order
 
     def fused_ndcg(self) -> float:
-        return sum(_ndcg10(list(range(len(c))), r) for c, r in zip(self.candidates, self.relevant, strict=True)) \
+        return sum(ndcg(list(range(len(c))), dict.fromkeys(r, 1)) for c, r in zip(self.candidates, self.relevant, strict=True)) \
             / max(1, len(self.queries))
 
 
@@ -224,10 +218,10 @@ def score_held_out(model: Any, held: HeldOut, *, batch: int = 64) -> tuple[float
                 continue
             scores = [float(x) for x in model.predict([(q, d) for d in docs], batch_size=batch,
                                                       show_progress_bar=False)]
-            alone += _ndcg10(sorted(range(len(docs)), key=lambda i: -scores[i]), rel)
+            alone += ndcg(sorted(range(len(docs)), key=lambda i: -scores[i]), dict.fromkeys(rel, 1))
             for b in BLENDS:
                 mixed = blend_scores(model=scores, prior=prior, blend=b)
-                by_blend[b] += _ndcg10(sorted(range(len(docs)), key=lambda i: (-mixed[i], i)), rel)
+                by_blend[b] += ndcg(sorted(range(len(docs)), key=lambda i: (-mixed[i], i)), dict.fromkeys(rel, 1))
     n = max(1, len(held.queries))
     best = max(BLENDS, key=lambda b: (by_blend[b], -b))  # ties: the smaller fused share (more of the model)
     return alone / n, by_blend[best] / n, best

@@ -167,7 +167,7 @@ def _two_weeks_of_activity(*, staff, project) -> None:
             e = deduct(user=staff, amount=1, reason="search", reference_type="search_id", reference_id=str(s.pk))
             LedgerEntry.objects.filter(pk=e.pk).update(created_at=when)
         DailyMetric.objects.create(project=project, day=when.date(), kind="context", judged_sessions=4 + d,
-                                   mrr_at_15=0.55 + 0.02 * (d % 5), ndcg_at_10=0.5 + 0.03 * (d % 4))
+                                   mrr_at_10=0.55 + 0.02 * (d % 5), ndcg_at_10=0.5 + 0.03 * (d % 4))
     EvaluationRun.objects.create(collection="ctx-minilm (scifact)", queries=300,
                                  results={"dense": {"ndcg@10": 0.645}, "fused": {"ndcg@10": 0.667},
                                           "fused+rerank": {"ndcg@10": 0.688}})

@@ -19,7 +19,7 @@ def test_dashboard_renders_charts_from_logged_data(client, make_user, make_proje
     QuerySession.objects.create(user=staff, project=project, kind="context", query="q", timings={"total_ms": 42.0})
     ledger.deduct(user=staff, amount=2, reason="search")
     DailyMetric.objects.create(project=project, day=timezone.now().date() - timedelta(days=1), judged_sessions=3,
-                               mrr_at_15=0.5, ndcg_at_10=0.61)
+                               mrr_at_10=0.5, ndcg_at_10=0.61)
     EvaluationRun.objects.create(collection="scifact", queries=300, results={"default": {"ndcg@10": 0.7123}})
     client.force_login(staff)
     resp = client.get("/admin/dashboard/")

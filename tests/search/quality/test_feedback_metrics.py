@@ -1,4 +1,4 @@
-"""Feedback endpoint (judgments on served results) and the daily MRR@15 / nDCG@10 aggregation task."""
+"""Feedback endpoint (judgments on served results) and the daily MRR@10 / nDCG@10 aggregation task."""
 from __future__ import annotations
 
 import math
@@ -96,7 +96,7 @@ def test_daily_task_computes_mrr_and_ndcg_per_project(served, client_for, make_p
     assert aggregate_query_metrics.apply(kwargs={"day": day.isoformat()}).get() == 1
     m = DailyMetric.objects.get(project=served["shop"], day=day, kind="context")
     assert m.judged_sessions == 2
-    assert m.mrr_at_15 == pytest.approx((0.5 + 1.0) / 2)
+    assert m.mrr_at_10 == pytest.approx((0.5 + 1.0) / 2)
     # s1: rel 3 at rank 2 with an unshown rel 2 in the ideal ranking; s2: perfect
     dcg1 = 3 / math.log2(3)
     idcg1 = 3 / math.log2(2) + 2 / math.log2(3)
@@ -104,7 +104,7 @@ def test_daily_task_computes_mrr_and_ndcg_per_project(served, client_for, make_p
 
     aggregate_query_metrics.apply(kwargs={"day": (day - timedelta(days=1)).isoformat()}).get()
     zero = DailyMetric.objects.get(project=served["shop"], day=day - timedelta(days=1))
-    assert zero.judged_sessions == 1 and zero.mrr_at_15 == 0.0 and zero.ndcg_at_10 == 0.0
+    assert zero.judged_sessions == 1 and zero.mrr_at_10 == 0.0 and zero.ndcg_at_10 == 0.0
 
     # re-running replaces the row instead of adding one
     aggregate_query_metrics.apply(kwargs={"day": day.isoformat()}).get()

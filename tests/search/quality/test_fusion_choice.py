@@ -12,7 +12,8 @@ import pytest
 from django.core.management import call_command
 
 from search.engine.fusion_settings import DEFAULT, PROSE_DEFAULT, FusionSetting, kind_default
-from search.quality.fusion_choice import choose, ndcg10
+from search.quality.fusion_choice import choose
+from search.quality.metrics import ndcg as ndcg10
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
 
 
