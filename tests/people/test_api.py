@@ -79,7 +79,7 @@ def test_top_six_and_empty_results_are_charged(people_dir, user, api, settings):
     r = search(api, "backend engineers")
     assert r.status_code == 200 and len(r.json()["people"]) == 1
     r = search(api, "backend engineers at Flipkart excluding Flipkart", open_to_work_only=True,
-               salary_max=1)  # nobody can match: still charged, per the seed
+               salary_max=1)  # nobody can match: an empty result is still charged
     assert r.status_code == 200 and r.json()["people"] == []
     assert Search.objects.filter(searcher=user).count() == 2
     assert get_balance(user=user) == 8
@@ -293,7 +293,7 @@ def foreign_directory(db):
     assert report.people == 30 and not report.errors
 
 
-def test_issue_17_done_when_a_new_directory_parses_without_an_llm_and_results_respect_it(foreign_directory, user,
+def test_a_new_directory_parses_without_an_llm_and_results_respect_it(foreign_directory, user,
                                                                                          api, settings):
     from django.db.models import Count
 

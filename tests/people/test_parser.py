@@ -11,7 +11,7 @@ def parsed(q):
     return validate_and_normalize(parse_deterministic(q), query=q)
 
 
-def test_the_issue_example_parses_without_an_llm(settings):
+def test_the_worked_example_query_parses_without_an_llm(settings):
     settings.OPENAI_BASE_URL = ""
     from people.parsing import parse_query
 

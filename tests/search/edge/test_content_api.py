@@ -1,4 +1,4 @@
-"""Self-serve content (issue 13 §2): push, upload, delete, jobs, quotas — through the API as a team would.
+"""Self-serve content: push, upload, delete, jobs, quotas — through the API as a team would.
 
 Jobs are run with search.ingest.jobs.run_job, which is what the Celery worker calls (the request's
 on_commit hook never fires inside a test transaction)."""

@@ -1,4 +1,4 @@
-"""The MCP server (issue 19), driven by the SDK's own client: in-process, over stdio (`manage.py mcp` as a child
+"""The MCP server, driven by the SDK's own client: in-process, over stdio (`manage.py mcp` as a child
 process) and over streamable HTTP against Django's live server. Real Postgres, Redis and Qdrant throughout.
 
 Why three ways: in-process runs inside the test's transaction (cheap, one tool at a time); stdio is what editors

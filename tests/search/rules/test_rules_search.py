@@ -33,7 +33,7 @@ def _uncapped(res) -> dict[int, dict]:
 
 # ------------------------------------------------------------------------------------------------ parameters
 
-def test_graph_boost_defaults_are_seed_002_recommendation():
+def test_graph_boost_defaults_are_the_recommended_ones():
     p = validate_rules_params({"q": "grappled"})
     assert (p["seed_top_n"], p["depth"], p["decay"], p["graph_top_k"]) == (3, 2, 0.4, 50)
     assert p["graph"] is True and p["fusion"] == DEFAULTS["fusion"]

@@ -266,7 +266,7 @@ def crash_tree(n: int) -> dict[str, str]:
 @pytest.mark.slow
 def test_a_worker_killed_mid_sync_leaves_a_job_that_recovery_completes_with_nothing_lost_or_duplicated(
         transactional_db, settings, make_project, make_user, tmp_path, edge_index, git_remote, monkeypatch):
-    """Issue 14 §3 with real parts: a Celery worker syncing a file:// repository is SIGKILLed between 20 % and
+    """With real parts: a Celery worker syncing a file:// repository is SIGKILLed between 20 % and
     80 %; a new worker's start-up recovery re-queues the job, which skips what was committed (by content hash) and
     finishes. The dataset then equals a clean sync of the same commit: chunks row by row, points in the index."""
     import signal

@@ -1,4 +1,4 @@
-"""Dataset sources through the API (issue 14 §3): set, show (never the token), sync now, history, remove; who
+"""Dataset sources through the API: set, show (never the token), sync now, history, remove; who
 may do what; unsafe addresses and local paths refused before anything is stored; a followed dataset refuses
 pushes and uploads.
 

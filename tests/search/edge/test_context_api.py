@@ -10,7 +10,7 @@ from tests.search.ctx_fixtures import code_repo, edge_index  # noqa: F401
 
 @pytest.fixture
 def owner_and_viewer(make_user, make_project):
-    # server-path ingest through the API is for staff (issue 20); the owner here is an operator
+    # server-path ingest through the API is for staff; the owner here is an operator
     alice, vic = make_user("owner@example.com", staff=True), make_user("viewer@example.com")
     shop = make_project("shop", alice)
     make_project("shop", vic, role="viewer")
