@@ -1,4 +1,4 @@
-"""Access control as a property, at scale (issue 7 item 2): >= 500 generated worlds, 0 leaks expected.
+"""Access control as a property, at scale: >= 500 generated worlds, 0 leaks expected.
 
 Why a bench as well as a test: `make test` runs a bounded number of worlds; this runs the same
 property (tests/hardening/access_world.py) over many more, on private embedded services, and writes

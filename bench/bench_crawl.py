@@ -1,7 +1,7 @@
 """Web source crawl: a local 200-page site on 127.0.0.1, crawled through the real sync job (fetch, extract, embed,
 write), first with the configured politeness, then re-crawled (every page answers 304 to its ETag).
 
-Why: issue 14 asks that a crawl of the local test site "runs at the configured politeness". The server logs every
+Why: a crawl must keep to the configured politeness toward the site it crawls. The server logs every
 request's arrival, so the per-host request rate and the smallest gap between two requests are measured where a
 site owner would measure them, and set against what SOURCES_CRAWL_DELAY_S and SOURCES_PER_HOST_CONCURRENCY allow.
 Baselines measured in the same run: a plain sequential httpx loop over the same URLs (what the server and the

@@ -1,6 +1,6 @@
 """CPU embedding options for all-MiniLM-L6-v2: what each costs in speed and in vector drift.
 
-Why: embedding is ~95 % of a first ingest (bench_context.py), and the issue asks for the before/after of what
+Why: embedding is ~95 % of a first ingest (bench_context.py), so this measures the before/after of what
 sentence-transformers offers on CPU. ONNX/OpenVINO backends need onnxruntime/optimum/openvino, which are
 not installable offline here, so this measures what is: batch size, the length sort, a shorter
 max_seq_length, int8 dynamic quantisation of the Linear layers, and bf16 (autocast, which the product uses

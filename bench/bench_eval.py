@@ -86,7 +86,7 @@ def main() -> None:
             _table(rep, baseline="dense", extra=[]),
             "",
             f"- {verdict}",
-            f"- Seed 002 target: hybrid nDCG@10 >= 0.70; measured {target:.4f} "
+            f"- Target: hybrid nDCG@10 >= 0.70; measured {target:.4f} "
             f"({'met' if target and target >= 0.70 else 'not met'})." if target is not None else "",
             "- Published on this split (BEIR paper / MTEB): BM25 0.665, all-MiniLM-L6-v2 0.645, "
             "BM25 + cross-encoder rerank@100 0.688.",

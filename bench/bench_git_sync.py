@@ -1,7 +1,7 @@
 """Git source sync: first sync, unchanged re-sync and a one-file-change re-sync of a ~10k-chunk repository.
 
-Why these figures: issue 14 asks that an unchanged re-sync of a 10k-chunk repository be at least 50x faster
-than its first sync, and that a one-function change re-ingests exactly that file. The repository is built here
+Why these figures: the targets are an unchanged re-sync of a 10k-chunk repository at least 50x faster than
+its first sync, and a one-function change that re-ingests exactly that file. The repository is built here
 with dulwich from this machine's Python standard library (real code, distinct files), capped at the chunk
 target, and synced through the product entry point (search.sources.sync.start_sync, run here as a worker would,
 then the index applied) over file://. The baseline in the same run is the folder ingest's own incremental

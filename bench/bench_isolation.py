@@ -1,4 +1,4 @@
-"""Tenant isolation of sparse scores (issue 15 §4): does another tenant's ingest move a tenant's ranking?
+"""Tenant isolation of sparse scores: does another tenant's ingest move a tenant's ranking?
 
 Tenant A owns the even-numbered half of a BEIR corpus (SciFact by default), tenant B the odd half, both of the
 same kind and in the same live store. A's sparse and fused rankings for the test queries are taken before B

@@ -1,8 +1,8 @@
 """Load: throughput and p50/p95/p99 for context query, rules answer (no LLM) and people search at rising
 concurrency, against gunicorn on the embedded stack (loopback only, bounded in time).
 
-Why gunicorn with one gthread worker: the embedded Qdrant store admits one open handle (DESIGN.md, "The
-index is a projection of Postgres"), so the process that serves context and rules queries must be a
+Why gunicorn with one gthread worker: the embedded Qdrant store admits one open handle (search/engine/index.py;
+docs/architecture.md, "Data ownership"), so the process that serves context and rules queries must be a
 single process; its threads share the handle. Postgres, Redis and the embedding model are the real ones.
 With QDRANT_URL set, more workers could be added; that is not what this measures.
 

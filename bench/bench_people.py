@@ -1,7 +1,7 @@
 """People search at scale: import throughput, then run_search latency per stage, cold and warm, before and after.
 
-Why: seed 001 sets latency targets for run_search over a directory with
-fallback tiers, and issue 17 §6 asks for them at 10k and 100k people. This
+Why: run_search over a directory with fallback tiers has latency targets,
+and they must hold at 10k and 100k people. This
 measures the real path (deterministic parser, embedding, pgvector tiers, lexical
 bonus, ranking, persistence + debit) on private services. Each search runs
 inside transaction.atomic like the view does.

@@ -1,6 +1,6 @@
 """People search: how many queries find anyone with the optional intent/domain/seniority tier off and on.
 
-Why: seed 001 never relaxes intent, domain and seniority, so a query for a role or level the directory lacks
+Why: the default tiers never relax intent, domain and seniority, so a query for a role or level the directory lacks
 returns nobody; PEOPLE_SEARCH["RELAX_INTENT_TIER"] adds a last tier that drops them (and says so in
 `relaxation.dropped`). This counts, on the synthetic directory, the benchmark queries of bench_people.py and a
 few queries for roles and levels it has no cards for. Counts, not timings: the load on the machine does not

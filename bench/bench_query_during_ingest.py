@@ -1,6 +1,6 @@
 """Query latency while a 10k-chunk ingest runs: query-time outbox apply (before) vs the background applier (after).
 
-Why: issue 18 §3. `run_query` used to apply the index outbox on every query
+Why: `run_query` used to apply the index outbox on every query
 (and could wait up to 60 s for the applier lock), so queries during an ingest
 paid for the ingest's index writes. Now the process that owns the embedded
 store applies in a background thread woken by Postgres NOTIFY

@@ -1,6 +1,6 @@
 """Trained reranker: train on a BEIR train split (judgements) and on pseudo-queries alone, then evaluate on test.
 
-Why: issue 15 §1 asks whether a cross-encoder fine-tuned here, from the bundled MiniLM, lifts nDCG@10 over the
+Why: to know whether a cross-encoder fine-tuned here, from the bundled MiniLM, lifts nDCG@10 over the
 fused ranking, measured on test queries it never saw, with its training cost. Everything runs through the
 platform's own commands (`manage.py train_reranker`, `manage.py evaluate --reranker`) on private services.
 
@@ -87,7 +87,7 @@ def main() -> None:
                    "training s", "held-out nDCG@10: blended / cross-encoder alone / fused", "blend",
                    "test nDCG@10 minus fused"], cost), "",
         ]
-    lines = ["## Trained reranker (issue 15 §1)", "", *sections, machine(), "",
+    lines = ["## Trained reranker", "", *sections, machine(), "",
              "Reproduce: `.venv/bin/python bench/bench_reranker.py " + " ".join(f"--beir {b}" for b in args.beir)
              + f" --max-pairs {args.max_pairs} --time-budget {args.time_budget:g}"
              + (f" --pseudo-time-budget {args.pseudo_time_budget:g}" if args.pseudo_time_budget else "")

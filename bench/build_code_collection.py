@@ -1,4 +1,4 @@
-"""Build a docstring -> function BEIR collection from this machine's Python standard library (issue 15 §2).
+"""Build a docstring -> function BEIR collection from this machine's Python standard library.
 
 Why the standard library: the platform must be tuned and measured on code it was never tuned on and that none
 of its own tests or dependencies supply; every Python install carries the stdlib, so the collection can be

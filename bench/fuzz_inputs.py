@@ -49,7 +49,7 @@ def main() -> None:
     rows = [[k, report.sent[k], report.refused[k], fails[k]] for k in CLASSES]
     rows.append(["**total**", sum(report.sent.values()), sum(report.refused.values()), len(report.failures)])
     text = "\n".join([
-        "# Input classes (issue 20)",
+        "# Input classes",
         "",
         "`.venv/bin/python bench/fuzz_inputs.py`: every operation of `/api/schema/` and every page form, sent "
         "deep nesting, NUL and lone surrogates in every string, key and header, glob/regex metacharacters, "

@@ -1,4 +1,4 @@
-"""Fusion per content kind, chosen on TRAIN splits and checked on TEST splits (issue 15 §2).
+"""Fusion per content kind, chosen on TRAIN splits and checked on TEST splits.
 
 Why offline: each leg is queried once per query (depth 100), then every fusion in the grid (RRF k and leg
 weights, min-max weighted, DBSF) is computed in Python from those two lists with search.engine.fusion.fuse, the same

@@ -1,4 +1,4 @@
-"""Idempotency keys that reserve before work, under a lease (seed 001 §4.1, fixed).
+"""Idempotency keys that reserve before work, under a lease.
 
 (key, user, endpoint) is inserted as in_progress, committed, before the work
 starts. A concurrent duplicate sees the row: 409. A completed key replays the

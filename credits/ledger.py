@@ -29,7 +29,7 @@ def get_balance(*, user: User) -> int:
 
 
 def require_balance(*, user: User, amount: int = 1) -> None:
-    """Pre-check only (seed 001 step 2); the debit itself re-checks under the lock."""
+    """Pre-check only (run_search's step 2); the debit itself re-checks under the lock."""
     balance = get_balance(user=user)
     if balance < amount:
         raise InsufficientCredits(f"This needs {amount} credit(s); your balance is {balance}.",

@@ -40,7 +40,7 @@ class LedgerEntry(models.Model):
 
 
 class IdempotencyKey(models.Model):
-    """Reserved before work starts (fixes seed 001 §4.1's replay-only race).
+    """Reserved before work starts, so a concurrent duplicate sees the row (409) instead of running the work twice.
 
     An in-progress reservation is owned by one attempt for a lease: once `lease_expires_at` has passed (and no live
     transaction holds the row), a retry of the same request takes it over by bumping `attempt`. Work completes only

@@ -1,4 +1,4 @@
-"""Every tunable of seed 001 §9 in one place, overridable from Django settings.
+"""Every tunable of people search in one place, overridable from Django settings.
 
 Why settings-backed: ranking experiments and tests change a weight with
 `settings.PEOPLE_SEARCH = {...}` instead of editing code. Read through `C()` at
@@ -39,8 +39,8 @@ class PeopleSearchConstants:
     FALLBACK_TIER_TIME_SOFT: int = 1
     FALLBACK_TIER_LOCATION_SOFT: int = 2
     FALLBACK_TIER_COMPANY_TEAM_SOFT: int = 3
-    # Issue 17 §2: an optional last tier that also relaxes intent, domain, sub-domain and seniority. Off by default,
-    # as in the seed (a query for "ML engineers" that finds only designers is worse than an honest empty answer);
+    # An optional last tier that also relaxes intent, domain, sub-domain and seniority. Off by default
+    # (a query for "ML engineers" that finds only designers is worse than an honest empty answer);
     # when on, the response still says what was dropped.
     FALLBACK_TIER_INTENT_SOFT: int = 4
     RELAX_INTENT_TIER: bool = False
@@ -49,7 +49,7 @@ class PeopleSearchConstants:
     SEARCH_COST: int = 1
     UNLOCK_COST: int = 1
 
-    # normalisation (§4.2)
+    # normalisation (people/normalize.py)
     MAX_MUST_COMPANIES: int = 3
     MAX_MUST_TEAMS: int = 3
     MAX_MUST_LIST: int = 3

@@ -102,7 +102,7 @@ def _card(rng: random.Random, *, intent: str, sen: tuple, company: str, start: d
 def generate_records(count: int, *, seed: int = 7, cards_per_person: tuple[int, int] = (4, 8),
                      companies: list[str] | None = None, cities: dict[str, str] | None = None) -> Iterator[dict]:
     """`companies` and `cities` (city -> country) replace the Indian demo names: a directory the curated vocabulary
-    knows nothing about (what the parser must learn from the data, issue 17 §1)."""
+    knows nothing about (what the parser must learn from the data)."""
     rng = random.Random(seed)
     companies = list(companies or vocab.COMPANIES)
     hubs = list(cities) if cities else HUB_CITIES

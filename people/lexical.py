@@ -1,8 +1,8 @@
-"""Lexical bonus from Postgres FTS over parent and child search_document (seed 001 §4.5).
+"""Lexical bonus from Postgres FTS over parent and child search_document.
 
-Why OR of plainto_tsquery per phrase (and not one plainto_tsquery of everything,
-as the seed did): plainto ANDs every word, so a query with five phrases matched
-almost nobody; each phrase stays an AND of its own words.
+Why OR of plainto_tsquery per phrase (and not one plainto_tsquery of everything):
+plainto ANDs every word, so a query with five phrases matched almost nobody;
+each phrase stays an AND of its own words.
 Why only candidate people: the bonus can only change the order of people that
 retrieval found; ranking thousands of others costs time and changes nothing.
 """

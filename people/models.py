@@ -1,4 +1,4 @@
-"""People, profiles, experience cards, searches, results and contact unlocks (seed 001).
+"""People, profiles, experience cards, searches, results and contact unlocks.
 
 Why cards carry both `embedding` and `search_document`: tier filters, vector
 distance and the full-text bonus then run in one SQL engine, in one query.

@@ -1,4 +1,4 @@
-"""validate_and_normalize (seed 001 §4.2): whatever the parser said, the ranker gets a sane payload.
+"""validate_and_normalize: whatever the parser said, the ranker gets a sane payload.
 
 Why so defensive: the payload may come from an LLM. Every rule here protects
 recall (too many hard MUSTs return nobody) or correctness (a swapped date range,
@@ -112,7 +112,7 @@ def validate_and_normalize(payload: Any, *, query: str) -> dict[str, Any]:
     for key in ("parser", "parser_fallback_reason"):
         if key in src:
             out[key] = src[key]
-    # what the parser understood and what it could not use, shown to the searcher (issue 17 §1)
+    # what the parser understood and what it could not use, shown to the searcher
     out["unused_terms"] = clean_list(src.get("unused_terms"))
     out["understood"] = [{k: (v if isinstance(v, (int, float, bool)) else clean_token(v)) for k, v in item.items()
                           if k in ("kind", "text", "value", "how")}
@@ -183,8 +183,8 @@ def validate_and_normalize(payload: Any, *, query: str) -> dict[str, Any]:
     if ts and te and ts > te:
         ts, te = normalize_date(must_in.get("time_end"), end=False), normalize_date(must_in.get("time_start"), end=True)
         out["dates_swapped"] = True
-    # an open-ended range ("after 2020", "before 2019") is closed here: the tier filter needs both bounds
-    # (§4.7), and the seed silently dropped one-sided ranges
+    # an open-ended range ("after 2020", "before 2019") is closed here, not dropped: the tier filter needs
+    # both bounds
     if ts and not te:
         te, out["time_open_ended"] = date.today().isoformat(), "end"
     elif te and not ts:
@@ -200,7 +200,7 @@ def validate_and_normalize(payload: Any, *, query: str) -> dict[str, Any]:
 
 def apply_overrides(parsed: dict[str, Any], *, open_to_work_only: bool | None, salary_max: int | None,
                     preferred_locations: list[str] | None) -> dict[str, Any]:
-    """§4.3: the request body beats the parser; salary_min is validated but not used for filtering."""
+    """The request body beats the parser; salary_min is validated but not used for filtering."""
     out = copy.deepcopy(parsed)
     must = out["must"]
     if open_to_work_only is not None:

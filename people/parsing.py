@@ -1,4 +1,4 @@
-"""Query text -> the §8.2 constraints payload.
+"""Query text -> the constraints payload.
 
 Two parsers, one contract. With an LLM configured: a cleanup prompt, then a
 single-extract prompt (both below, the only prompts of query parsing). Without

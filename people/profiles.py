@@ -1,4 +1,4 @@
-"""Profile reads: session-gated profile, discover list, public profile (seed 001 §6.1, 6.3, 6.4)."""
+"""Profile reads: session-gated profile, discover list, public profile."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

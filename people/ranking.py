@@ -1,4 +1,4 @@
-"""Card-level hits -> person-level blended score, top-N, tiebreaks, similarity_percent (§4.9-4.11).
+"""Card-level hits -> person-level blended score, top-N, tiebreaks, similarity_percent.
 
 Why pure functions over plain dicts: the scoring arithmetic is tested on a
 hand-built fixture without a database, and the benchmark times it separately.
@@ -133,7 +133,7 @@ def collapse_and_rank(*, parents: list[dict], children: list[dict], parsed: dict
 
 
 def apply_tiebreaks(people: list[RankedPerson], *, parsed: dict[str, Any]) -> list[RankedPerson]:
-    """§4.10: equal scores put stated salary minimums first (when an offer exists), then full date overlap
+    """Equal scores put stated salary minimums first (when an offer exists), then full date overlap
     first (when the query has a full range). Stable sorts, so the earlier order survives among true ties."""
     must = parsed["must"]
     out = list(people)

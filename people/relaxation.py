@@ -1,4 +1,4 @@
-"""What a relaxed search gave up, said out loud (issue 17 §2).
+"""What a relaxed search gave up, said out loud.
 
 Why: a search for "python developers in Pune who worked at Infosys" that reaches tier 3 returns people who never
 worked at Infosys. That is the right fallback, but only if the searcher is told: every response names the tier it

@@ -1,4 +1,4 @@
-"""POST /api/search as one function: seed 001 §4's 21 steps, in order.
+"""POST /api/search as one function: 21 numbered steps, in order.
 
 Why one function with the money at the end: every step that can fail (parse,
 embed, SQL) runs before the Search row and the debit, and the caller wraps the
@@ -152,12 +152,12 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
             r.has_salary_min = bool(prof and prof.work_preferred_salary_min)
         # 14. tiebreaks
         ranked = apply_tiebreaks([r for r in ranked if r.person_id in persons], parsed=parsed)
-        # what the tiers gave up, per search and per person (issue 17 §2)
+        # what the tiers gave up, per search and per person
         relaxation = describe_relaxation(parsed=parsed, tier=found.tier, people_per_tier=found.people_per_tier)
         unmet = unmet_constraints(parsed=parsed, tier=found.tier, person_ids=[r.person_id for r in ranked])
     refinement = "pending" if ranked and is_configured() else "off"
     with _stage(timings, "persist"):
-        # 12 / 15. Search row + debit (an empty ranking is still charged, as the seed says)
+        # 12 / 15. Search row + debit (an empty ranking is still charged)
         search = _create_search(user=user, query=query, parsed=parsed, overrides=overrides, tier=found.tier,
                                 started=started, relaxation=relaxation, refinement=refinement)
         if not ranked:

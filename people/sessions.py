@@ -1,4 +1,4 @@
-"""24 h search sessions that gate profile views and unlocks (seed 001 §5)."""
+"""24 h search sessions that gate profile views and unlocks."""
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta

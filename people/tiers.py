@@ -1,15 +1,15 @@
-"""Candidate retrieval with fallback tiers (seed 001 §4.6-4.8).
+"""Candidate retrieval with fallback tiers.
 
 Why HNSW with iterative scan: the tier filters are selective (one company, one
 city); a plain filtered HNSW scan stops after ef_search rows and returns too
 few. `hnsw.iterative_scan = relaxed_order` keeps scanning, and the outer
 ORDER BY restores exact order among what it found.
-Children come in two steps, as seed 001 §4.6 describes: their own ANN scan finds
+Children come in two steps: their own ANN scan finds
 people through their evidence alone (child-only matches, no full scan), then a
 window over every candidate person (row_number per person) takes each one's best
 MATCHED_CARDS_PER_PERSON children exactly. A single global top-N of children
 misses a person's best evidence once other people's children crowd it out.
-Why B-tree indexes on the filter columns (people/models.py, issue 17 §6): an
+Why B-tree indexes on the filter columns (people/models.py): an
 iterative HNSW scan visits about LIMIT / selectivity tuples, so without them
 "QA engineers in Pune" (one card in ~100) walked thousands of graph nodes, 70-90
 ms per tier at 10k people and growing with the directory. With them the planner
@@ -188,7 +188,7 @@ def fetch_tier(*, parsed: dict[str, Any], qvec: np.ndarray, tier: int) -> TierRe
           WHERE ch.embedding IS NOT NULL AND {where}
           ORDER BY ch.embedding <=> %s::vector LIMIT %s)
         SELECT DISTINCT x.person_id FROM x"""
-    # the per-person window (seed 001 §4.6 step 3): every candidate's best children, exactly
+    # the per-person window: every candidate's best children, exactly
     window_sql = f"""
         SELECT {cols}, x.parent_id FROM (
           SELECT ch.id, ch.person_id, ch.embedding <=> %s::vector AS dist, ch.title, ch.summary, ch.search_phrases,

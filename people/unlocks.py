@@ -1,4 +1,4 @@
-"""Contact unlocks (seed 001 §6.2): 1 credit per (searcher, person, search), the repeat is free.
+"""Contact unlocks: 1 credit per (searcher, person, search), the repeat is free.
 
 Why the unique constraint and not only an exists() check: two concurrent unlocks
 without an Idempotency-Key must still produce one row and one charge.

@@ -67,7 +67,7 @@ def _period(card: dict[str, Any]) -> str:
 
 
 def deterministic_bullets(*, ranked: RankedPerson, parsed: dict[str, Any], profile: PersonProfile | None) -> list[str]:
-    """Up to WHY_MAX_BULLETS (6, as seed 001 says) reasons grounded in the matched cards and the constraints."""
+    """Up to WHY_MAX_BULLETS (6 by default) reasons grounded in the matched cards and the constraints."""
     must = parsed["must"]
     bullets: list[str] = []
     cards = ranked.parents or ranked.children

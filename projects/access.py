@@ -1,7 +1,7 @@
 """Who may see what. Every query path resolves access here, in SQL, first.
 
 accessible = the project's own datasets ∪ global datasets ∪ datasets shared to
-it through an unrevoked ProjectShare (seed 000, "Filters & Access").
+it through an unrevoked ProjectShare.
 """
 from __future__ import annotations
 

@@ -504,7 +504,7 @@ class RankedProjectAdmin(DeletesOwnedContent, ProjectAdmin):
 
     @admin.display(description="fusion, from feedback")
     def fusion_choice(self, obj: Project) -> str:
-        """What `manage.py choose_fusion` decided and on what evidence (issue 15 §2)."""
+        """What `manage.py choose_fusion` decided and on what evidence."""
         choice = obj.fusion or {}
         if not choice:
             return "not evaluated yet: manage.py choose_fusion --project <slug> (needs judged queries)"

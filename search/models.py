@@ -1,4 +1,4 @@
-"""Postgres is the source of truth for everything the engine knows (DESIGN.md, Data ownership).
+"""Postgres is the source of truth for everything the engine knows (docs/architecture.md, "Data ownership").
 
 Qdrant holds a projection of Chunk rows (+ vectors from EmbeddingCache), written
 only by the applier from IndexOutbox.
@@ -60,7 +60,7 @@ class Chunk(models.Model):
     # distinct sparse term indices (search.engine.sparse.document_term_ids), set by the ingest runner; triggers turn them
     # into per-dataset document frequencies (search.engine.term_stats, migration 0010)
     terms = ArrayField(models.BigIntegerField(), default=list, blank=True)
-    # rulebook enrichment (seed 002); empty for code/web
+    # rulebook enrichment; empty for code/web
     ruleset_id = models.CharField(max_length=100, blank=True, default="", db_index=True)
     book_id = models.CharField(max_length=100, blank=True, default="", db_index=True)
     section_path = ArrayField(models.CharField(max_length=500), default=list, blank=True)
@@ -285,7 +285,7 @@ class DailyMetric(models.Model):
 
 
 class GraphEdge(models.Model):
-    """Rulebook graph (seed 002). Nodes are chunks (`chunk:<id>`) and sections (`section:<path>`)."""
+    """Rulebook graph. Nodes are chunks (`chunk:<id>`) and sections (`section:<path>`)."""
 
     class Relation(models.TextChoices):
         CONTAINS = "contains"
@@ -309,7 +309,7 @@ class GraphEdge(models.Model):
 
 
 class TraversalConfig(models.Model):
-    """Per-ruleset game terms and policies, versioned (seed 002)."""
+    """Per-ruleset game terms and policies, versioned."""
 
     ruleset_id = models.CharField(max_length=100)
     version = models.PositiveIntegerField(default=1)

@@ -1,4 +1,4 @@
-"""Dataset.is_evaluation: evaluation corpora stay out of the live index (issue 15 §4).
+"""Dataset.is_evaluation: evaluation corpora stay out of the live index.
 
 The datasets `evaluate --beir` made before this release (named `beir:...`) are marked; the applier and the
 reconciler then drop their points from the live store.

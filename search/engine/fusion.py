@@ -1,7 +1,7 @@
 """Fusion of the dense and sparse legs, in Python so every candidate keeps its per-leg score and rank (the why).
 
 Three methods: RRF (default; rank-only, robust to score scales), DBSF
-(Qdrant's distribution-based normalisation: mean +- 3 sigma), and seed 002's
+(Qdrant's distribution-based normalisation: mean +- 3 sigma), and the
 min-max weighted sum (0.4 sparse / 0.6 dense).
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FUSIONS = ("rrf", "dbsf", "weighted")
-RULES_FUSIONS = ("rrf", "weighted")  # what rules search offers (seed 002: RRF and the min-max weighted sum)
+RULES_FUSIONS = ("rrf", "weighted")  # what rules search offers (RRF and the min-max weighted sum)
 RRF_K = 60
 WEIGHTED = {"sparse": 0.4, "dense": 0.6}
 

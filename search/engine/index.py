@@ -3,7 +3,7 @@
 Why two adapters: the embedded engine (qdrant-edge-py) needs no setup and
 answers a filtered hybrid query in milliseconds, while a Qdrant server or
 cluster (qdrant-client, QDRANT_URL) scales out. Both keep, per embedding model,
-one collection per kind of content as seed 000 does (`code_context`,
+one collection per kind of content (`code_context`,
 `web_context`, `rules_context`; other prose kinds go with web), each with a
 named dense vector (cosine) and a named sparse vector, keyed by the chunk id
 (deterministic point ids make upserts and deletes idempotent). A query reads

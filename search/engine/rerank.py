@@ -2,11 +2,12 @@
 else an embedded reranker that needs no extra weights.
 
 Why the embedded one is lexical: a CrossEncoder built from MiniLM has an
-untrained head (DESIGN.md), and re-scoring with the same bi-encoder adds
-nothing. The embedded reranker blends the fused score with how much of the
-query the chunk's micro-summary, symbol and path cover, which helps code
-queries that name a symbol. It is not the default (see docs/context.md for the
-SciFact figures); `rerank=true` asks for it explicitly.
+untrained head (no trained cross-encoder ships and none can be downloaded),
+and re-scoring with the same bi-encoder adds nothing. The embedded reranker
+blends the fused score with how much of the query the chunk's micro-summary,
+symbol and path cover, which helps code queries that name a symbol. It is not
+the default (see docs/context.md for the SciFact figures); `rerank=true` asks
+for it explicitly.
 """
 from __future__ import annotations
 

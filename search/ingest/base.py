@@ -21,7 +21,7 @@ class ChunkDraft:
     symbol: str = ""
     heading_path: list[str] = field(default_factory=list)
     micro_summary: str = ""
-    # rulebook enrichment (seed 002); empty for code/web
+    # rulebook enrichment; empty for code/web
     ruleset_id: str = ""
     book_id: str = ""
     section_path: list[str] = field(default_factory=list)

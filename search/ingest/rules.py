@@ -1,4 +1,4 @@
-"""Rulebooks (markdown or JSON records) -> enriched ChunkDrafts (seed 002, "Enriched Chunks").
+"""Rulebooks (markdown or JSON records) -> enriched ChunkDrafts.
 
 Why a deterministic classifier instead of an LLM: the same book must always give
 the same chunks, kinds and traits, so graph edges, evaluation queries and cached

@@ -1,10 +1,11 @@
 """Persist documents: chunks + cached vectors + index outbox in one transaction per file batch.
 
-Why this shape: Postgres is the truth and Qdrant a projection (DESIGN.md), so
-ingestion never talks to Qdrant. A crash between batches leaves whole files
-written or not at all; re-running the job skips what is already there by
-content hash and finishes with no duplicates. Vectors are cached by
-(model id, text hash), so a moved or renamed file re-embeds nothing.
+Why this shape: Postgres is the truth and Qdrant a projection
+(docs/architecture.md, "Data ownership"), so ingestion never talks to Qdrant.
+A crash between batches leaves whole files written or not at all; re-running
+the job skips what is already there by content hash and finishes with no
+duplicates. Vectors are cached by (model id, text hash), so a moved or
+renamed file re-embeds nothing.
 """
 from __future__ import annotations
 

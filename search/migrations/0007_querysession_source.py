@@ -1,4 +1,4 @@
-"""Where each logged query came from: the API, the search pages, or the MCP server (issue 19)."""
+"""Where each logged query came from: the API, the search pages, or the MCP server."""
 from django.db import migrations, models
 
 

@@ -1,4 +1,4 @@
-"""The evaluation harness behind `manage.py evaluate` (seed 002, issue 4 §6).
+"""The evaluation harness behind `manage.py evaluate`.
 
 Why ablations in one run: a number for the default pipeline means little unless
 the same queries, the same index and the same moment also score each leg alone,
@@ -221,7 +221,7 @@ def resolve_expected(query: RulesQuery, *, dataset_ids: list[int]) -> set[int]:
 
 
 def expand_gold(ids: set[int], *, dataset_ids: list[int]) -> set[int]:
-    """The gold chunks plus their sections' children and the chunks that continue them (seed 002 "expanded gold").
+    """The gold chunks plus their sections' children and the chunks that continue them (the "expanded gold").
 
     Children: chunks of the same book whose section path extends a gold chunk's path (the gold "Grappling"
     section's "Escaping a Grapple" subsection). Continuations: chunks a gold chunk's `next` edge leads to while
@@ -269,7 +269,7 @@ def token_f1(a: str, b: str) -> float:
 
 
 def answer_cosine(pairs: list[tuple[str, str]]) -> list[float]:
-    """Answer similarity as seed 002 defines it: cosine of the embedded produced and gold answers (one per pair).
+    """Answer similarity: cosine of the embedded produced and gold answers (one per pair).
 
     Why beside token F1: an extractive answer quotes the book ("A pinned character's speed is 0") while the gold
     answer paraphrases it; token F1 punishes the paraphrase, the embedding does not. Vectors come from the

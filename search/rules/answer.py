@@ -1,4 +1,4 @@
-"""Streamed rules answers as Server-Sent Events (seed 002, issue 4 §5).
+"""Streamed rules answers as Server-Sent Events.
 
 Why SSE in this order (search -> context -> generation -> token... -> complete | error):
 a client can show what was searched and which passages will be used before the

@@ -1,4 +1,4 @@
-"""Chapter routing (seed 002 "Chapter Routing Trades Coverage for MRR", issue 16 §3).
+"""Chapter routing: only the likeliest chapters are searched, trading coverage for MRR.
 
 Why: a rulebook question usually lives in one chapter (Conditions, Spells, Equipment); searching only the
 likeliest chapters removes look-alike passages from the others, at the price of missing the answer when the

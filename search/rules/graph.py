@@ -1,4 +1,4 @@
-"""The rulebook chunk graph and graph boost (seed 002, "Stage 2: Graph Boost").
+"""The rulebook chunk graph and graph boost.
 
 Why a graph at all: a rules answer is often spread over linked places - the
 Grappling rule says the target is *grappled*, and the Grappled condition says what
@@ -13,7 +13,7 @@ Relations:
 * ``describes``  chunk -> term it is the definition of (its heading is a known name)
 * ``has_trait``  chunk -> trait (spell school/level, rarity, ...)
 * ``references`` chunk -> chunk, from "see X" phrases and from mentions of known names
-* ``similar_to`` chunk -> chunk, its nearest neighbours by the stored embeddings above a threshold (seed 002's
+* ``similar_to`` chunk -> chunk, its nearest neighbours by the stored embeddings above a threshold (the
   fix for "graph neighbours are not relevant enough": adjacency in the book is not relatedness in meaning)
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ DEFAULT_SEED_TOP_N = 3
 DEFAULT_DEPTH = 2
 DEFAULT_DECAY = 0.4
 DEFAULT_TOP_K = 50
-DEFAULT_STRENGTH = 0.05  # seed 002's boost, relative to the best base score (1.0 on min-max scores)
+DEFAULT_STRENGTH = 0.05  # the boost one hop out, relative to the best base score (1.0 on min-max scores)
 BOOST_RELATIONS = ("references", "next", "contains", "describes")
 DEFAULT_SIMILAR_K = 3
 DEFAULT_SIMILAR_THRESHOLD = 0.6

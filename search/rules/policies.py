@@ -1,4 +1,4 @@
-"""Traversal policies that act on the ranking (seed 002 "Traversal Configs", issue 16 §3).
+"""Traversal policies that act on the ranking.
 
 Why here and not in the traversal config module: `search.rules.traversal.detect` reads a query (intents,
 entities, audience) and the config says what each intent prefers; this module turns that analysis into

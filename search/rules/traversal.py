@@ -1,4 +1,4 @@
-"""Traversal configs: per-ruleset game terms, intents and policies (seed 002, "Traversal Configs").
+"""Traversal configs: per-ruleset game terms, intents and policies.
 
 Why a stored, versioned config instead of constants: every ruleset names its own
 conditions, spells and actions; a GM can correct a name list in the admin and the

@@ -1,4 +1,4 @@
-"""API keys with scopes, project limits and expiry (issue 13 §4), against the real services."""
+"""API keys with scopes, project limits and expiry, against the real services."""
 from __future__ import annotations
 
 from datetime import timedelta

@@ -1,4 +1,4 @@
-"""Random worlds for the access-control property (issue 7 item 2), shared by the test and the bench.
+"""Random worlds for the access-control property, shared by the test and the bench.
 
 Why a pool: embedding and indexing are the slow part, so a fixed pool of small datasets (code, web,
 two rulebooks, each with its own made-up token) is ingested once, and every generated world only

@@ -1,4 +1,4 @@
-"""The input-class sweep (issue 20): every API operation in the OpenAPI schema and every page form, sent the
+"""The input-class sweep: every API operation in the OpenAPI schema and every page form, sent the
 inputs a hostile probe used, class by class.
 
 Why a generator of its own and not only schemathesis: schemathesis draws values that fit or break a JSON

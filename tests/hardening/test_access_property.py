@@ -1,4 +1,4 @@
-"""Access control as a property (issue 7 item 2): random worlds, random queries, zero leaks.
+"""Access control as a property: random worlds, random queries, zero leaks.
 
 A pool of small datasets is ingested once per test (real chunker, MiniLM, outbox, embedded Qdrant);
 each generated world rewrites owners, global flags, shares (granted and revoked) and document

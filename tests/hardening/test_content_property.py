@@ -1,4 +1,4 @@
-"""Property (issue 13): random sequences of create, push, upload, delete and share operations leave Postgres and
+"""Property: random sequences of create, push, upload, delete and share operations leave Postgres and
 the index in agreement, and no user ever sees content outside their access.
 
 Each hypothesis example is a fresh world (two teams, an outsider) inside a rolled-back savepoint, with its own

@@ -121,7 +121,7 @@ def test_qdrant_unreachable_rules_search_page_and_answer_stream(world, qdrant_do
     assert resp.status_code == 503 and resp.json()["dependency"] == "qdrant"
     page = world["page"].get("/search/", {"project": "faults", "q": "deduct credits"})
     assert page.status_code == 503 and "qdrant" in page.content.decode()
-    # the answer's search runs before its stream opens (issue 20): a plain 503 JSON error, not an SSE `error`
+    # the answer's search runs before its stream opens: a plain 503 JSON error, not an SSE `error`
     resp = world["api"].post("/api/projects/faults/answer", {"q": "grappled speed"}, format="json")
     assert resp.status_code == 503 and resp.json()["dependency"] == "qdrant"
     _no_logs_written()

@@ -1,4 +1,4 @@
-"""Each class of bad input a hostile probe found (issue 20), one test per way in. Every case here was a 500,
+"""Each class of bad input a hostile probe found, one test per way in. Every case here was a 500,
 a slow query, a charge or a server file before the fix; each must now be a clear JSON error that writes
 and charges nothing. The sweep over every operation lives in test_input_sweep.py."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The input-class sweep over every operation and page form (tests/hardening/input_sweep.py says what and why).
 
-Before the fixes of issue 20 this sweep found 500s in the nesting, characters, numbers, size and page-form
+Before the input-validation fixes this sweep found 500s in the nesting, characters, numbers, size and page-form
 classes, charged requests in unknown_field, and 200s for text/plain on the rules endpoints."""
 from __future__ import annotations
 

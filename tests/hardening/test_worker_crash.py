@@ -1,4 +1,4 @@
-"""Issue 7 item 6: a Celery worker killed with SIGKILL in the middle of a large ingest.
+"""A Celery worker killed with SIGKILL in the middle of a large ingest.
 
 Real parts only: two real worker processes in sequence on the test database and
 Redis queue, `os.kill(pid, SIGKILL)` while the job is between 20 % and 80 %, then

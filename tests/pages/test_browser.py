@@ -116,7 +116,7 @@ def llm_worker(fake_llm, monkeypatch, request):
 
 def test_people_search_shows_relaxation_notice_then_refined_reasons(page, live_server, member, directory,
                                                                     fake_llm, llm_worker):
-    """Issue 17's done-when: the page says what the search relaxed, then shows the LLM's refined reasons (after
+    """The page says what the search relaxed, then shows the LLM's refined reasons (after
     the paid response, from Celery, by polling), marked as refined, with the rule-based ones kept."""
     import json
 

@@ -1,4 +1,4 @@
-"""Issue 13's "done when", in a real browser: a new team adopts the platform with nothing but Chromium.
+"""Self-serve adoption in a real browser: a new team adopts the platform with nothing but Chromium.
 
 Sign up, create a project, add a dataset, upload a zip of a small repository, watch the progress bar reach
 100 % (a real Celery worker runs the job), find a function of it with a context search, invite a second user

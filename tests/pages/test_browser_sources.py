@@ -1,4 +1,4 @@
-"""Issue 14 §3 in a real browser: a member adds a git source to a dataset on its page, is told a server path is
+"""Dataset sources in a real browser: a member adds a git source to a dataset on its page, is told a server path is
 for staff, syncs now, and watches the sync (run by a real Celery worker) fail with its reason shown as the last
 error and in the sync history; a viewer sees the same, with no form and no button.
 

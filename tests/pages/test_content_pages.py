@@ -1,4 +1,4 @@
-"""Content pages (issue 13 §2): add a dataset, upload into it, see the progress bar and the documents, delete one."""
+"""Content pages: add a dataset, upload into it, see the progress bar and the documents, delete one."""
 from __future__ import annotations
 
 import io

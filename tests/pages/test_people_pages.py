@@ -117,7 +117,7 @@ def test_discover_lists_people(client, member, directory):
     client.force_login(user)
     resp = client.get("/people/discover")
     assert resp.status_code == 200 and "people with visible experience" in resp.content.decode()
-    assert client.get("/people/discover", {"offset": "junk"}).status_code == 400  # one number parser (issue 20)
+    assert client.get("/people/discover", {"offset": "junk"}).status_code == 400  # one number parser
 
 
 def test_search_page_shows_what_was_understood_unused_and_relaxed(client, member, directory):

@@ -1,4 +1,4 @@
-"""Lexical bonus from Postgres FTS over parent and child search_document (§4.5), on real Postgres."""
+"""Lexical bonus from Postgres FTS over parent and child search_document, on real Postgres."""
 import pytest
 
 from people.lexical import lexical_bonus, lexical_terms

@@ -1,4 +1,4 @@
-"""validate_and_normalize: every §4.2 rule, and the §4.3 overrides."""
+"""validate_and_normalize: every normalisation rule, and the request-body overrides (apply_overrides)."""
 import pytest
 
 from people.normalize import apply_overrides, normalize_date, normalize_salary, validate_and_normalize

@@ -1,4 +1,5 @@
-"""Tier filters on real Postgres + pgvector: each tier relaxes exactly what §4.8 says, excludes never."""
+"""Tier filters on real Postgres + pgvector: each tier relaxes exactly what people.tiers.policy_for says,
+excludes never."""
 import pytest
 from django.db import transaction
 
@@ -70,7 +71,7 @@ def test_exact_scan_gives_the_same_sets(directory):
 
 def test_time_filter_needs_both_bounds(directory):
     q = parsed_query()
-    q["must"]["time_end"] = None  # a raw one-sided range reaching SQL is not a time filter (§4.7)
+    q["must"]["time_end"] = None  # a raw one-sided range reaching SQL is not a time filter
     assert names(fetch_tier(parsed=q, qvec=E0, tier=0), directory) == {"A", "B", "I"}
 
 
@@ -136,7 +137,7 @@ def test_child_only_match_is_found_through_its_parent_filters():
 
 
 def test_per_person_window_finds_evidence_a_global_child_scan_misses(settings):
-    """Seed 001 §4.6: the global child scan keeps OVERFETCH_CARDS*2 children (here 4), all of them other
+    """The global child scan keeps OVERFETCH_CARDS*2 children (here 4), all of them other
     people's; the per-person window still gives Target its best evidence (0.1), and at most
     MATCHED_CARDS_PER_PERSON children per person."""
     settings.PEOPLE_SEARCH = {"OVERFETCH_CARDS": 2, "MATCHED_CARDS_PER_PERSON": 2}

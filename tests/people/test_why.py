@@ -37,7 +37,7 @@ def test_deterministic_bullets_use_evidence_and_constraints():
             "start_date": date(2021, 1, 1), "end_date": None, "is_current": True}
     r = RankedPerson(person_id="p", score=0.9, parents=[card], should_hits=["kafka"], lexical=0.1)
     bullets = deterministic_bullets(ranked=r, parsed=parsed, profile=Prof())
-    # seed 001: up to 6 deterministic bullets (the LLM's refinement is the one capped at 3)
+    # up to 6 deterministic bullets (WHY_MAX_BULLETS; the LLM's refinement is the one capped at 3)
     assert bullets == ["Backend Engineer at Flipkart (2021–present)", "Worked at Flipkart", "Experience in Bangalore",
                        "Mentions kafka", "Open to work", "Expects 30 LPA, within budget"]  # the 7th (lexical) is cut
     import django.test

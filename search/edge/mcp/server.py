@@ -1,4 +1,4 @@
-"""The Model Context Protocol server (issue 19): coding agents reach the platform's retrieval through it.
+"""The Model Context Protocol server: coding agents reach the platform's retrieval through it.
 
 Why a thin adapter: every tool parses its arguments with the API's own Input serializers and calls the service
 the API view calls (run_query, rules_search + stream_answer, record_feedback, projects_of, datasets_seen_by), so

@@ -1,4 +1,4 @@
-"""The sparse analyzers (issue 15 §3): identifiers in code keep their whole name and give their parts; prose is
+"""The sparse analyzers: identifiers in code keep their whole name and give their parts; prose is
 analysed as prose; a query is analysed like the documents of the kinds it searches, the union when mixed.
 
 The ranking tests index real points in the embedded Qdrant engine (qdrant-edge) with the IDF modifier, so a wrong

@@ -1,4 +1,4 @@
-"""BM25 statistics that belong to the searched datasets (issue 15 §4): kept by triggers, read by the query.
+"""BM25 statistics that belong to the searched datasets: kept by triggers, read by the query.
 
 A tenant's sparse and fused scores must not move when another tenant, or an evaluation, ingests content of the
 same kind into the same store. The counterfactual is checked too: the other tenant's corpus does change the

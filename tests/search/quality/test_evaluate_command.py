@@ -1,4 +1,4 @@
-"""`manage.py evaluate` end to end (issue 16 §1): a BEIR run checked by hand, and the errors a new user meets.
+"""`manage.py evaluate` end to end: a BEIR run checked by hand, and the errors a new user meets.
 
 The tiny BEIR collection (tests/search/fixtures/tiny_beir) is ingested for real into the test's private
 embedded store; the numbers it must produce are worked out below from its qrels alone. The "not ready" cases
@@ -65,7 +65,7 @@ def test_evaluate_beir_on_the_tiny_collection_matches_hand_computed_values(edge_
 
 
 def test_evaluate_beir_searches_a_store_of_its_own_and_leaves_the_live_index_alone(edge_index, tmp_path):
-    """Issue 15 §4: the corpus is an evaluation dataset, searched in a throwaway store that is gone afterwards;
+    """The corpus is an evaluation dataset, searched in a throwaway store that is gone afterwards;
     the live index (with a tenant's points in it) is neither written nor counted, and the reconciler does not
     call the evaluation's chunks missing from it."""
     import tempfile

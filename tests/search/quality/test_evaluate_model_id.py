@@ -1,4 +1,4 @@
-"""`manage.py evaluate --model-id PATH` (issue 16 §3): another local embedding model side by side.
+"""`manage.py evaluate --model-id PATH`: another local embedding model side by side.
 
 The other model is a COPY of the bundled MiniLM folder under another name: same weights, so its rows must equal
 the configured model's exactly, which shows the comparison itself adds no noise. Because equal rows would also

@@ -1,4 +1,4 @@
-"""The evaluation harness's own tests (issue 16 §1): metrics by hand and against ranx, BEIR loading and its errors.
+"""The evaluation harness's own tests: metrics by hand and against ranx, BEIR loading and its errors.
 
 Every quality table in the README comes out of `search.quality.evaluation.compute_metrics` and `load_beir`; these pin
 what they compute. No database: both are pure functions over dicts and files.

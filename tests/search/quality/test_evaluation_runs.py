@@ -1,4 +1,4 @@
-"""search/quality/runs.py. Rules runs (issue 16 §1): evaluability, cross-book contamination and answer
+"""search/quality/runs.py. Rules runs: evaluability, cross-book contamination and answer
 similarity as `evaluate_rules` reports them, on the demo rulebook ingested for real. BEIR runs: a folder marked as
 code is ingested as code chunks in a dataset of its own and searched with the code analyzer; the same folder as
 prose goes to another dataset, so the kinds never mix.

@@ -1,4 +1,4 @@
-"""Fusion chosen per project from its feedback, only on evidence (issue 15 §2).
+"""Fusion chosen per project from its feedback, only on evidence.
 
 The rule is checked on hand-made legs, where the right answer is known. Then it is checked end to end: the
 command, the admin's evidence, and a query that runs the adopted setting, using real feedback rows on a real

@@ -1,4 +1,4 @@
-"""Aliases (issue 16 §3): learned from "Phrase (ABBR)" in the books, stored with the traversal config, and
+"""Aliases: learned from "Phrase (ABBR)" in the books, stored with the traversal config, and
 applied to the sparse query only."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chapter routing (issue 16 §3): a classifier over chapter centroids and the traversal config, and a rules
+"""Chapter routing: a classifier over chapter centroids and the traversal config, and a rules
 search that stays inside the routed chapters."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Traversal policies that act (issue 16 §3): prefer_kinds, audience and graph.relations change the ranking.
+"""Traversal policies that act: prefer_kinds, audience and graph.relations change the ranking.
 
 Each test fails if its policy is computed but ignored: the boosts are checked by value on hand-made
 candidates, and on the demo rulebook the same query with the policy off must differ exactly by the boost.
