@@ -9,12 +9,18 @@ generated Python modules (distinct functions, so nothing hits the embedding
 cache by accident) until the chunk target is reached.
 
     .venv/bin/python bench/bench_context.py [--chunks N] [--queries N] [--baseline-chunks N]
+    .venv/bin/python bench/bench_context.py --against REV   # query latency of REV and of this tree, one run
+
+`--against` measures a change's before and after in one run: bench/latency_probe.py runs on a worktree of REV and
+on this tree, alternately (REV, this, REV, this), each in its own process over the same generated corpus.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -131,7 +137,12 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=3, help="passes over the 20 queries")
     ap.add_argument("--baseline-chunks", type=int, default=1000,
                     help="chunks for the fp32-vs-configured-precision ingest baseline (0 = skip)")
+    ap.add_argument("--against", metavar="REV", help="compare query latency with git revision REV and stop")
+    ap.add_argument("--rounds", type=int, default=2, help="with --against: alternations of REV and this tree")
     args = ap.parse_args()
+    if args.against:
+        compare(rev=args.against, rounds=args.rounds)
+        return
     setup_django()
     from django.conf import settings
     from django.db import connection
@@ -287,6 +298,51 @@ def main() -> None:
         ]
     lines += [machine(), "", f"Reproduce: `.venv/bin/python bench/bench_context.py --chunks {args.chunks}`"]
     write_result("context" if args.chunks <= 10_000 else f"context-{args.chunks // 1000}k", "\n".join(lines))
+
+
+def _probe(root: Path) -> dict:
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "latency_probe.py"), "--root", str(root)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def compare(*, rev: str, rounds: int) -> None:
+    """Query latency of `rev` and of this tree, alternately, each in its own process; one table."""
+    sha = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    worktree = Path(tempfile.mkdtemp(prefix="bench-against-"))
+    subprocess.run(["git", "worktree", "add", "--detach", str(worktree), rev], cwd=ROOT, check=True,
+                   capture_output=True)
+    runs: dict[str, list[dict]] = {"before": [], "after": []}
+    try:
+        for _ in range(rounds):
+            runs["before"].append(_probe(worktree))
+            runs["after"].append(_probe(ROOT))
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
+
+    def merged(side: str) -> tuple[list[float], dict[str, list[float]]]:
+        wall: list[float] = []
+        stages: dict[str, list[float]] = {}
+        for r in runs[side]:
+            wall += r["wall"]
+            for k, v in r["stages"].items():
+                stages.setdefault(k, []).extend(v)
+        return wall, stages
+
+    (wb, sb), (wa, sa) = merged("before"), merged("after")
+    rows = [[k, round(p50(sb[k]), 2), round(p50(sa[k]), 2), round(pct(sb[k], 95), 2), round(pct(sa[k], 95), 2)]
+            for k in sb if k in sa]
+    rows.append(["**wall time around run_query**", round(p50(wb), 2), round(p50(wa), 2), round(pct(wb, 95), 2),
+                 round(pct(wa, 95), 2)])
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    lines = [f"## Query latency before and after: {sha} vs this tree (HEAD {head.strip()} + working tree)", "",
+             f"{runs['after'][0]['chunks']:,} chunks of generated code; {len(wa)} queries per side (20 texts, "
+             f"{rounds} alternating processes per side, each after a warm-up pass); hybrid, no reranker.", "",
+             table(["stage", "before p50 ms", "after p50 ms", "before p95 ms", "after p95 ms"], rows), "",
+             f"Change in wall p50: {(p50(wa) / p50(wb) - 1):+.1%}; p95: {(pct(wa, 95) / pct(wb, 95) - 1):+.1%}.", "",
+             machine(), "", f"Reproduce: `.venv/bin/python bench/bench_context.py --against {rev}`"]
+    write_result("context-against", "\n".join(lines))
 
 
 if __name__ == "__main__":
