@@ -36,7 +36,6 @@ from search.models import Chunk, Document, QuerySession, RerankResult
 if TYPE_CHECKING:
     from accounts.models import User
     from projects.models import Project
-    from search.engine.fusion_settings import FusionSetting
 
 MAX_Q = 2000
 MAX_TOP_K = 50
@@ -352,10 +351,9 @@ class QuerySpec:
                                fusion=self.fusion, include_global=self.include_global, rerank=self.rerank)
         if self.legs not in LEGS:
             raise BadInput(f"Must be one of {', '.join(LEGS)}.", field="legs")
-        for name in ("extra_filter",):
-            unknown = set(getattr(self, name) or {}) - EXTRA_FILTER_KEYS
-            if unknown:
-                raise ValueError(f"unknown extra_filter key {sorted(unknown)[0]!r}")
+        unknown = set(self.extra_filter or {}) - EXTRA_FILTER_KEYS
+        if unknown:  # the engine's own narrowing, never a user's: a programming error, not a 400
+            raise ValueError(f"unknown extra_filter key {sorted(unknown)[0]!r}")
         object.__setattr__(self, "filters", MappingProxyType(dict(self.filters or {})))
         object.__setattr__(self, "extra_filter", MappingProxyType(dict(self.extra_filter or {})))
         object.__setattr__(self, "clean", MappingProxyType(clean))
