@@ -106,9 +106,36 @@ def tune(path: str, *, max_train: int | None, max_test: int | None) -> dict:
         tr = score(legs=train_legs, qrels=train.qrels, to_doc=to_doc, how=how)
         te = score(legs=test_legs, qrels=test.qrels, to_doc=to_doc, how=how)
         rows.append((label, tr["ndcg@10"], te["ndcg@10"], te["mrr@10"], te["recall@100"]))
+    test_scores = {label: score(legs=test_legs, qrels=test.qrels, to_doc=to_doc, how=how)["ndcg@10"]
+                   for label, how in settings}
     return {"collection": f"{test.name} ({test.kind})", "kind": test.kind, "train_queries": len(train.queries),
+            "train_by_label": {label: s for label, _, s in train_scores}, "test_by_label": test_scores,
             "test_queries": len(test.queries), "best": (best_label, best_how, best_train), "families": families,
             "rows": rows, "ingest_s": ingest_s, "query_s": query_s}
+
+
+def pooled(results: list[dict]) -> list[str]:
+    """For a kind with several collections: the one setting with the best mean train nDCG@10 over them (each
+    collection weighs the same), then its test nDCG@10 on each next to the current default's. One default per kind
+    must serve every collection of that kind, so it is chosen on all their train splits at once."""
+    out = []
+    for kind in sorted({r["kind"] for r in results}):
+        group = [r for r in results if r["kind"] == kind]
+        if len(group) < 2:
+            continue
+        labels = list(group[0]["train_by_label"])
+        mean = {lab: sum(r["train_by_label"][lab] for r in group) / len(group) for lab in labels}
+        pick = max(labels, key=lambda lab: mean[lab])  # max keeps the first of ties: the current default
+        default = labels[0]
+        out += [f"## Pooled over the {len(group)} `{kind}` collections: chosen on their train splits together", "",
+                f"Pick: **{pick}** (mean train nDCG@10 {mean[pick]:.4f}; current default {mean[default]:.4f}).", "",
+                "| collection | test nDCG@10, current default | test nDCG@10, pooled pick | Δ |", "|---|---:|---:|---:|"]
+        for r in group:
+            a, b = r["test_by_label"][default], r["test_by_label"][pick]
+            out.append(f"| {r['collection']} | {a:.4f} | {b:.4f} | {b - a:+.4f} |")
+        runner_up = sorted(labels, key=lambda lab: -mean[lab])[:5]
+        out += ["", "Top five on pooled train: " + "; ".join(f"{lab} ({mean[lab]:.4f})" for lab in runner_up), ""]
+    return out
 
 
 def main() -> int:
@@ -125,8 +152,10 @@ def main() -> int:
              f"Grid: RRF k in {RRF_KS} x sparse weight in {RRF_SPARSE_WEIGHTS} (dense 1); min-max weighted and "
              f"DBSF with sparse weight in {SCORE_SPARSE_WEIGHTS} (dense 1 - w). Legs queried once, depth {DEPTH}.",
              ""]
+    results = []
     for path in args.beir:
         r = tune(path, max_train=args.max_train or None, max_test=args.max_test or None)
+        results.append(r)
         lines += [f"## {r['collection']}: {r['train_queries']} train / {r['test_queries']} test queries", "",
                   "Best per family on train: " + "; ".join(f"{lab} ({s:.4f})" for lab, s in r["families"].values()),
                   "", "| pipeline | train nDCG@10 | test nDCG@10 | test MRR@10 | test recall@100 |",
@@ -138,6 +167,7 @@ def main() -> int:
                   f"{chosen:.4f} vs best single leg {best_leg:.4f} ({'not below' if chosen >= best_leg else 'BELOW'})."
                   f" Ingest {r['ingest_s']:.0f} s, legs for all queries {r['query_s']:.0f} s.", ""]
         print(f"[{r['collection']} done]", file=sys.stderr, flush=True)
+    lines += pooled(results)
     write_result(args.out, "\n".join(lines))
     return 0
 

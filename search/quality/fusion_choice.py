@@ -44,7 +44,7 @@ GRID: tuple[FusionSetting, ...] = (
     DEFAULT,
     *(FusionSetting("rrf", k, 1.0, s) for k in (10, 30, 60, 100) for s in (0.5, 1.0, 2.0)
       if (k, s) != (60, 1.0)),
-    *(FusionSetting(m, 60, round(1 - s, 2), s) for m in ("weighted", "dbsf") for s in (0.3, 0.5, 0.6, 0.7)),
+    *(FusionSetting(m, 60, round(1 - s, 2), s) for m in ("weighted", "dbsf") for s in (0.3, 0.4, 0.5, 0.6, 0.7)),
 )
 
 

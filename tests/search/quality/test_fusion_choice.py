@@ -11,7 +11,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from search.engine.fusion_settings import DEFAULT, PROSE_DEFAULT, FusionSetting, kind_default
+from search.engine.fusion_settings import CODE_DEFAULT, DEFAULT, PROSE_DEFAULT, FusionSetting, kind_default
 from search.quality.fusion_choice import choose
 from search.quality.metrics import ndcg as ndcg10
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
@@ -128,7 +128,7 @@ def test_a_query_that_names_no_fusion_runs_the_projects_adopted_setting(judged_p
     client = client_for(owner)
     body = {"q": "take credits from a wallet"}
     plain = client.post("/api/projects/shop/query", body, format="json").json()
-    assert plain["fusion_source"] == "default" and plain["fusion_params"] == DEFAULT.as_dict()
+    assert plain["fusion_source"] == "default" and plain["fusion_params"] == CODE_DEFAULT.as_dict()
 
     adopted = FusionSetting("weighted", 60, 0.3, 0.7)
     Project.objects.filter(pk=project.pk).update(fusion={"setting": adopted.as_dict(), "label": adopted.label})
@@ -152,14 +152,15 @@ def test_the_admin_action_runs_the_choice_in_the_web_process_and_says_what_it_de
                        follow=True)
     assert resp.status_code == 200
     page = resp.content.decode().lower()
-    assert "shop: kept the default (rrf k=60 dense 1 / sparse 1): 6 judged queries; at least 30 are needed" in page
+    assert "shop: kept the default (weighted dense 0.6 / sparse 0.4): 6 judged queries; at least 30 are needed" in page
     project.refresh_from_db()
     assert project.fusion["reason"] == "6 judged queries; at least 30 are needed"
 
 
-def test_the_default_follows_the_kind_searched_prose_alone_gets_the_fusion_its_labelled_data_chose():
+def test_the_default_follows_the_kind_searched_prose_and_code_alone_get_the_fusion_their_labelled_data_chose():
     assert kind_default({"web"}) == kind_default({"beir", "web"}) == PROSE_DEFAULT
-    assert kind_default({"code"}) == kind_default({"code", "web"}) == kind_default({"rules"}) == DEFAULT
+    assert kind_default({"code"}) == CODE_DEFAULT
+    assert kind_default({"code", "web"}) == kind_default({"rules"}) == DEFAULT
     assert kind_default(set()) == DEFAULT
 
 
