@@ -346,8 +346,11 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
         run.cands = apply_graph_boost(run.cands, dataset_ids=dataset_ids)
 
     def api_default(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-        res = run_query(user=None, project=project, spec=spec(q, extra_filter=extra_filter),
-                        index=None if dense_model else index)
+        # every stage as the API runs them, over the evaluated datasets only (the API's own `filters.dataset`): the
+        # project may hold other collections of the same kind, and searching them too would score another corpus
+        # (and its term statistics) than the other rows
+        res = run_query(user=None, project=project, index=None if dense_model else index,
+                        spec=spec(q, extra_filter=extra_filter, filters={"dataset": [str(i) for i in dataset_ids]}))
         return [(c.chunk_id, c.rerank_score if c.rerank_score is not None else c.fused_score) for c in res.candidates]
 
     out = {"default": default or api_default, "sparse": leg("sparse"), "dense": leg("dense"), "fused": leg("hybrid"),

@@ -24,6 +24,7 @@ from search.quality.evaluation import (
     ranked_to_run,
     token_f1,
 )
+from tests.search.ctx_fixtures import edge_index, ingest, write_repo  # noqa: F401 - edge_index: fixture
 
 LOG2_3 = math.log2(3)  # discount at rank 2
 LOG2_5 = math.log2(5)  # discount at rank 4
@@ -332,3 +333,24 @@ def test_token_f1_is_squad_style_overlap():
     assert token_f1("Same words here", "same WORDS, here!") == 1.0
     assert token_f1("", "anything") == 0.0
     assert token_f1("nothing shared", "completely different") == 0.0
+
+
+def test_the_default_row_searches_only_the_evaluated_datasets_like_every_other_row(make_project, edge_index,
+                                                                                   tmp_path):
+    """The project may hold another collection of the same kind: the default row must not search it (nor take
+    its term statistics), or it scores another corpus than the rows it is compared with."""
+    from search.models import Chunk
+    from search.quality.evaluation import make_rankers
+
+    project = make_project("eval-two")
+    ours, _ = ingest(project, "ours", write_repo(tmp_path / "ours"), kind="code")
+    other_root = tmp_path / "other"
+    other_root.mkdir()
+    (other_root / "wallet.py").write_text('def deduct_credits(wallet, amount):\n    """Deduct credits."""\n'
+                                          "    wallet.credits -= amount\n    return wallet\n")
+    ingest(project, "other", other_root, kind="code")
+    ours_ids = set(Chunk.objects.filter(dataset=ours).values_list("pk", flat=True))
+    rankers = make_rankers(project=project, dataset_ids=[ours.pk], extra_filter={"kind": ["code"]})
+    default = rankers["default"]("deduct credits from a wallet", {})
+    assert default and {cid for cid, _ in default} <= ours_ids
+    assert [cid for cid, _ in default] == [cid for cid, _ in rankers["weighted"]("deduct credits from a wallet", {})]
