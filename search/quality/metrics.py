@@ -22,17 +22,16 @@ RANX_METRICS = {"hit@1": "hit_rate@1", "hit@3": "hit_rate@3", "hit@5": "hit_rate
                 "mrr@10": "mrr@10", "ndcg@10": "ndcg@10", "recall@100": "recall@100"}
 
 
+# what the daily online metrics report: the same cutoffs as evaluation
+ONLINE = (f"mrr@{MRR_K}", f"ndcg@{NDCG_K}")
+
+
 def ndcg(ranked: list, rels: dict, *, k: int = NDCG_K) -> float:
     """Graded nDCG@k of one ranking (`rels`: id -> grade; unlisted ids are not relevant)."""
     dcg = sum(rels.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
     ideal = sorted((r for r in rels.values() if r > 0), reverse=True)[:k]
     idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
     return dcg / idcg if idcg else 0.0
-
-
-def mrr(ranked: list, rels: dict, *, k: int = MRR_K) -> float:
-    """Reciprocal rank of the first relevant result within k (0 when none)."""
-    return next((1.0 / i for i, doc in enumerate(ranked[:k], start=1) if rels.get(doc, 0) > 0), 0.0)
 
 
 def compute_metrics(*, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]],
@@ -74,7 +73,7 @@ def online_scores(*, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, 
     judged all irrelevant scores 0 instead of being left out)."""
     judged = {s: q for s, q in qrels.items() if any(v > 0 for v in q.values())}
     if not judged:
-        return {"mrr@10": 0.0, "ndcg@10": 0.0}
-    scores = compute_metrics(qrels=judged, run=run, names=("mrr@10", "ndcg@10"), places=None)
+        return dict.fromkeys(ONLINE, 0.0)
+    scores = compute_metrics(qrels=judged, run=run, names=ONLINE, places=None)
     share = len(judged) / len(qrels)  # the sessions left out by the scorable rule count as 0
     return {name: value * share for name, value in scores.items()}
