@@ -45,4 +45,6 @@ DEPENDENCY_ERRORS = {
     503: _err("A backing service is down (`dependency` names it: postgres, redis, qdrant, embeddings, llm); "
               "nothing was charged."),
 }
+# the writes of projects, members, shares and datasets: a role that may not write (403) and a clash (409)
+WRITE_ERRORS = {**ERROR_RESPONSES, 403: ErrorSerializer, 409: ErrorSerializer}
 SESSION_ERRORS = {410: _err("The people-search session has expired (24 h); run the search again.")}

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.ratelimits import enforce
-from config.schema import ERROR_RESPONSES, ErrorSerializer
+from config.schema import ERROR_RESPONSES, WRITE_ERRORS
 from projects import membership, quotas, sharing
 from projects.access import accessible_dataset_ids, project_for_member
 from projects.models import Membership
@@ -30,9 +30,6 @@ if TYPE_CHECKING:
 
     from projects.models import Project
 
-_WRITE_ERRORS = {**ERROR_RESPONSES, 403: ErrorSerializer, 409: ErrorSerializer}
-
-
 class ProjectListView(APIView):
     required_scope = {"GET": "query", "POST": "manage"}
 
@@ -43,7 +40,7 @@ class ProjectListView(APIView):
         return Response(ProjectSerializer(rows, many=True).data)
 
     @extend_schema(operation_id="projects_create", request=ProjectCreateSerializer,
-                   responses={201: ProjectSerializer, **_WRITE_ERRORS}, tags=["projects"],
+                   responses={201: ProjectSerializer, **WRITE_ERRORS}, tags=["projects"],
                    description="Create a project; you become its owner. The slug is derived from the name when "
                                "absent. A taken slug is 409 `project_exists`; 'global' or a slug a URL cannot "
                                "carry is 400.")
@@ -70,7 +67,7 @@ class ProjectDetailView(APIView):
         return Response(ProjectDetailSerializer(data).data)
 
     @extend_schema(operation_id="projects_update", request=ProjectUpdateSerializer,
-                   responses={200: ProjectSerializer, **_WRITE_ERRORS}, tags=["projects"],
+                   responses={200: ProjectSerializer, **WRITE_ERRORS}, tags=["projects"],
                    description="Rename the project or set its reranker (owners). The slug never changes.")
     def patch(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
@@ -85,7 +82,7 @@ class ProjectDetailView(APIView):
         return Response(ProjectSerializer(_project_row(project, "owner")).data)
 
     @extend_schema(operation_id="projects_destroy", request=None,
-                   responses={204: OpenApiResponse(description="Deleted, with all its content."), **_WRITE_ERRORS},
+                   responses={204: OpenApiResponse(description="Deleted, with all its content."), **WRITE_ERRORS},
                    tags=["projects"],
                    description="Delete the project with its datasets, documents and chunks (owners). Its datasets "
                                "shared into other projects disappear from them. The index deletes are queued in "
@@ -106,7 +103,7 @@ class ShareListView(APIView):
         return Response(ShareSerializer(sharing.incoming_shares(project=project), many=True).data)
 
     @extend_schema(operation_id="shares_create", request=ShareCreateSerializer,
-                   responses={201: ShareSerializer, **_WRITE_ERRORS}, tags=["projects"],
+                   responses={201: ShareSerializer, **WRITE_ERRORS}, tags=["projects"],
                    description="Share a dataset into this project. The caller must own the dataset's project.")
     def post(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
@@ -120,7 +117,7 @@ class ShareListView(APIView):
 class ShareDetailView(APIView):
     required_scope = "manage"
 
-    @extend_schema(operation_id="shares_revoke", responses={200: ShareSerializer, **_WRITE_ERRORS},
+    @extend_schema(operation_id="shares_revoke", responses={200: ShareSerializer, **WRITE_ERRORS},
                    tags=["projects"], description="Revoke a share (kept for history): one into this project, or of one "
                                "of its datasets into another. Owners of either project may.")
     def delete(self, request: Request, slug: str, share_id: int) -> Response:
@@ -144,7 +141,7 @@ class MemberListView(APIView):
         return Response(MemberSerializer(membership.members_of(user=request.user, project=project), many=True).data)
 
     @extend_schema(operation_id="members_create", request=MemberCreateSerializer,
-                   responses={201: MemberSerializer, **_WRITE_ERRORS}, tags=["projects"],
+                   responses={201: MemberSerializer, **WRITE_ERRORS}, tags=["projects"],
                    description="Add an existing account by email (owners). An email that cannot be added is 404 "
                                "`user_not_found`; a member already present is 409 `already_member`.")
     def post(self, request: Request, slug: str) -> Response:
@@ -160,7 +157,7 @@ class MemberDetailView(APIView):
     required_scope = "manage"
 
     @extend_schema(operation_id="members_update", request=MemberUpdateSerializer,
-                   responses={200: MemberSerializer, **_WRITE_ERRORS}, tags=["projects"],
+                   responses={200: MemberSerializer, **WRITE_ERRORS}, tags=["projects"],
                    description="Change a member's role (owners). The last owner cannot be demoted: 409 "
                                "`last_owner`.")
     def patch(self, request: Request, slug: str, member_id: int) -> Response:
@@ -172,7 +169,7 @@ class MemberDetailView(APIView):
         return Response(MemberSerializer(changed).data)
 
     @extend_schema(operation_id="members_destroy", request=None,
-                   responses={204: OpenApiResponse(description="Removed."), **_WRITE_ERRORS}, tags=["projects"],
+                   responses={204: OpenApiResponse(description="Removed."), **WRITE_ERRORS}, tags=["projects"],
                    description="Remove a member (owners), or leave (your own membership). The last owner can do "
                                "neither: 409 `last_owner`.")
     def delete(self, request: Request, slug: str, member_id: int) -> Response:

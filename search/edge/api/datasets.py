@@ -12,7 +12,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.schema import ERROR_RESPONSES, ErrorSerializer
+from config.schema import ERROR_RESPONSES, WRITE_ERRORS
 from projects import datasets as datasets_service
 from projects import sharing
 from projects.access import project_for_member
@@ -28,9 +28,6 @@ from search.sources import sync as sources
 if TYPE_CHECKING:
     from rest_framework.request import Request
 
-_WRITE_ERRORS = {**ERROR_RESPONSES, 403: ErrorSerializer, 409: ErrorSerializer}
-
-
 class DatasetListView(APIView):
     required_scope = {"GET": "query", "POST": "manage"}
 
@@ -43,7 +40,7 @@ class DatasetListView(APIView):
         return Response(data)
 
     @extend_schema(operation_id="datasets_create", request=DatasetCreateWithSourceSerializer,
-                   responses={201: DatasetWithSourceSerializer, **_WRITE_ERRORS}, tags=["projects"],
+                   responses={201: DatasetWithSourceSerializer, **WRITE_ERRORS}, tags=["projects"],
                    description="Create a dataset (editors, owners). With `source` it follows a git repository or "
                                "a web site from the start; the source is checked first, so a bad one creates "
                                "nothing. Sync it with POST .../datasets/{id}/sync.")
@@ -69,7 +66,7 @@ class DatasetDetailView(APIView):
         return Response(_detail(ds))
 
     @extend_schema(operation_id="datasets_update", request=DatasetUpdateSerializer,
-                   responses={200: DatasetDetailWithSourceSerializer, **_WRITE_ERRORS}, tags=["projects"],
+                   responses={200: DatasetDetailWithSourceSerializer, **WRITE_ERRORS}, tags=["projects"],
                    description="Rename or describe a dataset (editors, owners); `is_global` is staff only.")
     def patch(self, request: Request, slug: str, dataset_id: int) -> Response:
         project = project_for_member(user=request.user, slug=slug)
@@ -81,7 +78,7 @@ class DatasetDetailView(APIView):
         return Response(_detail(ds))
 
     @extend_schema(operation_id="datasets_destroy", request=None,
-                   responses={204: OpenApiResponse(description="Deleted, with all its content."), **_WRITE_ERRORS},
+                   responses={204: OpenApiResponse(description="Deleted, with all its content."), **WRITE_ERRORS},
                    tags=["projects"], description="Delete a dataset with its documents and chunks (editors, owners). "
                                                   "The index deletes are queued in the same transaction.")
     def delete(self, request: Request, slug: str, dataset_id: int) -> Response:
