@@ -355,6 +355,9 @@ STREAM_MAX_S = env_float("STREAM_MAX_S", 120.0)
 # Server-path ingest through the API: staff only, and only under these absolute roots (empty: nowhere).
 # The CLI (`manage.py ingest`) is not limited. VAR_DIR is always refused.
 INGEST_ALLOWED_ROOTS = env_list("INGEST_ALLOWED_ROOTS", [])
+# Evaluation data the admin's quality jobs may read (search/quality/jobs.py): BEIR folders (each with corpus.jsonl)
+# and rules question files under rules/*.json. A staff member picks from what is here; no path is typed in a form.
+EVALUATION_DATA_DIR = Path(env_str("EVALUATION_DATA_DIR", str(VAR_DIR / "data")))
 
 # --- Self-serve content (search/ingest/content.py, search/ingest/archives.py, projects/quotas.py) ----------------
 # Uploads: the request body (multipart) and what an archive may expand to. Breaking one is a 413/422, nothing written.

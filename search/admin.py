@@ -1,13 +1,15 @@
 """Staff console for the retrieval engine: content, jobs with live progress, logs (read-only), graph, configs."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.apps import apps
 from django.contrib import admin, messages
 from django.db import transaction
-from django.http import HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import FileResponse, Http404, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
@@ -18,6 +20,7 @@ from projects.models import Dataset, Membership, Project, ProjectShare
 from search.engine.reconcile import reconcile
 from search.engine.reranker_store import trained_rerankers
 from search.ingest import maintenance
+from search.ingest.locks import runner_alive
 from search.models import (
     Chunk,
     DailyMetric,
@@ -29,12 +32,15 @@ from search.models import (
     IndexOutbox,
     IndexWatermark,
     IngestJob,
+    QualityJob,
     QuerySession,
     ReconcileRun,
     RerankResult,
     Source,
     TraversalConfig,
 )
+from search.quality import jobs as quality_jobs
+from search.quality.evaluation import report_slug
 from search.quality.fusion_choice import choose_for_project
 from search.rules import traversal
 from search.sources import spec, sync
@@ -267,6 +273,7 @@ class TraversalConfigAdmin(admin.ModelAdmin):
 class EvaluationRunAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "collection", "queries", "ndcg10", "report_dir")
     search_fields = ("collection",)
+    readonly_fields = ("collection", "queries", "ndcg10", "chart", "timings", "report_dir", "created_at")
 
     @admin.display(description="nDCG@10 per pipeline")
     def ndcg10(self, obj: EvaluationRun) -> str:
@@ -276,6 +283,139 @@ class EvaluationRunAdmin(ReadOnlyAdmin):
             if isinstance(v, (int, float)):
                 parts.append(f"{pipe} {v:.3f}")
         return ", ".join(parts)
+
+    @admin.display(description="chart")
+    def chart(self, obj: EvaluationRun) -> str:
+        if not _chart_path(obj):
+            return "no chart on this machine"
+        return format_html('<img src="{}" alt="nDCG@10, MRR@10, recall@100 per pipeline" style="max-width:100%">',
+                           reverse("admin:search_evaluationrun_chart", args=[obj.pk]))
+
+    def get_urls(self) -> list[URLPattern | URLResolver]:
+        chart = self.admin_site.admin_view(self.chart_view)
+        return [path("<int:pk>/chart.png", chart, name="search_evaluationrun_chart"), *super().get_urls()]
+
+    def chart_view(self, request: HttpRequest, pk: int) -> FileResponse:
+        """The run's chart, from the report folder `evaluate` wrote it to (the path comes from the row and the
+        collection's name, never from the request)."""
+        obj = EvaluationRun.objects.filter(pk=pk).first()
+        png = _chart_path(obj) if obj is not None and self.has_view_permission(request, obj) else None
+        if png is None:
+            raise Http404("no chart")
+        return FileResponse(png.open("rb"), content_type="image/png")
+
+
+def _chart_path(run: EvaluationRun) -> Path | None:
+    png = Path(run.report_dir or "var/reports") / f"{report_slug(run.collection)}.png"
+    return png if png.is_file() else None
+
+
+class QualityJobForm(forms.Form):
+    """What a quality job runs on: each kind reads the fields it names (search.quality.jobs checks them)."""
+
+    kind = forms.ChoiceField(choices=QualityJob.Kind.choices)
+    collection = forms.ChoiceField(required=False, help_text="evaluate a BEIR collection: a folder under "
+                                                             "EVALUATION_DATA_DIR")
+    queries = forms.ChoiceField(required=False, help_text="evaluate rules questions: the demo's or rules/<name>.json")
+    project = forms.ModelChoiceField(queryset=Project.objects.order_by("slug"), required=False, to_field_name="slug",
+                                     help_text="rules questions, reranker training and fusion choice")
+    name = forms.CharField(required=False, help_text="train a reranker: the model's name")
+    pseudo = forms.BooleanField(required=False, help_text="train on pseudo-queries only (no feedback)")
+    activate = forms.BooleanField(required=False, initial=True,
+                                  help_text="adopt the trained model if it beats fusion on the held-out slice")
+    max_queries = forms.IntegerField(required=False, min_value=0, help_text="evaluate at most this many (0: all)")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["collection"].choices = [("", "—"), *((c, c) for c in quality_jobs.beir_collections())]
+        self.fields["queries"].choices = [(q, q) for q in quality_jobs.rules_query_files()]
+
+    def options(self) -> dict[str, Any]:
+        d = self.cleaned_data
+        project = d.get("project")
+        return {"collection": d.get("collection") or None, "queries": d.get("queries") or "demo",
+                "project": project.slug if project else None, "name": d.get("name") or None,
+                "pseudo": d.get("pseudo", False), "activate": d.get("activate", False),
+                "max_queries": d.get("max_queries") or 0}
+
+
+@admin.register(QualityJob)
+class QualityJobAdmin(ReadOnlyAdmin):
+    """Evaluate, train or choose while the platform serves: "Queue a job" runs it in this process (the one that
+    owns the embedded store); the list shows each job's stage and progress and reloads itself while one is active."""
+
+    list_display = ("created_at", "kind", "state", "progress", "summary", "evaluation_link", "short_error")
+    list_filter = ("status", "kind")
+    readonly_fields = ("kind", "options", "status", "stage", "done", "total", "result", "error", "evaluation",
+                       "created_by", "created_at", "started_at", "finished_at")
+    change_list_template = "admin/search/qualityjob/change_list.html"
+
+    @admin.display(description="status")
+    def state(self, obj: QualityJob) -> str:
+        """A running job whose lock no process holds was interrupted (its process stopped); the next job queued
+        marks it failed. Only looks: takes no lock."""
+        if obj.status == QualityJob.Status.RUNNING and not runner_alive(obj.pk):
+            return "interrupted"
+        return obj.status
+
+    @admin.display(description="progress")
+    def progress(self, obj: QualityJob) -> str:
+        return format_html('<progress max="100" value="{}"></progress> {}% {} {}', obj.percent, obj.percent,
+                           obj.stage, f"({obj.done}/{obj.total})" if obj.total else "")
+
+    @admin.display(description="result")
+    def summary(self, obj: QualityJob) -> str:
+        r = obj.result or {}
+        if "best" in r:
+            return (f"{r['collection']}: default nDCG@10 {r.get('default_ndcg@10')}, best {r['best']['pipeline']} "
+                    f"{r['best']['ndcg@10']}")
+        if "verdict" in r:
+            return f"{r['model']}: {r['verdict']}"
+        if "reason" in r:
+            return f"{'adopted' if r['adopted'] else 'kept the default'}: {r['reason']}"
+        return ""
+
+    @admin.display(description="report")
+    def evaluation_link(self, obj: QualityJob) -> str:
+        if obj.evaluation_id is None:
+            return ""
+        return format_html('<a href="{}">report and chart</a>',
+                           reverse("admin:search_evaluationrun_change", args=[obj.evaluation_id]))
+
+    @admin.display(description="error")
+    def short_error(self, obj: QualityJob) -> str:
+        return obj.error[:160]
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        active = any(job.status == QualityJob.Status.PENDING or runner_alive(job.pk)
+                     for job in QualityJob.objects.filter(status__in=["pending", "running"]))
+        response = super().changelist_view(request, extra_context=extra_context)
+        if active:
+            response["Refresh"] = "3"
+        return response
+
+    def get_urls(self) -> list[URLPattern | URLResolver]:
+        queue = self.admin_site.admin_view(self.queue_view)
+        return [path("queue/", queue, name="search_qualityjob_queue"), *super().get_urls()]
+
+    def queue_view(self, request: HttpRequest) -> HttpResponse:
+        """GET: the form; POST: check the options (a bad one is shown on its field, nothing stored) and start the
+        job in a thread of this process."""
+        if not request.user.has_perm("search.add_qualityjob"):
+            return HttpResponseRedirect(reverse("admin:index"))
+        form = QualityJobForm(request.POST if request.method == "POST" else None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                job = quality_jobs.submit(kind=form.cleaned_data["kind"], options=form.options(), user=request.user)
+            except ApiError as exc:
+                field = exc.field if exc.field in form.fields else None
+                form.add_error(field, exc.detail)
+            else:
+                self.message_user(request, f"Queued: {job.get_kind_display()} ({job.pk}).", messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:search_qualityjob_changelist"))
+        context = {**self.admin_site.each_context(request), "title": "Queue a quality job", "form": form,
+                   "data_dir": quality_jobs.data_dir(), "opts": self.model._meta}
+        return TemplateResponse(request, "admin/search/qualityjob/queue.html", context)
 
 
 @admin.register(ReconcileRun)

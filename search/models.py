@@ -380,3 +380,51 @@ class ReconcileRun(models.Model):
         if self.fixed:
             return not (self.orphans_after or self.missing_after or self.stale_after)
         return not (self.orphans or self.missing or self.stale)
+
+
+class QualityJob(models.Model):
+    """An evaluation, a reranker's training or a fusion choice started from the admin, run in the web process.
+
+    Why in the web process: with the embedded store only the process that owns it can search the live index
+    (docs/architecture.md, "Who owns the index"); an evaluation of a BEIR folder searches a throwaway store and
+    could run anywhere, but one queue for all quality work keeps them from competing for the CPU with each other.
+    Progress (`stage`, `done`, `total`) is written by the job's bars (search.quality.progress); liveness is the
+    job's advisory lock, as for ingest jobs, so a job whose process died reads as interrupted, not running."""
+
+    class Kind(models.TextChoices):
+        EVALUATE_BEIR = "evaluate_beir", "evaluate a BEIR collection"
+        EVALUATE_RULES = "evaluate_rules", "evaluate rules questions"
+        TRAIN_RERANKER = "train_reranker", "train a reranker"
+        CHOOSE_FUSION = "choose_fusion", "choose fusion"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    options = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    stage = models.CharField(max_length=100, blank=True, default="")
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True, default="")
+    evaluation = models.ForeignKey(EvaluationRun, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="jobs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.DONE:
+            return 100
+        return int(100 * self.done / self.total) if self.total else 0

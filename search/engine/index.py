@@ -502,6 +502,12 @@ def set_index(index: VectorIndex | None) -> None:
         _singleton = index
 
 
+def searchable_here() -> bool:
+    """Whether this process may search the live index without opening a handle another process holds: a Qdrant
+    server serves every process; the embedded store only the process that already holds it (the web process)."""
+    return bool(settings.QDRANT_URL) or _singleton is not None
+
+
 def index_status() -> str:
     """Whether this process can query its index, without opening or warming it: /healthz calls this for a load
     balancer that polls, and opening the embedded store loads the embedding model and the segments (seconds).

@@ -19,7 +19,6 @@ import csv
 import hashlib
 import json
 import re
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -28,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from tqdm import tqdm
 
 from search.engine.encoders import embed_cached
 from search.engine.pipeline import (
@@ -49,6 +47,7 @@ from search.engine.rerank import get_reranker
 from search.ingest.base import ChunkDraft, DocumentDraft
 from search.models import Chunk, EvaluationRun, GraphEdge
 from search.quality.metrics import RANX_METRICS, RUN_DEPTH, compute_metrics, ranked_to_run
+from search.quality.progress import bar as progress_bar
 from search.rules.graph import apply_graph_boost
 
 if TYPE_CHECKING:
@@ -388,8 +387,8 @@ def run_pipelines(*, queries: dict[str, str], qrels: dict[str, dict[str, int]], 
         runs: dict[str, dict[str, float]] = {}
         ranked_all[name] = {}
         t0 = time.perf_counter()
-        for qid, text in tqdm(list(queries.items()), desc=f"{name:>12}", file=sys.stderr, disable=not progress,
-                              leave=False):
+        for qid, text in progress_bar(list(queries.items()), desc=f"{name:>12}", unit="query", enabled=progress,
+                                      leave=False):
             hits = rank(text, (contexts or {}).get(qid, {}))
             ids = [cid for cid, _ in hits]
             mapping = to_doc(ids) if to_doc else {cid: str(cid) for cid in ids}
@@ -416,6 +415,11 @@ def markdown_table(report: EvalReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report_slug(collection: str) -> str:
+    """The file name (without suffix) a collection's report is written under."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", collection)
+
+
 def write_report(report: EvalReport, *, report_dir: str | Path) -> dict[str, str]:
     """report.md (the table), report.json and report.png (nDCG@10 / MRR@10 / recall@100 per pipeline)."""
     import matplotlib  # noqa: PLC0415 - heavy: charts load only when a report is drawn
@@ -425,7 +429,7 @@ def write_report(report: EvalReport, *, report_dir: str | Path) -> dict[str, str
 
     out = Path(report_dir)
     out.mkdir(parents=True, exist_ok=True)
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", report.collection)
+    slug = report_slug(report.collection)
     md = out / f"{slug}.md"
     md.write_text(markdown_table(report))
     js = out / f"{slug}.json"

@@ -32,17 +32,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tqdm import tqdm
-
 from config.errors import BadInput
+from projects.models import Dataset
 from search.engine.encoders import inference_context, precision, resolve_model
 from search.engine.pipeline import build_filter, retrieve
 from search.engine.rerank import rerank_text
 from search.engine.reranker_store import BLENDS, NAME_RE, blend_scores, models_dir
 from search.models import Chunk, Feedback
 from search.quality.metrics import ndcg
+from search.quality.progress import bar as progress_bar
 
 if TYPE_CHECKING:
+    from projects.models import Project
     from search.engine.index import VectorIndex
 
 @dataclass(frozen=True)
@@ -285,7 +286,7 @@ def train_cross_encoder(*, groups: list[Group], held: HeldOut, cfg: TrainConfig,
     t0 = time.perf_counter()
     pairs_seen = 0
     stopped = "schedule done"
-    bar = tqdm(total=steps, desc="train", unit="step", disable=not progress)
+    bar = progress_bar(total=steps, desc="train", unit="step", enabled=progress)
     for step in range(1, steps + 1):
         if time.perf_counter() - t0 > cfg.time_budget_s:
             stopped = f"time budget ({cfg.time_budget_s:.0f} s)"
@@ -341,7 +342,7 @@ def train_reranker(*, name: str, examples: list[Example], dataset_ids: list[int]
     n_held = max(5, int(len(examples) * cfg.heldout))
     held_ex, train_ex = examples[:n_held], examples[n_held:]
     t0 = time.perf_counter()
-    bar = tqdm(total=len(train_ex), desc="mine negatives", unit="query", disable=not progress)
+    bar = progress_bar(total=len(train_ex), desc="mine negatives", unit="query", enabled=progress)
     groups = mine_groups(examples=train_ex, dataset_ids=dataset_ids, negatives=cfg.negatives, seed=cfg.seed,
                          extra_filter=extra_filter, progress=lambda n: bar.update(1), index=index)
     bar.close()
@@ -361,3 +362,34 @@ def train_reranker(*, name: str, examples: list[Example], dataset_ids: list[int]
                 **trained}
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return TrainResult(name=name, path=str(out_dir), manifest=manifest)
+
+
+def project_examples(*, project: Project, pseudo: bool = False, min_feedback: int = 50, pseudo_limit: int = 2000,
+                     seed: int = 13) -> tuple[list[Example], list[int], dict[str, Any]]:
+    """(examples, dataset ids, data) for training on a project's own datasets: its ▲ feedback, topped up with
+    pseudo-queries from its chunks when it has fewer than `min_feedback` judged queries (or only pseudo-queries
+    with `pseudo`). BadInput (field `project`) when the project owns no dataset."""
+    dataset_ids = list(Dataset.objects.filter(project=project).values_list("id", flat=True))
+    if not dataset_ids:
+        raise BadInput(f"Project {project.slug!r} owns no dataset to train on.", field="project")
+    examples = [] if pseudo else feedback_examples(project_id=project.pk)
+    data: dict[str, Any] = {"project": project.slug, "feedback_queries": len(examples)}
+    if pseudo or len(examples) < min_feedback:
+        examples += pseudo_examples(dataset_ids=dataset_ids, limit=pseudo_limit, seed=seed)
+        data["positives"] = "feedback + pseudo-queries" if data["feedback_queries"] else "pseudo-queries"
+    else:
+        data["positives"] = "feedback"
+    return examples, dataset_ids, data
+
+
+def adopt_if_better(*, project: Project, result: TrainResult, activate: bool = True) -> tuple[bool, str]:
+    """Make the trained model the project's reranker only when it beats the project's fused ranking on the
+    held-out slice. -> (adopted, why)."""
+    h = result.manifest["heldout"]
+    beats = h["reranked_ndcg@10"] > h["fused_ndcg@10"]
+    if beats and activate:
+        project.reranker = result.name
+        project.save(update_fields=["reranker"])
+        return True, f"project {project.slug} now reranks with {result.name} by default"
+    why = "not activated (asked not to)" if beats else "it does not beat the fused ranking on the held-out slice"
+    return False, f"project {project.slug} keeps reranker {project.reranker or '(none)'}: {why}"

@@ -5,7 +5,6 @@ hand-made fixtures); this one touches the database, the index and the projects.
 """
 from __future__ import annotations
 
-import sys
 import tempfile
 import time
 import uuid
@@ -17,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
-from tqdm import tqdm
 
 from config.errors import DependencyDown
 from projects.access import accessible_dataset_ids
@@ -29,7 +27,7 @@ from search.engine.encoders import (
     fill_embedding_cache,
     resolve_model,
 )
-from search.engine.index import apply_outbox, build_points, get_index, open_index
+from search.engine.index import build_points, get_index, open_index, searchable_here
 from search.engine.rerank import load_reranker
 from search.ingest.maintenance import chunk_embed_input
 from search.ingest.writer import sync_documents
@@ -53,6 +51,7 @@ from search.quality.evaluation import (
     run_pipelines,
     token_f1,
 )
+from search.quality.progress import bar as progress_bar
 from search.rules.answer import extractive_answer
 from search.rules.chapter_routing import chapter_of
 from search.rules.policies import SIMILARITY_RELATIONS, STRUCTURAL_RELATIONS
@@ -67,15 +66,15 @@ class NotReady(RuntimeError):
     """The database or the index cannot serve an evaluation; the message says what to run instead."""
 
 
-def check_ready(*, live_index: bool = True) -> None:
-    """Fail with the command to run when Postgres is down or unmigrated, or (with `live_index`) the live index
-    cannot open. A BEIR evaluation searches a throwaway store of its own, so it passes live_index=False and runs
-    while `make run` holds the embedded store.
+def check_ready() -> None:
+    """Fail with the command to run when Postgres is down or unmigrated.
 
     Called after the input files are read (a bad file is named first) and before any other work.
     Why before any work: without this the first ORM query of an evaluation raises a ProgrammingError
     ("relation projects_project does not exist") or an OperationalError deep in a traceback, which tells a
-    new user nothing about `manage.py migrate` or `manage.py platform up`."""
+    new user nothing about `manage.py migrate` or `manage.py platform up`. The index is not checked: quality work
+    searches the live index only where this process may (search_store), else a snapshot of its own, so it runs
+    while `make run` holds the embedded store."""
     name = connection.settings_dict.get("NAME") or "?"
     try:
         connection.ensure_connection()
@@ -90,14 +89,6 @@ def check_ready(*, live_index: bool = True) -> None:
         raise NotReady(f"the database {name!r} is not migrated ({len(plan)} migrations not applied: "
                        f"{', '.join(apps)}). Run `manage.py migrate` first; `make demo` also loads the demo "
                        "rulebook that `manage.py evaluate` searches by default.")
-    if not live_index:
-        return
-
-    try:
-        get_index()
-    except DependencyDown as exc:
-        raise NotReady(f"{exc.detail} Set QDRANT_URL to a running Qdrant, or stop the process that holds the "
-                       "embedded store (`make run` serves it; the embedded store admits one open handle).") from exc
 
 
 # `--model-id`: the pipelines whose ranking depends on the embedding model, repeated as `<name>@<model id>` rows
@@ -125,8 +116,8 @@ def resolve_other_model(model: str) -> tuple[str, int]:
 
 
 @contextmanager
-def throwaway_index(*, dataset_ids: list[int], kinds: list[str] | None = None,
-                    model: str | None = None) -> Iterator[tuple[VectorIndex, dict[str, Any]]]:
+def throwaway_index(*, dataset_ids: list[int], kinds: list[str] | None = None, model: str | None = None,
+                    progress: bool = False) -> Iterator[tuple[VectorIndex, dict[str, Any]]]:
     """A store of its own holding these datasets' chunks, dropped on exit; -> (index, stats).
 
     Why: an evaluation (or a reranker's training on a BEIR collection) must not touch the live index, which
@@ -154,9 +145,12 @@ def throwaway_index(*, dataset_ids: list[int], kinds: list[str] | None = None,
         else:
             index = open_index(path=tmp, model_id=model_id, dim=dim)
         try:
+            bar = progress_bar(total=len(ids), desc="snapshot", unit="chunk", enabled=progress)
             for i in range(0, len(ids), _POINTS_BATCH):
                 points, _ = build_points(ids[i:i + _POINTS_BATCH], model_id=model_id, evaluation=True)
                 index.upsert(points)
+                bar.update(len(ids[i:i + _POINTS_BATCH]))
+            bar.close()
             if hasattr(index, "flush"):
                 index.flush()
             yield index, {"model_id": model_id, **stats, "points": index.count(),
@@ -165,6 +159,23 @@ def throwaway_index(*, dataset_ids: list[int], kinds: list[str] | None = None,
             if settings.QDRANT_URL:
                 index.drop()
             index.close()
+
+
+@contextmanager
+def search_store(*, dataset_ids: list[int], kinds: list[str] | None = None,
+                 progress: bool = False) -> Iterator[tuple[VectorIndex, str]]:
+    """Where quality work on live datasets searches: -> (index, "live" | "snapshot").
+
+    The live index where this process may search it (a Qdrant server, or the embedded store this process holds:
+    the web process, where admin jobs run); else a snapshot of these datasets built from Postgres (the truth the
+    index projects; docs/architecture.md, Data ownership), dropped afterwards. Why not open the live store: the
+    embedded store admits one handle, held by `make run`'s web process, and a read must never write it (applying
+    its outbox is the applier's job), so a command beside the server searches a copy instead of refusing."""
+    if searchable_here():
+        yield get_index(), "live"
+        return
+    with throwaway_index(dataset_ids=dataset_ids, kinds=kinds, progress=progress) as (index, _):
+        yield index, "snapshot"
 
 
 def run_pipelines_with_model(*, model: str | None, project: Project, dataset_ids: list[int],
@@ -210,7 +221,7 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
     The dataset is an evaluation dataset: its chunks live in Postgres (so a re-run is incremental) but never in
     the live index; a run searches them in a throwaway_index of its own."""
     coll = load_beir(path, max_queries=max_queries, kind=kind, split=split)
-    check_ready(live_index=False)  # the corpus is searched in a throwaway store: the live one may be held
+    check_ready()
     project = _eval_project(project_slug)
     dataset, _ = Dataset.objects.get_or_create(project=project, name=beir_dataset_name(coll),
                                                defaults={"kind": coll.kind, "is_evaluation": True})
@@ -218,7 +229,7 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
         raise ValueError(f"project {project.slug!r} already has a dataset named {dataset.name!r} that is not an "
                          "evaluation dataset; pass another --project")
     drafts = beir_documents(coll)
-    bar = tqdm(total=len(drafts), desc="ingest", file=sys.stderr, disable=not progress)
+    bar = progress_bar(total=len(drafts), desc="ingest", unit="doc", enabled=progress)
     last = {"files": 0}
 
     def tick(stats: dict[str, int]) -> None:
@@ -291,14 +302,27 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
     (top-1, top-3 chapters) with their evaluability (gold inside the routed chapters) and hit@1/MRR@10 over
     the queries that stay evaluable; routing off is the `default` row. Without it the routing rows run only
     when named in `pipelines`. `model` (a local sentence-transformers folder) adds `dense|fused|weighted@<model
-    id>` rows over a throwaway index of the rules chunks embedded with that model."""
+    id>` rows over a throwaway index of the rules chunks embedded with that model. It searches search_store: the
+    live index in the web process (an admin job), else a snapshot of the project's rules chunks (a command beside
+    the running server)."""
     queries = load_rules_queries(path)[:max_queries or None]
     check_ready()
     project = Project.objects.filter(slug=project_slug).first()
     if project is None:
         raise LookupError(f"project {project_slug!r} does not exist (run `manage.py demo` or ingest a rulebook)")
     dataset_ids = sorted(accessible_dataset_ids(project))
-    apply_outbox(index=get_index())
+    with search_store(dataset_ids=dataset_ids, kinds=RULES_FILTER["kind"], progress=progress) as (index, store):
+        report = _evaluate_rules_on(index=index, queries=queries, project=project, dataset_ids=dataset_ids,
+                                    pipelines=pipelines, progress=progress, expand=expand, model=model,
+                                    chapter_routing_report=chapter_routing_report,
+                                    collection=f"rules:{Path(path).stem}@{project_slug}")
+    report.timings["index"] = {"store": store}
+    return report
+
+
+def _evaluate_rules_on(*, index: VectorIndex, queries: list[Any], project: Project, dataset_ids: list[int],
+                       pipelines: list[str] | None, progress: bool, expand: bool, model: str | None,
+                       chapter_routing_report: bool, collection: str) -> EvalReport:
     qrels, texts, evaluable = {}, {}, 0
     expanded: dict[str, dict[str, int]] = {}
     for rq in queries:
@@ -312,14 +336,15 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
 
     def variant(name: str, **overrides: Any) -> Callable[[str, dict[str, Any]], list[tuple[int, float]]]:
         def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-            found = rules_search(user=None, project=project, spec=RulesSpec(q=q, log=False, top_k=50, **overrides))
+            found = rules_search(user=None, project=project, spec=RulesSpec(q=q, log=False, top_k=50, **overrides),
+                                 index=index)
             routed[(name, q)] = {(c["book_id"], c["chapter"]) for c in found["routing"]["chapters"]}
             scores = {r["chunk_id"]: r["score"] for r in found["results"]}
             return [(cid, scores.get(cid, 0.0)) for cid in found["candidate_ids"]]
         return rank
 
     rankers = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter=RULES_FILTER,
-                           default=variant("default"))
+                           default=variant("default"), index=index)
     rankers.update({name: variant(name, **kw) for name, kw in {**RULES_PIPELINES, **ROUTING_PIPELINES}.items()})
     names = pipelines or [p for p in ALL_RULES_PIPELINES if chapter_routing_report or p not in ROUTING_PIPELINES]
     if chapter_routing_report:
@@ -364,5 +389,4 @@ def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] 
         metrics[name]["cross_book_contamination"] = mean_or_none(contamination)
         metrics[name]["answer_similarity"] = mean_or_none([token_f1(a, b) for a, b in pairs])
         metrics[name]["answer_cosine"] = mean_or_none(answer_cosine(pairs))
-    return EvalReport(collection=f"rules:{Path(path).stem}@{project_slug}", queries=len(queries), pipelines=metrics,
-                      timings=timings, extra=extra)
+    return EvalReport(collection=collection, queries=len(queries), pipelines=metrics, timings=timings, extra=extra)

@@ -36,6 +36,7 @@ from search.rules.traversal import DEFAULT_GM_KEYWORDS, detect, load_config
 if TYPE_CHECKING:
     from accounts.models import User
     from projects.models import Project
+    from search.engine.index import VectorIndex
     from search.models import TraversalConfig
 
 DEFAULTS: dict[str, Any] = {"fusion": "rrf", "graph": True, "seed_top_n": DEFAULT_SEED_TOP_N, "depth": DEFAULT_DEPTH,
@@ -139,10 +140,12 @@ class RulesSpec:
                 object.__setattr__(self, name, tuple(value))
 
 
-def rules_search(*, user: User | None, project: Project, spec: RulesSpec) -> dict[str, Any]:
+def rules_search(*, user: User | None, project: Project, spec: RulesSpec,
+                 index: VectorIndex | None = None) -> dict[str, Any]:
     """Search the project's rulebooks. Returns {results, analysis, filters, graph, timings_ms, search_session_id}.
 
-    The context pipeline's stages with one added after fusion: the traversal policies and the graph boost."""
+    The context pipeline's stages with one added after fusion: the traversal policies and the graph boost.
+    `index`: where the legs search (default the live index; evaluation passes a store of its own)."""
     q, rulesets, fusion, graph = spec.q, list(spec.rulesets), spec.fusion, spec.graph
     seed_top_n, depth, decay, graph_top_k = spec.seed_top_n, spec.depth, spec.decay, spec.graph_top_k
     graph_strength, prefer_kinds, audience = spec.graph_strength, spec.prefer_kinds, spec.audience
@@ -196,7 +199,8 @@ def rules_search(*, user: User | None, project: Project, spec: RulesSpec) -> dic
     query = QuerySpec(q=q, top_k=spec.top_k, candidates=spec.candidates, fusion=fusion, rerank=spec.rerank,
                       extra_filter=extra, log=spec.log, kind="rules", source=spec.source,
                       sparse_q=sparse_q if sparse_q != q else None)
-    res = run_query(user=user, project=project, spec=query, stages=with_stage(STAGES, rules_stage, after=fuse_legs))
+    res = run_query(user=user, project=project, spec=query, index=index,
+                    stages=with_stage(STAGES, rules_stage, after=fuse_legs))
     by_id = {c.chunk_id: c for c in res.candidates}
     results = []
     for r in res.results:

@@ -6,9 +6,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from projects.access import accessible_dataset_ids
 from projects.models import Project
 from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES, choose_for_project
-from search.quality.runs import NotReady, check_ready
+from search.quality.runs import NotReady, check_ready, search_store
 
 
 class Command(BaseCommand):
@@ -26,14 +27,16 @@ class Command(BaseCommand):
         if opts["min_queries"] < 2:
             raise CommandError("--min-queries must be at least 2 (one query per half)")
         try:
-            check_ready()  # Postgres down or unmigrated, or the index held by the server: say what to run
+            check_ready()  # Postgres down or unmigrated: say what to run
         except NotReady as exc:
             raise CommandError(str(exc)) from exc
         project = Project.objects.filter(slug=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project {opts['project']!r}")
-        result = choose_for_project(project=project, min_queries=opts["min_queries"], min_gain=opts["min_gain"],
-                                    save=not opts["dry_run"])
+        # beside the running server this searches a snapshot of the project's datasets (search_store says why)
+        with search_store(dataset_ids=sorted(accessible_dataset_ids(project, include_global=True))) as (index, _):
+            result = choose_for_project(project=project, min_queries=opts["min_queries"],
+                                        min_gain=opts["min_gain"], save=not opts["dry_run"], index=index)
         ev = result.evidence
         if "pick" in ev:
             self.stdout.write(f"pick half: {ev['pick']['queries']} queries, nDCG@10 per setting:")

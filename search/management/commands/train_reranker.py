@@ -16,10 +16,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.errors import BadInput
-from projects.models import Dataset, Project
+from projects.models import Project
 from search.models import Chunk
 from search.quality import reranker_training as rt
-from search.quality.runs import ingest_beir, throwaway_index
+from search.quality.runs import ingest_beir, search_store, throwaway_index
 
 
 class Command(BaseCommand):
@@ -66,7 +66,14 @@ class Command(BaseCommand):
                     index, _ = stack.enter_context(throwaway_index(dataset_ids=dataset_ids,
                                                                    kinds=extra_filter["kind"]))
                 else:
-                    examples, dataset_ids, data, project = self._project_examples(opts)
+                    project = Project.objects.filter(slug=opts["project"]).first()
+                    if project is None:
+                        raise CommandError(f"no project {opts['project']!r}")
+                    examples, dataset_ids, data = rt.project_examples(
+                        project=project, pseudo=opts["pseudo"], min_feedback=opts["min_feedback"],
+                        pseudo_limit=opts["pseudo_limit"], seed=opts["seed"])
+                    # beside the running server: a snapshot of the project's datasets (search_store says why)
+                    index, _ = stack.enter_context(search_store(dataset_ids=dataset_ids, progress=progress))
                 self.stderr.write(f"{len(examples)} training queries ({data})")
                 result = rt.train_reranker(name=opts["name"], examples=examples, dataset_ids=dataset_ids, cfg=cfg,
                                            extra_filter=extra_filter, data=data, progress=progress,
@@ -82,14 +89,8 @@ class Command(BaseCommand):
                           f"queries: reranked nDCG@10 {h['reranked_ndcg@10']} vs fused {h['fused_ndcg@10']}")
         self.stdout.write(f"model: {result.path}")
         if project is not None:
-            beats = h["reranked_ndcg@10"] > h["fused_ndcg@10"]
-            if beats and not opts["no_activate"]:
-                project.reranker = m["name"]
-                project.save(update_fields=["reranker"])
-                self.stdout.write(f"project {project.slug} now reranks with {m['name']} by default")
-            else:
-                why = "--no-activate" if beats else "it does not beat the fused ranking on the held-out slice"
-                self.stdout.write(f"project {project.slug} keeps reranker {project.reranker or '(none)'}: {why}")
+            _, verdict = rt.adopt_if_better(project=project, result=result, activate=not opts["no_activate"])
+            self.stdout.write(verdict)
         if opts["verbosity"] > 1:
             self.stdout.write(json.dumps(m, indent=2))
 
@@ -105,19 +106,3 @@ class Command(BaseCommand):
             doc_to_chunks.setdefault(doc, []).append(cid)
         examples = rt.labelled_examples(qrels=coll.qrels, queries=coll.queries, doc_to_chunks=doc_to_chunks)
         return examples, [dataset.pk], {**data, "positives": f"qrels_{opts['split']}"}, extra_filter
-
-    def _project_examples(self, opts: dict[str, Any]) -> tuple[list, list[int], dict, Any]:
-        project = Project.objects.filter(slug=opts["project"]).first()
-        if project is None:
-            raise CommandError(f"no project {opts['project']!r}")
-        dataset_ids = list(Dataset.objects.filter(project=project).values_list("id", flat=True))
-        if not dataset_ids:
-            raise CommandError(f"project {project.slug!r} owns no dataset to train on")
-        examples = [] if opts["pseudo"] else rt.feedback_examples(project_id=project.pk)
-        data: dict[str, Any] = {"project": project.slug, "feedback_queries": len(examples)}
-        if opts["pseudo"] or len(examples) < opts["min_feedback"]:
-            examples += rt.pseudo_examples(dataset_ids=dataset_ids, limit=opts["pseudo_limit"], seed=opts["seed"])
-            data["positives"] = "feedback + pseudo-queries" if data["feedback_queries"] else "pseudo-queries"
-        else:
-            data["positives"] = "feedback"
-        return examples, dataset_ids, data, project

@@ -1,0 +1,244 @@
+"""Quality jobs: evaluate, train a reranker or choose fusion from the admin, while the platform serves.
+
+Why jobs in the web process: an operator evaluates and trains while `make run` serves, and with the embedded store
+only the web process may search the live index (docs/architecture.md, Data ownership). So the admin queues a
+QualityJob and a thread of this process runs it, one at a time (each is CPU-bound; two at once would only share
+the cores and slow the queries the server answers). Its bars report to the row (search.quality.progress), which
+the admin's change list shows and refreshes. Liveness is the job's advisory lock, as for ingest jobs
+(search.ingest.recovery): a job marked running whose lock is free was interrupted with its process, and the next
+process to start one marks it failed.
+
+Each kind checks its options when the job is submitted (BadInput naming the field), so a job that exists can run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.utils import timezone
+
+from config.errors import BadInput
+from projects.access import accessible_dataset_ids
+from projects.models import Project
+from search.engine.reranker_store import NAME_RE
+from search.ingest.locks import hold_job_lock
+from search.models import QualityJob
+from search.quality import reranker_training as rt
+from search.quality.evaluation import PIPELINES, save_run, write_report
+from search.quality.fusion_choice import choose_for_project
+from search.quality.progress import reporting_to
+from search.quality.runs import evaluate_beir, evaluate_rules, search_store
+
+if TYPE_CHECKING:
+    from accounts.models import User
+
+log = logging.getLogger(__name__)
+
+DEMO_RULES_QUERIES = Path(__file__).resolve().parents[1] / "rules" / "demo_rules" / "eval_queries.json"
+_RUN_LOCK = threading.Lock()  # one quality job at a time in this process
+_STARTED = timezone.now()  # pending jobs older than this process were queued by one that stopped
+
+
+# ------------------------------------------------------------------------------------------------ what may run
+def data_dir() -> Path:
+    """Where the admin looks for evaluation data: BEIR folders (with corpus.jsonl) and `rules/*.json` files.
+
+    Why a fixed folder and not a path typed in a form: a job reads files on the server, and a staff member picks
+    from what an operator put there rather than naming any path the process can read."""
+    return Path(settings.EVALUATION_DATA_DIR)
+
+
+def beir_collections() -> list[str]:
+    """The BEIR collections under the data folder, by folder name."""
+    root = data_dir()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / "corpus.jsonl").is_file())
+
+
+def rules_query_files() -> list[str]:
+    """Rules question files: the demo rulebook's (`demo`) and `rules/<name>.json` under the data folder."""
+    root = data_dir() / "rules"
+    found = sorted(p.stem for p in root.glob("*.json")) if root.is_dir() else []
+    return ["demo", *(n for n in found if n != "demo")]
+
+
+def _rules_path(name: str) -> Path:
+    return DEMO_RULES_QUERIES if name == "demo" else data_dir() / "rules" / f"{name}.json"
+
+
+def _project(slug: Any) -> Project:
+    project = Project.objects.filter(slug=slug).first() if isinstance(slug, str) else None
+    if project is None:
+        raise BadInput("No such project.", field="project")
+    return project
+
+
+def _pipelines(value: Any, *, known: tuple[str, ...]) -> list[str]:
+    names = value or []
+    if not isinstance(names, list) or any(n not in known for n in names):
+        raise BadInput(f"Pipelines must be a list drawn from: {', '.join(known)}.", field="pipelines")
+    return names
+
+
+def check_options(*, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options a job of `kind` runs with, checked and normalised; BadInput names the bad field."""
+    if kind == QualityJob.Kind.EVALUATE_BEIR:
+        if options.get("collection") not in beir_collections():
+            raise BadInput(f"Choose a BEIR collection under {data_dir()}: {', '.join(beir_collections()) or 'none'}.",
+                           field="collection")
+        return {"collection": options["collection"],
+                "pipelines": _pipelines(options.get("pipelines"), known=tuple(p for p in PIPELINES
+                                                                             if p != "trained-rerank")),
+                "max_queries": _count(options.get("max_queries"), field="max_queries")}
+    if kind == QualityJob.Kind.EVALUATE_RULES:
+        if options.get("queries", "demo") not in rules_query_files():
+            raise BadInput(f"Choose a rules question file: {', '.join(rules_query_files())}.", field="queries")
+        return {"queries": options.get("queries", "demo"), "project": _project(options.get("project")).slug,
+                "max_queries": _count(options.get("max_queries"), field="max_queries")}
+    if kind == QualityJob.Kind.TRAIN_RERANKER:
+        name = options.get("name")
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+            raise BadInput("Name the model: letters, digits, '.', '_' or '-' (at most 64).", field="name")
+        return {"project": _project(options.get("project")).slug, "name": name,
+                "pseudo": bool(options.get("pseudo", False)), "activate": bool(options.get("activate", True)),
+                "time_budget_s": float(_count(options.get("time_budget_s"), field="time_budget_s") or 1200)}
+    if kind == QualityJob.Kind.CHOOSE_FUSION:
+        return {"project": _project(options.get("project")).slug}
+    raise BadInput(f"Unknown job kind; choose from {', '.join(QualityJob.Kind.values)}.", field="kind")
+
+
+def _count(value: Any, *, field: str) -> int:
+    if value in (None, ""):
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadInput("Must be a whole number, 0 or more.", field=field)
+    return value
+
+
+# ------------------------------------------------------------------------------------------------ the kinds
+def _evaluate_beir(job: QualityJob) -> dict[str, Any]:
+    o = job.options
+    report = evaluate_beir(path=data_dir() / o["collection"], pipelines=o["pipelines"] or None,
+                           max_queries=o["max_queries"] or None, progress=False)
+    return _kept(job, report)
+
+
+def _evaluate_rules(job: QualityJob) -> dict[str, Any]:
+    o = job.options
+    report = evaluate_rules(path=_rules_path(o["queries"]), project_slug=o["project"],
+                            max_queries=o["max_queries"] or None, progress=False)
+    return _kept(job, report)
+
+
+def _kept(job: QualityJob, report: Any) -> dict[str, Any]:
+    """Write the report and its chart, store the EvaluationRun and link it to the job."""
+    report_dir = str(Path(settings.VAR_DIR) / "reports")
+    files = write_report(report, report_dir=report_dir)
+    job.evaluation = save_run(report, report_dir=report_dir)
+    job.save(update_fields=["evaluation"])
+    best = max(report.pipelines.items(), key=lambda kv: kv[1].get("ndcg@10") or 0.0)
+    return {"collection": report.collection, "queries": report.queries, "chart": Path(files["png"]).name,
+            "default_ndcg@10": report.pipelines.get("default", {}).get("ndcg@10"),
+            "best": {"pipeline": best[0], "ndcg@10": best[1].get("ndcg@10")}}
+
+
+def _train_reranker(job: QualityJob) -> dict[str, Any]:
+    o = job.options
+    project = _project(o["project"])
+    examples, dataset_ids, data = rt.project_examples(project=project, pseudo=o["pseudo"])
+    cfg = dataclasses.replace(rt.TrainConfig(), time_budget_s=o["time_budget_s"])
+    with search_store(dataset_ids=dataset_ids) as (index, store):
+        result = rt.train_reranker(name=o["name"], examples=examples, dataset_ids=dataset_ids, cfg=cfg, data=data,
+                                   progress=False, log=log.info, index=index)
+    adopted, verdict = rt.adopt_if_better(project=project, result=result, activate=o["activate"])
+    return {"model": result.name, "heldout": result.manifest["heldout"], "adopted": adopted, "verdict": verdict,
+            "store": store}
+
+
+def _choose_fusion(job: QualityJob) -> dict[str, Any]:
+    project = _project(job.options["project"])
+    with search_store(dataset_ids=sorted(accessible_dataset_ids(project, include_global=True))) as (index, store):
+        result = choose_for_project(project=project, index=index)
+    return {"adopted": result.adopted, "setting": result.setting.label, "reason": result.reason, "store": store}
+
+
+RUNNERS: dict[str, Callable[[QualityJob], dict[str, Any]]] = {
+    QualityJob.Kind.EVALUATE_BEIR: _evaluate_beir,
+    QualityJob.Kind.EVALUATE_RULES: _evaluate_rules,
+    QualityJob.Kind.TRAIN_RERANKER: _train_reranker,
+    QualityJob.Kind.CHOOSE_FUSION: _choose_fusion,
+}
+
+
+# ------------------------------------------------------------------------------------------------ running
+def submit(*, kind: str, options: dict[str, Any], user: User | None = None, background: bool = True) -> QualityJob:
+    """Check the options, store the job and start it in a thread of this process (`background=False`: run it
+    here, now; the tests and a command use that). BadInput, with nothing stored, when an option is bad."""
+    clean = check_options(kind=kind, options=options)
+    fail_interrupted()
+    job = QualityJob.objects.create(kind=kind, options=clean, created_by=user)
+    if background:
+        threading.Thread(target=_run_in_thread, args=(job.pk,), name=f"quality-{kind}", daemon=True).start()
+    else:
+        run(job_id=job.pk)
+        job.refresh_from_db()
+    return job
+
+
+def _run_in_thread(job_id: Any) -> None:
+    try:
+        run(job_id=job_id)
+    finally:
+        close_old_connections()
+
+
+def run(*, job_id: Any) -> None:
+    """Run a pending job to done or failed, holding its advisory lock; one job at a time in this process."""
+    with _RUN_LOCK, hold_job_lock(job_id) as got:
+        if not got:
+            return  # another runner has it
+        job = QualityJob.objects.filter(pk=job_id, status=QualityJob.Status.PENDING).first()
+        if job is None:
+            return
+        job.status, job.started_at = QualityJob.Status.RUNNING, timezone.now()
+        job.save(update_fields=["status", "started_at"])
+        try:
+            with reporting_to(str(job.pk)):
+                result = RUNNERS[job.kind](job)
+        except BadInput as exc:
+            _finish(job, status=QualityJob.Status.FAILED, error=f"{exc.field}: {exc.detail}")
+        except Exception as exc:  # a failed job says why on its row instead of dying silently
+            log.exception("quality job %s failed", job.pk)
+            _finish(job, status=QualityJob.Status.FAILED,
+                    error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")
+        else:
+            _finish(job, status=QualityJob.Status.DONE, result=result)
+
+
+def _finish(job: QualityJob, *, status: str, result: dict[str, Any] | None = None, error: str = "") -> None:
+    QualityJob.objects.filter(pk=job.pk).update(status=status, result=result or {}, error=error[:5000],
+                                                finished_at=timezone.now(), updated_at=timezone.now())
+
+
+def fail_interrupted() -> list[str]:
+    """Mark failed every job whose process stopped: running with its lock free, or pending since before this
+    process started (a pending job of this process is queued behind the running one). A job is re-run by
+    submitting it again, not resumed: its work is one computation."""
+    failed = []
+    stale = (QualityJob.objects.filter(status=QualityJob.Status.RUNNING)
+             | QualityJob.objects.filter(status=QualityJob.Status.PENDING, created_at__lt=_STARTED))
+    for job in stale:
+        with hold_job_lock(job.pk) as got:
+            if got and QualityJob.objects.filter(pk=job.pk, status=job.status).update(
+                    status=QualityJob.Status.FAILED, finished_at=timezone.now(),
+                    error="interrupted: the process running it stopped; submit it again"):
+                failed.append(str(job.pk))
+    return failed
