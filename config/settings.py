@@ -230,6 +230,8 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")  # empty: the MiniLM shipped in
 RERANKER_MODEL = env_str("RERANKER_MODEL", "")  # empty: the embedded reranker
 # a cross-encoder (RERANKER_MODEL or a project's trained reranker) reorders only the fused top RERANK_DEPTH
 RERANK_DEPTH = max(1, env_int("RERANK_DEPTH", 30))
+RERANK_MAX_LENGTH = max(16, env_int("RERANK_MAX_LENGTH", 256))  # tokens per (query, candidate) pair
+RERANK_CACHE_PAIRS = max(0, env_int("RERANK_CACHE_PAIRS", 50_000))  # cross-encoder scores kept (LRU); 0: none
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 16)  # 15-18 % faster than 64 on code chunks (bench_embedding.py)
 # auto: bf16 autocast where the CPU has native bf16 (AMX / AVX512-BF16), else fp32. bench_embedding.py: ~3x faster,
 # cosine to the fp32 vector >= 0.9999. fp32 | bf16 force one.

@@ -11,10 +11,12 @@ for it explicitly.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import threading
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,14 +45,22 @@ def rerank_text(*, micro_summary: str, text: str, path: str = "", symbol: str = 
 
 class CrossEncoderReranker:
     """A local CrossEncoder. A model trained here (its folder has manifest.json) ships with `blend`, the share of
-    the fused score mixed into its own (search/quality/reranker_training.py); any other CrossEncoder scores alone."""
+    the fused score mixed into its own (search/quality/reranker_training.py); any other CrossEncoder scores alone.
+
+    Cost: a forward pass per (query, candidate) pair, so inputs are cut at RERANK_MAX_LENGTH tokens and only the
+    fused top RERANK_DEPTH are scored (bench/rerank_curve.py chose both: the README's cost/quality table). Scores
+    are kept in an LRU of RERANK_CACHE_PAIRS (query, candidate text) pairs: a query asked again, a second page or
+    a retry scores only what it has not seen. The cache holds the model's own score; the blend with the fused
+    score, which depends on the other candidates, is applied on every call."""
 
     def __init__(self, path: str) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import CrossEncoder  # noqa: PLC0415 - heavy: loads torch and transformers; only encoding needs it
 
         self.name = f"cross-encoder:{Path(path).name}"
-        self.model = CrossEncoder(path, device="cpu")
+        self.model = CrossEncoder(path, device="cpu", max_length=settings.RERANK_MAX_LENGTH)
+        self._cache: OrderedDict[tuple[str, bytes], float] = OrderedDict()
+        self.scored = 0  # pairs the model has scored (cache misses)
         self.blend: float | None = None
         manifest = Path(path) / "manifest.json"
         if manifest.is_file():
@@ -61,8 +71,20 @@ class CrossEncoderReranker:
     def score(self, query: str, docs: list[str], *, prior: list[float]) -> list[float]:
         if not docs:
             return []
-        with _lock, inference_context(precision()):
-            scores = [float(s) for s in self.model.predict([(query, d) for d in docs], show_progress_bar=False)]
+        keys = [(query, hashlib.blake2b(d.encode(), digest_size=16).digest()) for d in docs]
+        with _lock:
+            todo = list(dict.fromkeys(k for k in keys if k not in self._cache))
+            if todo:
+                text = dict(zip(keys, docs, strict=True))
+                with inference_context(precision()):
+                    fresh = self.model.predict([(query, text[k]) for k in todo], show_progress_bar=False)
+                self.scored += len(todo)
+                self._cache.update((k, float(v)) for k, v in zip(todo, fresh, strict=True))
+            scores = [self._cache[k] for k in keys]
+            for k in keys:
+                self._cache.move_to_end(k)
+            while len(self._cache) > settings.RERANK_CACHE_PAIRS:
+                self._cache.popitem(last=False)
         if self.blend is None:
             return scores
 

@@ -129,6 +129,30 @@ def test_train_on_judged_queries_writes_a_loadable_model_with_its_manifest(edge_
                                    abs=1e-3)
 
 
+def test_a_trained_reranker_scores_each_pair_once_and_cuts_inputs_at_the_configured_length(
+        edge_index, collection, models_home, settings):
+    from search.engine.rerank import CrossEncoderReranker
+
+    call_command("train_reranker", "--beir", str(collection), "--name", "cache-ce", *TRAIN_ARGS, stdout=StringIO(),
+                 stderr=StringIO())
+    settings.RERANK_MAX_LENGTH, settings.RERANK_CACHE_PAIRS = 48, 3
+    model = CrossEncoderReranker(str(models_home / "cache-ce"))
+    assert model.model.max_length == 48
+    docs = ["Coral bleaching: warm water", "Tidal turbines", "Bees and mites"]
+    first = model.score("why do reefs turn white", docs, prior=[0.2, 0.9, 0.5])
+    assert model.scored == 3
+    # asked again with other fused scores: no pair is scored again, and the blend follows the new prior
+    again = model.score("why do reefs turn white", docs, prior=[0.9, 0.2, 0.5])
+    assert model.scored == 3 and again != first
+    raw = [float(x) for x in model.model.predict([("why do reefs turn white", d) for d in docs])]
+    assert again == pytest.approx(rt.blend_scores(model=raw, prior=[0.9, 0.2, 0.5], blend=model.blend), abs=1e-4)
+    # a new candidate is the only pair scored; the cache keeps the 3 most recently used pairs
+    model.score("why do reefs turn white", [*docs[1:], "Reef fish"], prior=[0.1, 0.2, 0.3])
+    assert model.scored == 4 and len(model._cache) == 3
+    model.score("why do reefs turn white", [docs[0]], prior=[1.0])  # evicted as the oldest: scored again
+    assert model.scored == 5
+
+
 def test_same_seed_and_data_train_the_same_model(edge_index, collection, models_home):
     for name in ("run-a", "run-b"):
         call_command("train_reranker", "--beir", str(collection), "--name", name, *TRAIN_ARGS, stdout=StringIO(),
