@@ -28,7 +28,7 @@ from search.engine.fusion import fuse
 from search.engine.fusion_settings import DEFAULT, FusionSetting, kind_default
 from search.engine.pipeline import build_filter, retrieve
 from search.models import Feedback
-from search.quality.metrics import ndcg
+from search.quality.metrics import lower_bound_95, ndcg
 
 if TYPE_CHECKING:
     from projects.models import Project
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 MIN_QUERIES = 30
 MIN_GAIN = 0.01
-BOOTSTRAP = 2000
 DEPTH = 100
 
 
@@ -102,14 +101,6 @@ def score_setting(setting: FusionSetting, *, legs: Legs, judged: dict[str, dict[
     return out
 
 
-def _lower_bound(deltas: list[float], *, seed: int) -> float:
-    """One-sided 95 % bootstrap lower bound of the mean paired gain."""
-    rng = random.Random(seed)
-    n = len(deltas)
-    means = sorted(statistics.fmean(rng.choices(deltas, k=n)) for _ in range(BOOTSTRAP))
-    return means[int(0.05 * BOOTSTRAP)]
-
-
 def choose(*, legs: Legs, judged: dict[str, dict[int, int]], min_queries: int = MIN_QUERIES,
            min_gain: float = MIN_GAIN, seed: int = 15, baseline: FusionSetting = DEFAULT) -> FusionChoice:
     """The rule in the module docstring, over legs already run (pure: tests feed it hand-made legs).
@@ -135,7 +126,7 @@ def choose(*, legs: Legs, judged: dict[str, dict[int, int]], min_queries: int = 
     base = score_setting(baseline, legs=legs, judged=judged, queries=confirm)
     cand = score_setting(best, legs=legs, judged=judged, queries=confirm)
     deltas = [b - a for a, b in zip(base, cand, strict=True)]
-    gain, low = statistics.fmean(deltas), _lower_bound(deltas, seed=seed)
+    gain, low = statistics.fmean(deltas), lower_bound_95(deltas, seed=seed)
     overall = statistics.fmean(score_setting(best, legs=legs, judged=judged, queries=queries))
     evidence["confirm"] = {"queries": len(confirm), "default": round(statistics.fmean(base), 4),
                            "best": round(statistics.fmean(cand), 4), "gain": round(gain, 4),

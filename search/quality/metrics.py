@@ -12,6 +12,8 @@ it scores 0 (`unanswered_is_zero`).
 from __future__ import annotations
 
 import math
+import random
+import statistics
 import warnings
 
 NDCG_K = 10
@@ -77,3 +79,15 @@ def online_scores(*, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, 
     scores = compute_metrics(qrels=judged, run=run, names=ONLINE, places=None)
     share = len(judged) / len(qrels)  # the sessions left out by the scorable rule count as 0
     return {name: value * share for name, value in scores.items()}
+
+
+BOOTSTRAP = 2000
+
+
+def lower_bound_95(deltas: list[float], *, seed: int) -> float:
+    """One-sided 95 % bootstrap lower bound of the mean paired gain (fusion choice and model adaptation adopt a
+    change only when it is above zero)."""
+    rng = random.Random(seed)
+    n = len(deltas)
+    means = sorted(statistics.fmean(rng.choices(deltas, k=n)) for _ in range(BOOTSTRAP))
+    return means[int(0.05 * BOOTSTRAP)]

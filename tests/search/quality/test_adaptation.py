@@ -1,0 +1,134 @@
+"""Embedding adaptation: the pairs mined from a corpus's own text, the batches, and a real (tiny) fine-tune that
+writes a loadable model with its held-out evidence. Real Postgres and the real bundled MiniLM; nothing downloaded."""
+from __future__ import annotations
+
+import json
+import random
+from io import StringIO
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from search.quality import adaptation as ad
+from tests.search.ctx_fixtures import edge_index, ingest  # noqa: F401 - fixture
+
+FUNCTION = '''def parse_retry_after(header, default=30):
+    """Read the Retry-After header as a number of seconds, falling back to the default."""
+    # servers send either seconds or an HTTP date; dates are not supported here
+    if not header:
+        return default
+    raise ValueError("the Retry-After header is not a number of seconds")
+'''
+
+
+def test_code_pairs_mask_what_pairs_them():
+    pairs = ad.code_pairs(text=FUNCTION, symbol="http.client.parse_retry_after",
+                          micro_summary="def parse_retry_after(header, default=30) — Read the Retry-After header")
+    assert set(pairs) == {"docstring", "name", "comment", "strings"}
+    anchor, positive = pairs["name"]
+    assert anchor == "parse retry after"
+    assert "parse_retry_after" not in positive and "def func(header" in positive
+    anchor, positive = pairs["docstring"]
+    assert anchor.startswith("Read the Retry-After header") and "Read the Retry-After" not in positive
+    assert "return default" in positive
+    anchor, positive = pairs["comment"]
+    assert anchor == "servers send either seconds or an HTTP date; dates are not supported here"
+    assert "servers send" not in positive and "if not header:" in positive
+    anchor, positive = pairs["strings"]
+    assert anchor == "the Retry-After header is not a number of seconds"  # the docstring is not a literal here
+    assert 'ValueError("")' in positive
+    # the micro-summary is part of what the index embeds: the name is masked there too
+    assert pairs["name"][1].startswith("def func(header, default=30)")
+
+
+def test_a_method_names_its_class_and_a_one_word_function_gives_no_name_pair():
+    method = "def allow(self, client_id):\n    return client_id in self.allowed\n"
+    assert ad.code_pairs(text=method, symbol="RateLimiter.allow")["name"][0] == "rate limiter allow"
+    assert "name" not in ad.code_pairs(text=method, symbol="allow")
+    assert ad.code_pairs(text="x = (", symbol="") == {}  # unparsable and nameless: nothing to pair
+
+
+def test_prose_pairs_take_the_heading_path_else_the_title_and_one_inverse_cloze_sentence():
+    text = ("Coral reefs bleach when the water stays too warm for weeks. The algae that feed the coral leave its "
+            "tissue. Without them the coral turns white and starves. Some reefs recover within a decade if the "
+            "water cools again.")
+    pairs = ad.prose_pairs(text=text, title="Why reefs turn white", heading_path=[], rng=random.Random(1))
+    assert pairs["title"] == ("Why reefs turn white", text)
+    sentence, rest = pairs["ict"]
+    assert sentence in text and sentence not in rest and rest.startswith("Why reefs turn white\n")
+    ruled = ad.prose_pairs(text=text, title="", heading_path=["Oceans", "Reef bleaching"], rng=random.Random(1))
+    assert ruled["heading"][0] == "Oceans > Reef bleaching" and "title" not in ruled
+
+
+def test_batches_hold_one_pair_type_and_never_one_chunk_twice():
+    pairs = [ad.Pair(f"a{i}", f"p{i}", chunk_id=i % 7, type=t) for i in range(40) for t in ("name", "comment")]
+    plan = ad.batches(pairs, size=4, steps=30, seed=3)
+    assert len(plan) == 30
+    for batch in plan:
+        assert len({p.type for p in batch}) == 1
+        assert len({p.chunk_id for p in batch}) == len(batch) >= 2
+    assert plan == ad.batches(pairs, size=4, steps=30, seed=3)  # a fixed seed plans the same steps
+
+
+@pytest.fixture
+def code_dataset(tmp_path, make_user, make_project, edge_index):
+    src = tmp_path / "pkg"
+    src.mkdir()
+    verbs = ["read", "write", "parse", "format", "check", "merge", "split", "count", "load", "store"]
+    nouns = ["config", "header", "ledger", "invoice", "session", "token"]
+    for n, (verb, noun) in enumerate((v, o) for v in verbs for o in nouns):
+        (src / f"m{n}.py").write_text(
+            f"def {verb}_{noun}_entries(items, limit=10):\n"
+            f"    # {verb} each {noun} entry and keep at most the limit\n"
+            f"    out = [x for x in items if x][:limit]\n"
+            f"    if not out:\n"
+            f"        raise ValueError('no {noun} entries to {verb} here')\n"
+            f"    return out\n")
+    project = make_project("tuned", make_user())
+    dataset, _ = ingest(project, "pkg", src)
+    return project, dataset
+
+
+def test_adapt_trains_a_loadable_copy_and_keeps_the_held_out_evidence(code_dataset, settings, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    from search.engine.encoders import resolve_model
+
+    settings.VAR_DIR = tmp_path / "var"
+    _, dataset = code_dataset
+    cfg = ad.AdaptConfig(steps=4, batch=8, heldout=0.2)
+    result = ad.adapt(name="pkg-adapted", dataset_ids=[dataset.pk], cfg=cfg, progress=False, log=lambda m: None)
+    manifest = json.loads((ad.models_dir() / "pkg-adapted" / "manifest.json").read_text())
+    assert manifest == result.manifest
+    assert manifest["kind"] == "bi-encoder" and manifest["base_model"] == "all-MiniLM-L6-v2"
+    assert manifest["training"]["steps_run"] == 4 and manifest["data"]["chunks_by_kind"] == {"code": 60}
+    assert set(manifest["data"]["train_pairs"]) == {"name", "comment", "strings"}
+    held = manifest["heldout"]
+    assert held["pairs"] == sum(manifest["data"]["heldout_pairs"].values()) > 0
+    assert 0 <= held["base_mrr@10"] <= 1 and 0 <= held["adapted_mrr@10"] <= 1
+    assert held["confirmed"] == (held["code_gain_lower_95"] > 0)
+    # the folder is a sentence-transformers model, and training changed it
+    adapted = SentenceTransformer(result.path, device="cpu")
+    base = SentenceTransformer(resolve_model()[1], device="cpu")
+    text = ["parse header entries"]
+    assert adapted.encode(text).shape == base.encode(text).shape == (1, 384)
+    assert not np.allclose(adapted.encode(text), base.encode(text), atol=1e-4)
+    # the same seed and data train the same model
+    again = ad.adapt(name="pkg-again", dataset_ids=[dataset.pk], cfg=cfg, progress=False, log=lambda m: None)
+    assert again.manifest["heldout"] == manifest["heldout"]
+    assert again.manifest["training"]["loss_last"] == manifest["training"]["loss_last"]
+
+
+def test_the_command_refuses_bad_arguments_and_too_little_content(code_dataset, make_user, make_project):
+    with pytest.raises(CommandError, match="--steps"):
+        call_command("adapt_embeddings", "--project", "tuned", "--name", "x", "--steps", "0")
+    with pytest.raises(CommandError, match="no project"):
+        call_command("adapt_embeddings", "--project", "nope", "--name", "x")
+    make_project("bare", make_user())
+    with pytest.raises(CommandError, match="training pairs"):
+        call_command("adapt_embeddings", "--project", "bare", "--name", "x", "--no-progress", stderr=StringIO())
+    with pytest.raises(CommandError, match="letters, digits"):
+        call_command("adapt_embeddings", "--project", "tuned", "--name", "bad name", "--no-progress",
+                     stderr=StringIO())
