@@ -318,8 +318,8 @@ class QualityJobForm(forms.Form):
                                                              "EVALUATION_DATA_DIR")
     queries = forms.ChoiceField(required=False, help_text="evaluate rules questions: the demo's or rules/<name>.json")
     project = forms.ModelChoiceField(queryset=Project.objects.order_by("slug"), required=False, to_field_name="slug",
-                                     help_text="rules questions, reranker training and fusion choice")
-    name = forms.CharField(required=False, help_text="train a reranker: the model's name")
+                                     help_text="rules questions, reranker training, fusion choice, adaptation")
+    name = forms.CharField(required=False, help_text="train a reranker or adapt the embedding model: the model's name")
     pseudo = forms.BooleanField(required=False, help_text="train on pseudo-queries only (no feedback)")
     activate = forms.BooleanField(required=False, initial=True,
                                   help_text="adopt the trained model if it beats fusion on the held-out slice")

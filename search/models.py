@@ -396,6 +396,7 @@ class QualityJob(models.Model):
         EVALUATE_RULES = "evaluate_rules", "evaluate rules questions"
         TRAIN_RERANKER = "train_reranker", "train a reranker"
         CHOOSE_FUSION = "choose_fusion", "choose fusion"
+        ADAPT_EMBEDDINGS = "adapt_embeddings", "adapt the embedding model"
 
     class Status(models.TextChoices):
         PENDING = "pending"

@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
             name='QualityJob',
             fields=[
                 ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('kind', models.CharField(choices=[('evaluate_beir', 'evaluate a BEIR collection'), ('evaluate_rules', 'evaluate rules questions'), ('train_reranker', 'train a reranker'), ('choose_fusion', 'choose fusion')], max_length=32)),
+                ('kind', models.CharField(choices=[('evaluate_beir', 'evaluate a BEIR collection'), ('evaluate_rules', 'evaluate rules questions'), ('train_reranker', 'train a reranker'), ('choose_fusion', 'choose fusion'), ('adapt_embeddings', 'adapt the embedding model')], max_length=32)),
                 ('options', models.JSONField(blank=True, default=dict)),
                 ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='pending', max_length=16)),
                 ('stage', models.CharField(blank=True, default='', max_length=100)),

@@ -1,4 +1,5 @@
-"""Quality jobs: evaluate, train a reranker or choose fusion from the admin, while the platform serves.
+"""Quality jobs: evaluate, train a reranker, choose fusion or adapt the embedding model from the admin, while the
+platform serves.
 
 Why jobs in the web process: an operator evaluates and trains while `make run` serves, and with the embedded store
 only the web process may search the live index (docs/architecture.md, Data ownership). So the admin queues a
@@ -26,11 +27,12 @@ from django.utils import timezone
 
 from config.errors import BadInput
 from projects.access import accessible_dataset_ids
-from projects.models import Project
+from projects.models import Dataset, Project
 from search.engine.reranker_store import NAME_RE
 from search.ingest.locks import hold_job_lock
 from search.models import QualityJob
 from search.quality import reranker_training as rt
+from search.quality.adaptation import AdaptConfig, adapt
 from search.quality.evaluation import PIPELINES, save_run, write_report
 from search.quality.fusion_choice import choose_for_project
 from search.quality.progress import reporting_to
@@ -112,6 +114,12 @@ def check_options(*, kind: str, options: dict[str, Any]) -> dict[str, Any]:
                 "time_budget_s": float(_count(options.get("time_budget_s"), field="time_budget_s") or 1200)}
     if kind == QualityJob.Kind.CHOOSE_FUSION:
         return {"project": _project(options.get("project")).slug}
+    if kind == QualityJob.Kind.ADAPT_EMBEDDINGS:
+        name = options.get("name")
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+            raise BadInput("Name the model: letters, digits, '.', '_' or '-' (at most 64).", field="name")
+        steps = _count(options.get("steps"), field="steps") or AdaptConfig().steps
+        return {"project": _project(options.get("project")).slug, "name": name, "steps": steps}
     raise BadInput(f"Unknown job kind; choose from {', '.join(QualityJob.Kind.values)}.", field="kind")
 
 
@@ -170,11 +178,24 @@ def _choose_fusion(job: QualityJob) -> dict[str, Any]:
     return {"adopted": result.adopted, "setting": result.setting.label, "reason": result.reason, "store": store}
 
 
+def _adapt_embeddings(job: QualityJob) -> dict[str, Any]:
+    project = _project(job.options["project"])
+    dataset_ids = list(Dataset.objects.filter(project=project).values_list("id", flat=True))
+    result = adapt(name=job.options["name"], dataset_ids=dataset_ids, data={"project": project.slug}, progress=False,
+                   log=log.info, cfg=AdaptConfig(steps=job.options["steps"]))
+    h = result.manifest["heldout"]
+    return {"model": result.name, "heldout": {k: h[k] for k in ("base_mrr@10", "adapted_mrr@10", "confirmed")},
+            "cost_s": result.manifest["cost"]["total_seconds"],
+            "verdict": ("confirmed on the held-out code pairs" if h["confirmed"] else "not confirmed") + "; compare "
+                       f"with evaluate --model-id {result.path}"}
+
+
 RUNNERS: dict[str, Callable[[QualityJob], dict[str, Any]]] = {
     QualityJob.Kind.EVALUATE_BEIR: _evaluate_beir,
     QualityJob.Kind.EVALUATE_RULES: _evaluate_rules,
     QualityJob.Kind.TRAIN_RERANKER: _train_reranker,
     QualityJob.Kind.CHOOSE_FUSION: _choose_fusion,
+    QualityJob.Kind.ADAPT_EMBEDDINGS: _adapt_embeddings,
 }
 
 

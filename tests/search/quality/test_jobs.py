@@ -64,6 +64,8 @@ def test_bad_options_are_refused_by_field_and_store_no_job(db, data_dir):
              ("evaluate_rules", {"project": "no-such-project"}, "project"),
              ("evaluate_rules", {"queries": "missing", "project": "x"}, "queries"),
              ("train_reranker", {"project": "x", "name": "bad name!"}, "name"),
+             ("adapt_embeddings", {"project": "x", "name": "../up"}, "name"),
+             ("adapt_embeddings", {"project": "x", "name": "ok", "steps": "many"}, "steps"),
              ("unknown", {}, "kind")]
     for kind, options, field in cases:
         with pytest.raises(BadInput) as err:
@@ -149,3 +151,25 @@ def test_choose_fusion_as_a_job_keeps_the_default_without_judged_queries(db, mak
     assert job.status == "done", job.error
     assert job.result["adopted"] is False and "judged queries" in job.result["reason"]
     assert job.result["store"] == "live"  # this process holds the store, as the web process does
+
+
+def test_an_adaptation_job_writes_the_model_and_reports_its_held_out_check(db, make_user, make_project, edge_index,
+                                                                          tmp_path, settings):
+    from tests.search.ctx_fixtures import ingest
+
+    settings.VAR_DIR = tmp_path / "var"
+    src = tmp_path / "pkg"
+    src.mkdir()
+    pairs = [(v, o) for v in ("read", "write", "parse", "merge")
+             for o in ("config", "ledger", "invoice", "session", "token", "header")]
+    for n, (verb, noun) in enumerate(pairs):
+        (src / f"m{n}.py").write_text(f"def {verb}_{noun}_items(items):\n    # {verb} every {noun} item we were given\n"
+                                      f"    return [x for x in items if x]\n")
+    project = make_project("tuned", make_user())
+    ingest(project, "pkg", src)
+    job = jobs.submit(kind="adapt_embeddings", options={"project": project.slug, "name": "tuned-adapted", "steps": 2},
+                      background=False)
+    assert job.status == "done", job.error
+    assert job.result["model"] == "tuned-adapted" and isinstance(job.result["heldout"]["confirmed"], bool)
+    assert (settings.VAR_DIR / "models" / "embeddings" / "tuned-adapted" / "manifest.json").is_file()
+    assert job.stage == "adapt" and job.done == job.total == 2  # the training bar reported to the row
