@@ -50,7 +50,7 @@ from collections import defaultdict
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+import torch.nn.functional as F  # noqa: N812 - torch's own convention
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CARRY = os.path.join(ROOT, ".adapt_carry")
@@ -156,7 +156,7 @@ def _func_node(tree):
 def _comments(text):
     try:
         toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except Exception:
+    except (tokenize.TokenError, IndentationError, SyntaxError):
         return []
     out = []
     for t in toks:
@@ -188,7 +188,7 @@ def code_pairs(doc_id, title, text):
     qual = title.rsplit(".", 1)[0] if "." in title else ""
     try:
         tree = ast.parse(text)
-    except Exception:
+    except (SyntaxError, ValueError):
         tree = None
     node = _func_node(tree) if tree is not None else None
     params = []
@@ -207,9 +207,9 @@ def code_pairs(doc_id, title, text):
     # name: class + function words (no module) <-> code with the name masked
     cls_words = ident_words(qual.split(".")[-1]) if qual and qual.split(".")[-1][:1].isupper() else []
     if len(nw) >= 2 or (nw and cls_words):
-        masked = re.sub(r"\b%s\b" % re.escape(name), "func", text) if name else text
+        masked = re.sub(rf"\b{re.escape(name)}\b", "func", text) if name else text
         if cls_words:
-            masked = re.sub(r"\b%s\b" % re.escape(qual.split(".")[-1]), "Cls", masked)
+            masked = re.sub(rf"\b{re.escape(qual.split('.')[-1])}\b", "Cls", masked)
         mqual = ".".join(qual.split(".")[:-1] + ["Cls"]) if cls_words else qual
         out["name"].append((" ".join(cls_words + nw), indexed_text(f"{mqual}.func" if mqual else "func", masked)))
     # comment: comment lines <-> title + code without comments

@@ -46,7 +46,16 @@ def main() -> None:
     from sentence_transformers import CrossEncoder
 
     from search.engine.encoders import inference_context, precision
-    from search.engine.pipeline import RETRIEVAL, QuerySpec, build_filter, execute, over, recheck, replace_stage, resolve
+    from search.engine.pipeline import (
+        RETRIEVAL,
+        QuerySpec,
+        build_filter,
+        execute,
+        over,
+        recheck,
+        replace_stage,
+        resolve,
+    )
     from search.engine.rerank import rerank_text
     from search.engine.reranker_store import blend_scores, model_path
     from search.models import Chunk
