@@ -164,7 +164,8 @@ def test_same_seed_and_data_train_the_same_model(edge_index, collection, models_
     assert len(a["history"]) > 1 and strip(a["history"]) == strip(b["history"])
 
 
-def test_evaluate_reports_a_trained_rerank_row_beside_the_others(edge_index, collection, models_home, tmp_path):
+def test_evaluate_reports_a_trained_rerank_row_beside_the_others(edge_index, collection, models_home, tmp_path,
+                                                                 settings):
     call_command("train_reranker", "--beir", str(collection), "--name", "toy-ce", *TRAIN_ARGS, stdout=StringIO(),
                  stderr=StringIO())
     out = StringIO()
@@ -172,7 +173,8 @@ def test_evaluate_reports_a_trained_rerank_row_beside_the_others(edge_index, col
                  "--no-save", "--report-dir", str(tmp_path / "r"), stdout=out)
     report = json.loads(out.getvalue())
     assert {"fused", "trained-rerank", "fused+rerank"} <= set(report["pipelines"])
-    assert report["extra"]["trained_reranker"] == {"name": "trained:toy-ce", "rerank_depth": 30}
+    settings_depth = settings.RERANK_DEPTH  # the report names the depth the row ran at
+    assert report["extra"]["trained_reranker"] == {"name": "trained:toy-ce", "rerank_depth": settings_depth}
     assert 0.0 <= report["pipelines"]["trained-rerank"]["ndcg@10"] <= 1.0
 
 
