@@ -347,7 +347,7 @@ class QualityJobAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "kind", "state", "progress", "summary", "evaluation_link", "short_error")
     list_filter = ("status", "kind")
     readonly_fields = ("kind", "options", "status", "stage", "done", "total", "result", "error", "evaluation",
-                       "created_by", "created_at", "started_at", "finished_at")
+                       "created_by", "created_at", "started_at", "updated_at", "finished_at")
     change_list_template = "admin/search/qualityjob/change_list.html"
 
     @admin.display(description="status")
