@@ -9,6 +9,7 @@ import uuid
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 
 
@@ -429,3 +430,63 @@ class QualityJob(models.Model):
         if self.status == self.Status.DONE:
             return 100
         return int(100 * self.done / self.total) if self.total else 0
+
+
+class CodeFile(models.Model):
+    """What the code tools know of one document: its symbol facts' digest and the trigrams grep narrows by.
+
+    Why a row per document (any kind, not only code): grep reads every indexed file, and the trigram array is its
+    index (Postgres's pg_trgm is not in the embedded server). Written with the document's chunks in one
+    transaction (search.ingest.writer) and deleted with the document (CASCADE), so it never outlives or lags its
+    text; `manage.py reconcile_code` proves it and the symbol rows equal a fresh build from the chunks."""
+
+    document = models.OneToOneField(Document, on_delete=models.CASCADE, related_name="code_file")
+    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="+")
+    path = models.CharField(max_length=1000)
+    lang = models.CharField(max_length=40, blank=True, default="")
+    lines = models.PositiveIntegerField(default=0)
+    # casefolded character trigrams within lines (search.engine.grep.trigrams), for `trigrams @> literal's`
+    trigrams = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    symbols_digest = models.CharField(max_length=64, blank=True, default="")  # FileSymbols.digest() as written
+
+    class Meta:
+        indexes = [models.Index(fields=["dataset", "path"], name="codefile_dataset_path"),
+                   GinIndex(fields=["trigrams"], name="codefile_trigrams")]
+
+
+class Symbol(models.Model):
+    """A definition in a file (search.ingest.symbols.Definition); lines 1-based, inclusive."""
+
+    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="symbols")
+    path = models.CharField(max_length=1000)
+    lang = models.CharField(max_length=40, blank=True, default="")
+    name = models.CharField(max_length=300)
+    qualname = models.CharField(max_length=500)
+    kind = models.CharField(max_length=32)
+    signature = models.CharField(max_length=300, blank=True, default="")
+    start_line = models.PositiveIntegerField()
+    end_line = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["dataset", "name"], name="symbol_dataset_name"),
+                   models.Index(fields=["document", "start_line"], name="symbol_document_line")]
+
+
+class SymbolRef(models.Model):
+    """A use of a name in a file (search.ingest.symbols.Reference): a call, a reference, an import, a base class.
+    Which definition it means is resolved when asked (search.engine.code_graph), never stored."""
+
+    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="symbol_refs")
+    path = models.CharField(max_length=1000)
+    name = models.CharField(max_length=300)
+    kind = models.CharField(max_length=16)  # call | reference | import | inherit
+    line = models.PositiveIntegerField()
+    qualifier = models.CharField(max_length=300, blank=True, default="")
+    container = models.CharField(max_length=500, blank=True, default="")
+    alias = models.CharField(max_length=300, blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(fields=["dataset", "name"], name="symbolref_dataset_name"),
+                   models.Index(fields=["document", "kind"], name="symbolref_document_kind")]

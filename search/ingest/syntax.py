@@ -175,8 +175,13 @@ def _units(container: Node, *, prefix: str, cap: int) -> list[_Unit]:
         if members:
             first = min(c.start_point.row for c in body.named_children) + 1
             out.append(_Unit(start, max(start, first - 1), symbol, True, doc, top=not prefix))
-            out.extend(_units(body, prefix=f"{symbol}.", cap=cap))
-            # the closing line(s) after the last member ('}' / 'end') carry nothing worth a chunk
+            members_out = _units(body, prefix=f"{symbol}.", cap=cap)
+            # the closing line(s) after the last member ('}' / 'end') join it: not worth a chunk of their own,
+            # but every line of the file must be indexed, so the file's text can be rebuilt from its chunks
+            # (the symbol graph and grep read it back: search.ingest.symbols.indexed_text)
+            if members_out:
+                members_out[-1].end = max(members_out[-1].end, end)
+            out.extend(members_out)
         else:
             out.append(_Unit(start, end, symbol, definition, doc, top=not prefix))
     if pending_doc:

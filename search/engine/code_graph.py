@@ -1,0 +1,323 @@
+"""Navigation over the symbol graph: where a symbol is defined, who uses it, a file's outline, the indexed files.
+
+Why resolution here, at query time: the rows hold each file's own facts (search.ingest.symbols says why), and a
+reference's meaning is decided now, from the dataset as it is:
+
+  1. a definition of that name in the same file (with `self.`/`this.`/`cls.`, one in the enclosing class first);
+  2. else the import that binds the name (or the module alias it is reached through): the definition in the
+     file of that module, when the dataset holds it (an import of a library resolves to nothing);
+  3. else the dataset's definitions of that name: one is the answer, several are reported as ambiguous with
+     every candidate, never guessed.
+
+Resolution never crosses datasets (a name in one repository does not mean a definition in another), and every
+query is limited in SQL to the datasets the project can read (projects.access), like search.
+"""
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from config.errors import BadInput, NotFound
+from projects.access import accessible_dataset_ids
+from projects.models import Dataset, Project
+from search.engine.globs import compile_glob
+from search.models import Document, Symbol, SymbolRef
+
+MAX_SYMBOL = 500
+MAX_DEFINITIONS = 50
+MAX_REFERENCES = 500
+MAX_FILES = 1000
+_SELF = ("self", "this", "cls", "static", "Self")
+_EXTS = ("", ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go", ".rs", ".java", ".rb", ".php",
+         ".cs", ".c", ".h", ".cc", ".cpp", ".hpp")
+
+
+def module_of(path: str) -> str:
+    """The dotted module a path defines: `billing/ledger.py` -> `billing.ledger`, `pkg/__init__.py` -> `pkg`,
+    `web/util/index.js` -> `web.util`. Ingest names imports with it (search.ingest.symbols) and queries match them."""
+    stem = posixpath.splitext(path)[0]
+    parts = [p for p in stem.split("/") if p]
+    if parts and parts[-1] in ("__init__", "index", "mod"):
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+# --------------------------------------------------------------------------- which datasets
+def datasets_for(*, project: Project, dataset: str | int | None = None) -> list[Dataset]:
+    """The datasets the project can read, or the one `dataset` names (name or id; 400 on `dataset` when it names
+    none of them: a dataset the project cannot read is not revealed)."""
+    readable = list(Dataset.objects.filter(pk__in=accessible_dataset_ids(project)).order_by("pk"))
+    if dataset in (None, ""):
+        return readable
+    wanted = str(dataset).strip()
+    match = [ds for ds in readable if str(ds.pk) == wanted] or [ds for ds in readable if ds.name == wanted]
+    if not match:
+        raise BadInput(f"No dataset {wanted!r} among those this project can read.", field="dataset")
+    return [min(match, key=lambda ds: (ds.project_id != project.pk, ds.pk))]  # a shared name: the project's own
+
+
+def _check_symbol(symbol: Any) -> str:
+    if not isinstance(symbol, str) or not symbol.strip() or len(symbol) > MAX_SYMBOL:
+        raise BadInput(f"Must be a name of 1 to {MAX_SYMBOL} characters (`deduct`, `Wallet.deduct`, "
+                       "`billing.ledger.deduct`).", field="symbol")
+    return symbol.strip().replace("::", ".").replace("#", ".")
+
+
+# --------------------------------------------------------------------------- definitions
+@dataclass(frozen=True)
+class Def:
+    id: int
+    dataset_id: int
+    document_id: int
+    path: str
+    lang: str
+    name: str
+    qualname: str
+    kind: str
+    signature: str
+    start_line: int
+    end_line: int
+
+    @property
+    def full_name(self) -> str:
+        module = module_of(self.path)
+        return f"{module}.{self.qualname}" if module else self.qualname
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"dataset_id": self.dataset_id, "path": self.path, "lang": self.lang, "name": self.name,
+                "qualname": self.qualname, "full_name": self.full_name, "kind": self.kind,
+                "signature": self.signature, "start_line": self.start_line, "end_line": self.end_line,
+                "span": f"{self.path}:{self.start_line}-{self.end_line}"}
+
+
+_DEF_FIELDS = ("id", "dataset_id", "document_id", "path", "lang", "name", "qualname", "kind", "signature",
+               "start_line", "end_line")
+
+
+def _defs(**filters: Any) -> list[Def]:
+    return [Def(*row) for row in Symbol.objects.filter(**filters).order_by("dataset_id", "path", "start_line")
+            .values_list(*_DEF_FIELDS)]
+
+
+def _matches(d: Def, symbol: str) -> bool:
+    if "." not in symbol:
+        return True
+    return d.qualname == symbol or d.full_name == symbol or d.full_name.endswith("." + symbol)
+
+
+def definitions_of(*, dataset_ids: list[int], symbol: str) -> list[Def]:
+    """Definitions `symbol` names: by name, or by a dotted tail of module + qualified name."""
+    name = symbol.rsplit(".", 1)[-1]
+    return [d for d in _defs(dataset_id__in=dataset_ids, name=name) if _matches(d, symbol)]
+
+
+def _status(found: list[Def]) -> str:
+    return "not_found" if not found else ("found" if len(found) == 1 else "ambiguous")
+
+
+def find_definition(*, project: Project, symbol: str, dataset: str | int | None = None) -> dict[str, Any]:
+    """Where `symbol` is defined: every definition it names (`status`: found, ambiguous or not_found)."""
+    symbol = _check_symbol(symbol)
+    ids = [ds.pk for ds in datasets_for(project=project, dataset=dataset)]
+    found = definitions_of(dataset_ids=ids, symbol=symbol)
+    return {"project": project.slug, "symbol": symbol, "status": _status(found),
+            "definitions": [d.as_dict() for d in found[:MAX_DEFINITIONS]], "truncated": len(found) > MAX_DEFINITIONS}
+
+
+# --------------------------------------------------------------------------- references
+@dataclass(frozen=True)
+class Ref:
+    dataset_id: int
+    document_id: int
+    path: str
+    name: str
+    kind: str
+    line: int
+    qualifier: str
+    container: str
+    alias: str
+
+
+_REF_FIELDS = ("dataset_id", "document_id", "path", "name", "kind", "line", "qualifier", "container", "alias")
+
+
+class Resolver:
+    """Resolves references of one dataset by the rules in the module docstring, loading what it needs once."""
+
+    def __init__(self, *, dataset_id: int) -> None:
+        self.dataset_id = dataset_id
+        self._by_name: dict[str, list[Def]] = {}
+        self._imports: dict[int, list[Ref]] = {}
+        self._files: dict[str, list[int]] | None = None
+
+    def defs_named(self, name: str) -> list[Def]:
+        if name not in self._by_name:
+            self._by_name[name] = _defs(dataset_id=self.dataset_id, name=name)
+        return self._by_name[name]
+
+    def load_imports(self, document_ids: list[int]) -> None:
+        todo = [d for d in document_ids if d not in self._imports]
+        for d in todo:
+            self._imports[d] = []
+        for row in (SymbolRef.objects.filter(document_id__in=todo, kind="import").values_list(*_REF_FIELDS)):
+            self._imports[row[1]].append(Ref(*row))
+
+    def _documents_of_module(self, module: str) -> list[int]:
+        """Documents whose path is the module (`a.b` -> a/b.py, a/b/__init__.py, src/a/b.py, ./a/b.ts, ...)."""
+        if self._files is None:
+            self._files = defaultdict(list)
+            for doc_id, path in Document.objects.filter(dataset_id=self.dataset_id).values_list("pk", "path"):
+                mod = module_of(path)
+                self._files[mod].append(doc_id)
+                self._files[posixpath.splitext(path)[0]].append(doc_id)
+        key = module.replace("/", ".") if "/" not in module.strip("./") else module
+        exact = self._files.get(module, []) or self._files.get(key, [])
+        if exact:
+            return exact
+        suffix = "." + module.strip(".")
+        return [doc for mod, docs in self._files.items() if mod.endswith(suffix) for doc in docs]
+
+    def resolve(self, ref: Ref) -> tuple[str, list[Def]]:
+        """("resolved", [def]) | ("ambiguous", candidates) | ("external", []) | ("unresolved", [])."""
+        candidates = self.defs_named(ref.name)
+        if ref.kind != "import" and not ref.qualifier and not any(d.document_id == ref.document_id
+                                                                    for d in candidates):
+            imports = self._imports_of(ref.document_id)
+            bound = next((imp for imp in imports if imp.alias == ref.name and imp.name != ref.name), None)
+            if bound is not None:  # `take(...)` after `from m import deduct as take`
+                return self._through_import(bound.qualifier, bound.name, self.defs_named(bound.name))
+        if ref.kind == "import":
+            return self._through_import(ref.qualifier, ref.name, candidates)
+        local = [d for d in candidates if d.document_id == ref.document_id]
+        if ref.qualifier in _SELF or ref.qualifier.startswith(tuple(f"{s}." for s in _SELF)):
+            cls = ref.container.rsplit(".", 1)[0] if "." in ref.container else ref.container
+            in_class = [d for d in local if d.qualname.rsplit(".", 1)[0] == cls]
+            if len(in_class) == 1:
+                return "resolved", in_class
+        if not ref.qualifier and local:
+            top = [d for d in local if "." not in d.qualname] or local
+            if len(top) == 1:
+                return "resolved", top
+        imports = self._imports_of(ref.document_id)
+        head = ref.qualifier.split(".", 1)[0] if ref.qualifier else ""
+        for imp in imports:
+            if not ref.qualifier and imp.alias == ref.name:  # `from m import name [as alias]`
+                return self._through_import(imp.qualifier, imp.name, self.defs_named(imp.name))
+            if head and imp.alias == head:  # `import m as head` ... `head.name(...)`
+                module = ".".join(p for p in (imp.qualifier, imp.name) if p)
+                return self._through_import(module, ref.name, candidates)
+        if len(candidates) == 1:
+            return "resolved", candidates
+        if local and not ref.qualifier:
+            return ("resolved", local) if len(local) == 1 else ("ambiguous", local)
+        return ("ambiguous", candidates) if candidates else ("unresolved", [])
+
+    def _imports_of(self, document_id: int) -> list[Ref]:
+        if document_id not in self._imports:
+            self.load_imports([document_id])
+        return self._imports[document_id]
+
+    def _through_import(self, module: str, name: str, candidates: list[Def]) -> tuple[str, list[Def]]:
+        if not candidates:
+            return "external", []
+        docs = set(self._documents_of_module(module)) if module else set()
+        hit = [d for d in candidates if d.document_id in docs and "." not in d.qualname]
+        hit = hit or [d for d in candidates if d.document_id in docs]
+        if len(hit) == 1:
+            return "resolved", hit
+        if len(hit) > 1:
+            return "ambiguous", hit
+        if docs:  # the module is here, the name is not defined in it (re-exported, generated): by name
+            return ("resolved", candidates) if len(candidates) == 1 else ("ambiguous", candidates)
+        return "external", []
+
+
+def find_references(*, project: Project, symbol: str, dataset: str | int | None = None,
+                    limit: int = MAX_REFERENCES) -> dict[str, Any]:
+    """Uses of the definition(s) `symbol` names (calls, references, imports, base classes), each with how it
+    resolved: `resolved` (to a listed definition) or `ambiguous` (its name has several candidates, this among
+    them). Uses that resolve to another definition of the same name are left out."""
+    symbol = _check_symbol(symbol)
+    if not 1 <= limit <= MAX_REFERENCES:
+        raise BadInput(f"Must be between 1 and {MAX_REFERENCES}.", field="limit")
+    ids = [ds.pk for ds in datasets_for(project=project, dataset=dataset)]
+    targets = definitions_of(dataset_ids=ids, symbol=symbol)
+    by_id = {d.id: d for d in targets}
+    refs: list[dict[str, Any]] = []
+    total = 0
+    for ds_id in sorted({d.dataset_id for d in targets}):
+        resolver = Resolver(dataset_id=ds_id)
+        names = sorted({d.name for d in targets if d.dataset_id == ds_id})
+        rows = [Ref(*r) for r in SymbolRef.objects.filter(dataset_id=ds_id, name__in=names)
+                .order_by("path", "line", "kind").values_list(*_REF_FIELDS)]
+        resolver.load_imports(sorted({r.document_id for r in rows}))
+        # `from m import name as alias`: the file's uses of the alias are uses of the name
+        aliased = {(r.document_id, r.alias) for r in rows if r.kind == "import" and r.alias and r.alias != r.name
+                   and any(d.id in by_id for d in resolver.resolve(r)[1])}
+        for doc_id, alias in sorted(aliased):
+            rows += [Ref(*row) for row in SymbolRef.objects.filter(document_id=doc_id, name=alias)
+                     .exclude(kind="import").order_by("line").values_list(*_REF_FIELDS)]
+        rows.sort(key=lambda r: (r.path, r.line, r.kind))
+        for r in rows:
+            how, defs = resolver.resolve(r)
+            mine = [d for d in defs if d.id in by_id]
+            if not mine:
+                continue
+            total += 1
+            if len(refs) < limit:
+                refs.append({"dataset_id": r.dataset_id, "path": r.path, "line": r.line, "span": f"{r.path}:{r.line}",
+                             "kind": r.kind, "name": r.name, "qualifier": r.qualifier, "container": r.container,
+                             "resolution": how,
+                             "definition": mine[0].as_dict()["span"] if how == "resolved" else None,
+                             "candidates": len(defs)})
+    return {"project": project.slug, "symbol": symbol, "status": _status(targets),
+            "definitions": [d.as_dict() for d in targets[:MAX_DEFINITIONS]], "references": refs, "total": total,
+            "truncated": total > len(refs)}
+
+
+# --------------------------------------------------------------------------- files
+def _document(*, project: Project, path: str, dataset: str | int | None) -> Document:
+    if not isinstance(path, str) or not path.strip() or len(path) > 1000:
+        raise BadInput("Must be a non-empty path of at most 1000 characters.", field="path")
+    datasets = datasets_for(project=project, dataset=dataset)
+    docs = list(Document.objects.filter(dataset__in=datasets, path=path).select_related("dataset"))
+    if not docs:
+        raise NotFound("No indexed file at this path in this project.", field="path")
+    return min(docs, key=lambda d: (d.dataset.project_id != project.pk, d.dataset_id))
+
+
+def outline(*, project: Project, path: str, dataset: str | int | None = None) -> dict[str, Any]:
+    """A file's definitions in line order (nesting by `depth`) and its imports."""
+    doc = _document(project=project, path=path, dataset=dataset)
+    defs = _defs(document_id=doc.pk)
+    imports = (SymbolRef.objects.filter(document_id=doc.pk, kind="import").order_by("line", "name")
+               .values_list("line", "name", "qualifier", "alias"))
+    return {"project": project.slug, "dataset_id": doc.dataset_id, "path": doc.path, "lang": doc.lang,
+            "symbols": [{**d.as_dict(), "depth": d.qualname.count(".")} for d in defs],
+            "imports": [{"line": line, "name": name, "module": module, "alias": alias, "span": f"{doc.path}:{line}"}
+                        for line, name, module, alias in imports]}
+
+
+def list_files(*, project: Project, dataset: str | int | None = None, glob: str | None = None,
+               limit: int = 200, offset: int = 0) -> dict[str, Any]:
+    """Indexed files the project can read, in dataset and path order, narrowed by a path glob."""
+    if not 1 <= limit <= MAX_FILES:
+        raise BadInput(f"Must be between 1 and {MAX_FILES}.", field="limit")
+    if not 0 <= offset <= 10 ** 7:
+        raise BadInput("Must be between 0 and 10000000.", field="offset")
+    datasets = datasets_for(project=project, dataset=dataset)
+    docs = Document.objects.filter(dataset__in=datasets)
+    if glob:
+        try:
+            g = compile_glob(glob)
+        except BadInput as exc:
+            raise BadInput(exc.detail, field="glob") from None
+        docs = docs.filter(path__startswith=g.prefix, path__regex=g.regex)
+    rows = list(docs.order_by("dataset_id", "path").values_list("dataset_id", "path", "lang", "size_bytes")
+                [offset:offset + limit + 1])
+    names = {ds.pk: ds.name for ds in datasets}
+    return {"project": project.slug, "files": [{"dataset_id": ds, "dataset": names[ds], "path": path, "lang": lang,
+                                                "size_bytes": size} for ds, path, lang, size in rows[:limit]],
+            "limit": limit, "offset": offset, "truncated": len(rows) > limit}

@@ -1,0 +1,206 @@
+"""Exact and regular-expression search over the indexed text, for agents that know the string they want.
+
+Why RE2: a pattern comes from the caller, and a backtracking engine (Python's `re`, Postgres's ARE) can take
+exponential time on a hostile one; google-re2 matches in time linear in the text, so the only bounds needed are
+on how much text is read and how many hits come back (MAX_MATCHES, TIME_BUDGET_S).
+
+Why trigrams of our own: reading every line of a 100k-chunk dataset takes far longer than an agent should wait,
+and the embedded Postgres has no pg_trgm. So each document's casefolded character trigrams (within lines: a hit
+never spans a newline) are stored on its CodeFile row with a GIN index, written with its chunks
+(search.ingest.code_facts). A literal, or the literal runs a regular expression cannot match without, become
+`trigrams @> {...}`: only documents holding every trigram are read, then RE2 confirms line by line. A pattern
+with no literal of three characters narrows nothing and reads documents in path order until the budget ends,
+and says so (`complete: false`).
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from re import _parser as sre_parse  # the stdlib's own parse of a pattern: which literals it cannot match without
+from typing import Any
+
+import numpy as np
+import re2
+from django.db import connection
+
+from config.errors import BadInput
+from projects.models import Project
+from search.engine.code_graph import datasets_for
+from search.engine.globs import Glob, compile_glob
+
+MAX_PATTERN = 1000
+MAX_MATCHES = 500
+DEFAULT_MATCHES = 100
+MAX_LINE_CHARS = 500  # a hit's line is cut here
+TIME_BUDGET_S = 2.0
+DOC_BATCH = 64
+_SHIFT = 21  # code points fit in 21 bits: a trigram is three of them in one int64
+
+
+def trigrams(text: str) -> list[int]:
+    """The distinct casefolded trigrams of `text` that lie within one line, sorted, as int64 ids.
+
+    casefold, not lower: it maps each character alone (lower() turns a Greek sigma by its neighbours), so the
+    trigrams of a substring are always trigrams of the whole."""
+    folded = text.casefold()
+    if len(folded) < 3:
+        return []
+    cps = np.frombuffer(folded.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    ids = (cps[:-2] << (2 * _SHIFT)) | (cps[1:-1] << _SHIFT) | cps[2:]
+    newline = ord("\n")
+    keep = (cps[:-2] != newline) & (cps[1:-1] != newline) & (cps[2:] != newline)
+    return np.unique(ids[keep]).tolist()
+
+
+@dataclass(frozen=True)
+class GrepSpec:
+    """A checked grep request: the pattern compiled, the literal runs that narrow the documents."""
+
+    pattern: str
+    regex: bool
+    case_sensitive: bool
+    compiled: Any  # re2 pattern
+    required: tuple[str, ...]  # literal runs every hit contains (casefolded trigrams narrow by them)
+    glob: Glob | None
+    max_matches: int
+
+
+def compile_grep(*, pattern: str, regex: bool = False, case_sensitive: bool = True, path: str | None = None,
+                 max_matches: int = DEFAULT_MATCHES) -> GrepSpec:
+    """Check and compile a request; a bad pattern or glob is a 400 naming its field."""
+    if not isinstance(pattern, str) or not pattern or len(pattern) > MAX_PATTERN:
+        raise BadInput(f"Must be 1 to {MAX_PATTERN} characters.", field="pattern")
+    if "\n" in pattern:
+        raise BadInput("Matches are within one line: the pattern may not hold a newline.", field="pattern")
+    if not 1 <= max_matches <= MAX_MATCHES:
+        raise BadInput(f"Must be between 1 and {MAX_MATCHES}.", field="max_matches")
+    options = re2.Options()
+    options.case_sensitive = case_sensitive
+    options.max_mem = 8 << 20
+    source = pattern if regex else re.escape(pattern)
+    try:
+        compiled = re2.compile(source, options)
+    except re2.error as exc:
+        raise BadInput(f"Not a valid RE2 regular expression: {exc}.", field="pattern") from None
+    required = required_literals(pattern) if regex else (pattern,)
+    glob = None
+    if path:
+        try:
+            glob = compile_glob(path if any(c in path for c in "*?[") else path.rstrip("/") + "**")
+        except BadInput as exc:
+            raise BadInput(exc.detail, field="path") from None
+    return GrepSpec(pattern=pattern, regex=regex, case_sensitive=case_sensitive, compiled=compiled,
+                    required=tuple(r for r in required if len(r.casefold()) >= 3), glob=glob,
+                    max_matches=max_matches)
+
+
+def required_literals(pattern: str) -> list[str]:
+    """Literal runs that every match of `pattern` contains (conservative: [] when unsure).
+
+    Read from Python's parse of the pattern (RE2's syntax is a subset for these purposes); only a top-level
+    sequence counts: anything optional, repeated, alternated or grouped ends a run."""
+    if "[:" in pattern or "\\x{" in pattern:  # POSIX classes, \x{...}: RE2 reads them otherwise than Python
+        return []
+    try:
+        parsed = sre_parse.parse(pattern)
+    except (re.error, ValueError, TypeError, OverflowError, RecursionError):
+        return []
+    runs, cur = [], []
+    for op, arg in parsed:
+        if str(op) == "LITERAL":
+            cur.append(chr(arg))
+            continue
+        if str(op) == "MAX_REPEAT" or str(op) == "MIN_REPEAT":
+            lo, _hi, item = arg
+            if lo >= 1 and len(item) == 1 and str(item[0][0]) == "LITERAL":
+                cur.append(chr(item[0][1]))  # `ab+c`: one b at least; the run ends after it
+        runs.append("".join(cur))
+        cur = []
+    runs.append("".join(cur))
+    return [r for r in runs if r]
+
+
+def _candidates(*, dataset_ids: list[int], spec: GrepSpec, after: tuple[int, str] | None) -> list[tuple]:
+    """The next DOC_BATCH documents (dataset, path order) that can hold a hit."""
+    where = ["f.dataset_id = ANY(%(ids)s)"]
+    params: dict[str, Any] = {"ids": dataset_ids, "n": DOC_BATCH}
+    grams = sorted({g for lit in spec.required for g in trigrams(lit)})
+    if grams:
+        where.append("f.trigrams @> %(grams)s::bigint[]")
+        params["grams"] = grams
+    if spec.glob is not None:
+        where.append("f.path LIKE %(like)s AND f.path ~ %(regex)s")
+        params.update(like=spec.glob.like, regex=spec.glob.regex)
+    if after is not None:
+        where.append("(f.dataset_id, f.path) > (%(after_ds)s, %(after_path)s)")
+        params.update(after_ds=after[0], after_path=after[1])
+    sql = (f"SELECT f.document_id, f.dataset_id, f.path FROM search_codefile f WHERE {' AND '.join(where)} "
+           "ORDER BY f.dataset_id, f.path LIMIT %(n)s")
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        return cur.fetchall()
+
+
+def _lines(document_ids: list[int]) -> dict[int, dict[int, str]]:
+    """document -> {line number: text} from its chunks (overlapping windows agree on every line)."""
+    out: dict[int, dict[int, str]] = {d: {} for d in document_ids}
+    with connection.cursor() as cur:
+        cur.execute("SELECT document_id, start_line, text FROM search_chunk WHERE document_id = ANY(%s) "
+                    "ORDER BY document_id, start_line", [document_ids])
+        for doc_id, start, text in cur.fetchall():
+            lines = out[doc_id]
+            for i, line in enumerate(text.split("\n")):
+                lines.setdefault(start + i, line)
+    return out
+
+
+def grep(*, project: Project, dataset_ids: list[int], spec: GrepSpec) -> dict[str, Any]:
+    """Hits (`path:line`) of `spec` in the documents of `dataset_ids` (already within the project's access), in
+    dataset and path order; stops at spec.max_matches (`truncated`) or TIME_BUDGET_S (`complete: false`)."""
+    t0 = time.perf_counter()
+    hits: list[dict[str, Any]] = []
+    files_read = 0
+    after: tuple[int, str] | None = None
+    complete, truncated = True, False
+    search = spec.compiled.search
+    while True:
+        batch = _candidates(dataset_ids=sorted(dataset_ids), spec=spec, after=after)
+        if not batch:
+            break
+        texts = _lines([row[0] for row in batch])
+        for doc_id, ds_id, path in batch:
+            after = (ds_id, path)
+            files_read += 1
+            lines = texts[doc_id]
+            for n in sorted(lines):
+                line = lines[n]
+                if search(line) is None:
+                    continue
+                hits.append({"dataset_id": ds_id, "document_id": doc_id, "path": path, "line": n,
+                             "span": f"{path}:{n}", "text": line[:MAX_LINE_CHARS]})
+                if len(hits) >= spec.max_matches:
+                    truncated = True
+                    break
+            if truncated:
+                break
+        if truncated or len(batch) < DOC_BATCH:
+            break
+        if time.perf_counter() - t0 > TIME_BUDGET_S:
+            complete = False
+            break
+    return {"project": project.slug, "pattern": spec.pattern, "regex": spec.regex,
+            "case_sensitive": spec.case_sensitive, "hits": hits, "truncated": truncated, "complete": complete,
+            "narrowed": bool(spec.required), "files_read": files_read,
+            "took_ms": round((time.perf_counter() - t0) * 1000, 2)}
+
+
+def grep_project(*, project: Project, pattern: str, regex: bool = False, case_sensitive: bool = True,
+                 path: str | None = None, dataset: str | int | None = None,
+                 max_matches: int = DEFAULT_MATCHES) -> dict[str, Any]:
+    """The grep service the API view and the MCP tool call: check the request, resolve the readable datasets,
+    search them."""
+    spec = compile_grep(pattern=pattern, regex=regex, case_sensitive=case_sensitive, path=path,
+                        max_matches=max_matches)
+    ids = [ds.pk for ds in datasets_for(project=project, dataset=dataset)]
+    return grep(project=project, dataset_ids=ids, spec=spec)

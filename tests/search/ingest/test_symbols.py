@@ -1,0 +1,93 @@
+"""The symbol facts of a file (search.ingest.symbols): pure, text in, facts out."""
+from __future__ import annotations
+
+import textwrap
+
+from search.ingest.code import chunk_file
+from search.ingest.symbols import Definition, extract, indexed_text
+from tests.search.ctx_fixtures import LEDGER_PY
+
+SERVICE_PY = textwrap.dedent('''\
+    from billing.ledger import deduct_credits as take
+    from . import audit
+    import billing.ledger as ledger
+
+
+    class Checkout(Base):
+        def pay(self, wallet, amount):
+            total = amount * 2
+            take(wallet, total)
+            self.notify(wallet)
+            return ledger.Wallet(total)
+
+        def notify(self, wallet):
+            audit.record(wallet)
+    ''')
+
+
+def _defs(facts) -> dict[str, Definition]:
+    return {d.qualname: d for d in facts.definitions}
+
+
+def test_python_definitions_carry_kind_signature_and_exact_span():
+    defs = _defs(extract(path="billing/ledger.py", text=LEDGER_PY, lang="python"))
+    lines = LEDGER_PY.split("\n")
+    deduct = defs["deduct_credits"]
+    assert (deduct.kind, deduct.signature) == ("function", "def deduct_credits(wallet, amount)")
+    assert lines[deduct.start_line - 1].startswith("def deduct_credits") and lines[deduct.end_line - 1].strip() == \
+        "return wallet.balance"
+    assert defs["Wallet.empty"].kind == "method" and lines[defs["Wallet.empty"].start_line - 1].strip() == "@property"
+    assert defs["Wallet"].kind == "class" and defs["RATE"].kind == "variable"
+    assert defs["grantBonus"].signature == "async def grantBonus(wallet, amount=5)"
+
+
+def test_python_references_skip_locals_and_keep_imports_calls_and_bases():
+    facts = extract(path="shop/service.py", text=SERVICE_PY, lang="python")
+    refs = {(r.kind, r.name, r.qualifier, r.container, r.alias) for r in facts.references}
+    assert ("import", "deduct_credits", "billing.ledger", "", "take") in refs
+    assert ("import", "audit", "shop", "", "audit") in refs  # `from . import audit` in shop/service.py
+    assert ("import", "ledger", "billing", "", "ledger") in refs
+    assert ("inherit", "Base", "", "Checkout", "") in refs
+    assert ("call", "take", "", "Checkout.pay", "") in refs
+    assert ("call", "notify", "self", "Checkout.pay", "") in refs
+    assert ("call", "Wallet", "ledger", "Checkout.pay", "") in refs
+    names = {r.name for r in facts.references}
+    assert not names & {"total", "wallet", "amount", "self"}  # parameters and locals are not references
+
+
+def test_a_file_that_does_not_parse_or_has_no_extractor_has_no_facts():
+    assert extract(path="x.py", text="def broken(:\n", lang="python").definitions == ()
+    assert extract(path="notes.md", text="# def foo():\n", lang="markdown").definitions == ()
+
+
+def test_typescript_imports_resolve_relative_paths_and_classes_nest_their_methods():
+    text = ("import { helper as h } from './util';\n"
+            "export class Cart extends Base {\n  total(): number { return h(this.items()); }\n}\n")
+    facts = extract(path="web/cart.ts", text=text, lang="typescript")
+    assert {(d.qualname, d.kind) for d in facts.definitions} == {("Cart", "class"), ("Cart.total", "method")}
+    refs = {(r.kind, r.name, r.qualifier, r.alias) for r in facts.references}
+    assert ("import", "helper", "web/util", "h") in refs
+    assert ("inherit", "Base", "", "") in refs and ("call", "h", "", "") in refs
+    assert ("call", "items", "this", "") in refs
+
+
+def test_go_methods_are_named_by_their_receiver_and_java_calls_are_not_definitions():
+    go = ('package main\nimport "fmt"\ntype Wallet struct { n int }\n'
+          'func (w *Wallet) Deduct(n int) { fmt.Println(n); helper(w) }\nfunc helper(w *Wallet) {}\n')
+    facts = extract(path="main.go", text=go, lang="go")
+    assert {d.qualname for d in facts.definitions} == {"Wallet", "Wallet.Deduct", "helper"}
+    assert ("call", "helper", "Wallet.Deduct") in {(r.kind, r.name, r.container) for r in facts.references}
+    java = "class A extends B { void run() { foo(1); } }\n"
+    assert {d.qualname for d in extract(path="A.java", text=java, lang="java").definitions} == {"A", "A.run"}
+
+
+def test_a_file_rebuilt_from_its_chunks_gives_the_same_facts_as_the_file():
+    body = "\n".join(f"  m{i}(a) {{\n    return helper(a) + {i};\n  }}" for i in range(40))
+    js = f"import {{ helper }} from './util';\n\nclass Big extends Base {{\n{body}\n}}\n\nfunction after(x) {{\n" \
+         "  return new Big().m1(x);\n}\n"
+    for path, text, lang in (("big.js", js, "javascript"), ("billing/ledger.py", LEDGER_PY, "python"),
+                             ("shop/service.py", SERVICE_PY, "python")):
+        chunks, _ = chunk_file(path=path, text=text, lang=lang)
+        rebuilt = indexed_text((c.start_line, c.end_line, c.text) for c in chunks)
+        assert extract(path=path, text=rebuilt, lang=lang) == extract(path=path, text=text, lang=lang), path
+    assert "after" in {d.qualname for d in extract(path="big.js", text=js, lang="javascript").definitions}
