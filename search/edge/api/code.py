@@ -1,0 +1,100 @@
+"""Code tools API (issue 31): where a symbol is defined and used, a file's outline, the files, exact search.
+
+Views parse, authorise, call one service (search.engine.code_graph, search.engine.grep), render. The same keys,
+scope (`query`), project access (a project you are not in is 404, as for search) and per-user rate limit
+(`context_query`, search's) as POST /query; the MCP tools of the same names call the same services."""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.ratelimits import enforce
+from config.schema import ERROR_RESPONSES
+from projects.access import project_for_member
+from search.edge import serializers as s
+from search.edge.api.context import _body
+from search.engine import code_graph
+from search.engine.grep import grep_project
+
+if TYPE_CHECKING:
+    from rest_framework.request import Request
+    from rest_framework.serializers import Serializer
+
+log = logging.getLogger(__name__)
+
+
+def _serve(request: Request, slug: str, *, tool: str, parse: type[Serializer], render: type[Serializer],
+           service: Callable[..., dict[str, Any]]) -> Response:
+    t0 = time.perf_counter()
+    enforce(request, group="context_query")
+    project = project_for_member(user=request.user, slug=slug)
+    ser = parse(data=_body(request))
+    ser.is_valid(raise_exception=True)
+    out = service(project=project, **ser.validated_data)
+    log.info("code %s project=%s user=%s (%.1f ms)", tool, project.slug, request.user.pk,
+             (time.perf_counter() - t0) * 1000)
+    return Response(render(out).data)
+
+
+class DefinitionView(APIView):
+    required_scope = "query"
+
+    @extend_schema(operation_id="code_definition", request=s.CodeSymbolRequestSerializer,
+                   responses={200: s.CodeDefinitionResponseSerializer, **ERROR_RESPONSES}, tags=["code"],
+                   description="Where a symbol is defined (file:line spans) in the datasets the project can read. "
+                               "`ambiguous` lists every match and chooses none.")
+    def post(self, request: Request, slug: str) -> Response:
+        return _serve(request, slug, tool="find_definition", parse=s.CodeSymbolRequestSerializer,
+                      render=s.CodeDefinitionResponseSerializer, service=code_graph.find_definition)
+
+
+class ReferencesView(APIView):
+    required_scope = "query"
+
+    @extend_schema(operation_id="code_references", request=s.CodeReferencesRequestSerializer,
+                   responses={200: s.CodeReferencesResponseSerializer, **ERROR_RESPONSES}, tags=["code"],
+                   description="Calls, references, imports and subclasses of a symbol's definition(s), each "
+                               "resolved (by file, import, then name within its dataset) or marked ambiguous.")
+    def post(self, request: Request, slug: str) -> Response:
+        return _serve(request, slug, tool="find_references", parse=s.CodeReferencesRequestSerializer,
+                      render=s.CodeReferencesResponseSerializer, service=code_graph.find_references)
+
+
+class OutlineView(APIView):
+    required_scope = "query"
+
+    @extend_schema(operation_id="code_outline", request=s.CodeOutlineRequestSerializer,
+                   responses={200: s.CodeOutlineResponseSerializer, **ERROR_RESPONSES}, tags=["code"],
+                   description="A file's definitions in line order, with their spans, and its imports.")
+    def post(self, request: Request, slug: str) -> Response:
+        return _serve(request, slug, tool="outline", parse=s.CodeOutlineRequestSerializer,
+                      render=s.CodeOutlineResponseSerializer, service=code_graph.outline)
+
+
+class FilesView(APIView):
+    required_scope = "query"
+
+    @extend_schema(operation_id="code_files", request=s.CodeFilesRequestSerializer,
+                   responses={200: s.CodeFilesResponseSerializer, **ERROR_RESPONSES}, tags=["code"],
+                   description="Indexed files the project can read, by dataset and path, narrowed by a glob.")
+    def post(self, request: Request, slug: str) -> Response:
+        return _serve(request, slug, tool="list_files", parse=s.CodeFilesRequestSerializer,
+                      render=s.CodeFilesResponseSerializer, service=code_graph.list_files)
+
+
+class GrepView(APIView):
+    required_scope = "query"
+
+    @extend_schema(operation_id="code_grep", request=s.CodeGrepRequestSerializer,
+                   responses={200: s.CodeGrepResponseSerializer, **ERROR_RESPONSES}, tags=["code"],
+                   description="Exact or RE2 regular-expression search over the indexed text, line by line: "
+                               "file:line hits, at most max_matches, within a time budget (`complete`).")
+    def post(self, request: Request, slug: str) -> Response:
+        return _serve(request, slug, tool="grep", parse=s.CodeGrepRequestSerializer,
+                      render=s.CodeGrepResponseSerializer, service=grep_project)
