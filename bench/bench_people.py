@@ -112,6 +112,17 @@ def run_pass_before(**kwargs) -> list[float]:
     return out
 
 
+def run_pass_seed(**kwargs) -> list[float]:
+    """A pass under seed 001's relaxation policy without the semantic role matching (what people search ran before
+    issue 30): the latency the graded policy and the role matching are measured against, in the same run."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    seed = {**(settings.PEOPLE_SEARCH or {}), "RELAXATION_POLICY": "seed", "SEMANTIC_ROLES": False}
+    with override_settings(PEOPLE_SEARCH=seed):
+        return run_pass(**kwargs)
+
+
 def run_pass(*, user, timings_out: dict[str, list[float]] | None, record: dict | None) -> list[float]:
     from django.db import transaction
 
@@ -171,6 +182,8 @@ def main() -> None:
     before_stages: dict[str, list[float]] = {}
     warm: list[float] = []
     before: list[float] = []
+    seed_ms: list[float] = []
+    seed_stages: dict[str, list[float]] = {}
     per_q_after: dict[str, list[float]] = {q: [] for q in QUERIES}
     per_q_before: dict[str, list[float]] = {q: [] for q in QUERIES}
     record_before: dict[str, dict] = {}
@@ -179,6 +192,7 @@ def main() -> None:
         warm += ms
         for q, v in zip(QUERIES, ms, strict=True):
             per_q_after[q].append(v)
+        seed_ms += run_pass_seed(user=user, timings_out=seed_stages, record=None)
         ms = run_pass_before(user=user, timings_out=before_stages, record=record_before if r == 0 else None)
         before += ms
         for q, v in zip(QUERIES, ms, strict=True):
@@ -216,9 +230,15 @@ def main() -> None:
             ["warm", len(warm), round(p50(warm), 1), round(pct(warm, 95), 1), round(max(warm), 1)],
             ["warm, before (no tier-filter indexes)", len(before), round(p50(before), 1),
              round(pct(before, 95), 1), round(max(before), 1)],
+            ["warm, seed 001 policy, no semantic roles (before issue 30)", len(seed_ms), round(p50(seed_ms), 1),
+             round(pct(seed_ms, 95), 1), round(max(seed_ms), 1)],
         ]), "",
+        f"Relaxation policy of the warm rows: `{k.RELAXATION_POLICY}` with semantic role matching "
+        f"{'on' if k.SEMANTIC_ROLES else 'off'}; the seed row runs `seed` with it off, interleaved with them.", "",
         "Per stage, warm (`timings` from run_search):", "",
         table(["stage", "p50 ms", "p95 ms", "share of p50 total"], stage_rows(warm_stages, warm)), "",
+        "Per stage, warm, seed 001 policy:", "",
+        table(["stage", "p50 ms", "p95 ms", "share of p50 total"], stage_rows(seed_stages, seed_ms)), "",
         "Per stage, cold:", "",
         table(["stage", "p50 ms", "p95 ms", "share of p50 total"], stage_rows(cold_stages, cold)), "",
         "Per stage, warm, before:", "",

@@ -36,9 +36,10 @@ class PeopleSearchConstants:
     LOCATION_MISMATCH_PENALTY: float = 0.10
 
     FALLBACK_TIER_STRICT: int = 0
-    FALLBACK_TIER_TIME_SOFT: int = 1
-    FALLBACK_TIER_LOCATION_SOFT: int = 2
-    FALLBACK_TIER_COMPANY_TEAM_SOFT: int = 3
+    # Tiers 1-3 relax time, location and company/team in the order the relaxation policy names
+    # (people/tiers.py POLICIES; "seed" is seed 001's order and ranking). The default is the policy the people
+    # benchmark supports (people/benchmark.py, README "People search relevance").
+    RELAXATION_POLICY: str = "graded"
     # An optional last tier that also relaxes intent, domain, sub-domain and seniority. Off by default
     # (a query for "ML engineers" that finds only designers is worse than an honest empty answer);
     # when on, the response still says what was dropped.
@@ -67,6 +68,13 @@ class PeopleSearchConstants:
 
     HNSW_EF_SEARCH: int = 100
 
+    # role words the vocabulary lacks ("data scientist", "growth marketer"): mapped to the nearest intents, titles
+    # and skills of the directory's vocabulary by embedding similarity (people/semantic.py)
+    SEMANTIC_ROLES: bool = True
+    SEMANTIC_MIN_SCORE: float = 0.5      # cosine similarity a phrase must reach to map to a term
+    SEMANTIC_INTENT_MARGIN: float = 0.05  # a second intent is kept when within this of the best
+    SEMANTIC_MAX_TERMS: int = 3          # skills/titles kept per phrase
+
 
 def validate_overrides(*, overrides: Mapping[str, Any]) -> None:
     """Refuse a misspelled or mistyped override: silently ignoring `MIN_RESULT` would run with the default while
@@ -80,6 +88,10 @@ def validate_overrides(*, overrides: Mapping[str, Any]) -> None:
                                    f"{', '.join(sorted(types))}")
     for key, value in overrides.items():
         # annotations are strings (from __future__ import annotations): "int" or "float"; bool is not a number here
+        if types[key] == "str":
+            if not isinstance(value, str):
+                raise ImproperlyConfigured(f"PEOPLE_SEARCH[{key!r}] must be a string, not {value!r}")
+            continue
         if types[key] == "bool":
             if not isinstance(value, bool):
                 raise ImproperlyConfigured(f"PEOPLE_SEARCH[{key!r}] must be true or false, not {value!r}")

@@ -120,6 +120,10 @@ class Gazetteer:
     def lookup(self, key: str) -> dict[str, Term]:
         return self._index.get(key, {})
 
+    def norms(self, kind: str) -> set[str]:
+        """Every value of one kind (the semantic role matching embeds the skills)."""
+        return {t.norm for slot in self._index.values() for t in slot.values() if t.kind == kind}
+
     def knows(self, word: str) -> bool:
         return key_of(word) in self._index
 

@@ -115,7 +115,7 @@ def validate_and_normalize(payload: Any, *, query: str) -> dict[str, Any]:
     # what the parser understood and what it could not use, shown to the searcher
     out["unused_terms"] = clean_list(src.get("unused_terms"))
     out["understood"] = [{k: (v if isinstance(v, (int, float, bool)) else clean_token(v)) for k, v in item.items()
-                          if k in ("kind", "text", "value", "how")}
+                          if k in ("kind", "text", "value", "how", "score")}
                          for item in (src.get("understood") or [])[: k.MAX_LIST_ITEMS * 2] if isinstance(item, dict)]
     out["query_original"] = query
     qc = src.get("query_cleaned")

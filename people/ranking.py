@@ -10,7 +10,7 @@ from datetime import date
 from typing import Any
 
 from people.constants import C
-from people.tiers import has_location, has_time, policy_for
+from people.tiers import has_location, has_time, policy_for, relaxation_policy
 
 
 def sim_from_distance(dist: float) -> float:
@@ -72,16 +72,32 @@ class RankedPerson:
     should_hits: list[str] = field(default_factory=list)
     full_date_overlap: bool = False
     has_salary_min: bool = False
+    met: float = 0.0        # asked-for card constraints met on one card (people.relaxation.constraints_met)
+    met_bonus: float = 0.0  # the relaxation policy's met_weight * met: orders people, not part of `score`
+    met_first: bool = False  # the policy orders by `met` before the score
+
+    @property
+    def rank_score(self) -> float:
+        """The blended score plus the policy's bonus for constraints met. Kept apart from `score` so
+        similarity_percent stays the blended similarity whatever the policy orders by."""
+        return self.score + self.met_bonus
+
+    def order_key(self) -> tuple[float, float]:
+        """Ascending sort key, best first: constraints met (when the policy puts them first), then rank_score."""
+        return (-round(self.met, 4) if self.met_first else 0.0, -round(self.rank_score, 6))
 
     def parts(self) -> dict[str, float]:
         return {k: round(getattr(self, k), 6) for k in ("parent_best", "child_best", "avg_top3", "lexical",
-                                                          "should_bonus", "penalties", "score")}
+                                                          "should_bonus", "penalties", "score", "met",
+                                                          "met_bonus")}
 
 
 def collapse_and_rank(*, parents: list[dict], children: list[dict], parsed: dict[str, Any], tier: int,
-                      lexical: dict[Any, float]) -> list[RankedPerson]:
-    """All candidate people, best first (before the top-N cut and the tiebreaks)."""
+                      lexical: dict[Any, float], met: dict[Any, float] | None = None) -> list[RankedPerson]:
+    """All candidate people, best first (before the top-N cut and the tiebreaks). `met`: person -> asked-for
+    card constraints met on one card; the relaxation policy's met_weight turns it into an ordering bonus."""
     k = C()
+    relax = relaxation_policy()
     must = parsed["must"]
     terms = should_terms(parsed)
     policy = policy_for(tier)
@@ -123,12 +139,14 @@ def collapse_and_rank(*, parents: list[dict], children: list[dict], parsed: dict
             penalties += k.LOCATION_MISMATCH_PENALTY
         lex = float(lexical.get(pid, 0.0))
         score = max(0.0, base + lex + should_bonus - penalties)
+        n_met = float((met or {}).get(pid, 0.0))
         out.append(RankedPerson(
             person_id=pid, score=score, parent_best=parent_best, child_best=child_best, avg_top3=avg_top3,
-            lexical=lex, should_bonus=should_bonus, penalties=penalties,
+            lexical=lex, should_bonus=should_bonus, penalties=penalties, met=n_met, met_bonus=relax.met_weight * n_met,
+            met_first=relax.met_first,
             parents=top_parents[: k.MATCHED_CARDS_PER_PERSON], children=top_children[: k.MATCHED_CARDS_PER_PERSON],
             should_hits=sorted(hits), full_date_overlap=any(card_full_date_overlap(c, must) for c in evidence)))
-    out.sort(key=lambda r: (-r.score, str(r.person_id)))
+    out.sort(key=lambda r: (*r.order_key(), str(r.person_id)))
     return out
 
 
@@ -138,9 +156,9 @@ def apply_tiebreaks(people: list[RankedPerson], *, parsed: dict[str, Any]) -> li
     must = parsed["must"]
     out = list(people)
     if must.get("offer_salary_inr_per_year"):
-        out.sort(key=lambda r: (-round(r.score, 6), not r.has_salary_min))
+        out.sort(key=lambda r: (*r.order_key(), not r.has_salary_min))
     if has_time(must):
-        out.sort(key=lambda r: (-round(r.score, 6), not r.full_date_overlap))
+        out.sort(key=lambda r: (*r.order_key(), not r.full_date_overlap))
     return out
 
 

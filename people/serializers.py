@@ -75,10 +75,13 @@ class CardFamilySerializer(CardSerializer):
 
 class UnderstoodSerializer(serializers.Serializer):
     kind = _s(help_text="company | exclude_company | city | country | team | skill | intent | seniority | "
-                        "employment_type | domain | time | salary | open_to_work | exclude_keyword")
+                        "employment_type | domain | time | salary | open_to_work | exclude_keyword | title")
     text = _s(help_text="the words of the query")
     value = serializers.JSONField(help_text="what they became (a normalised name, a date range, INR per year)")
-    how = _s(help_text="exact | alias | fuzzy (a typo corrected against the directory's vocabulary) | rule")
+    how = _s(help_text="exact | alias | fuzzy (a typo corrected against the directory's vocabulary) | rule | "
+                       "semantic (words no vocabulary entry has, mapped by embedding similarity)")
+    score = serializers.FloatField(required=False, help_text="semantic only: the cosine similarity of the words "
+                                                             "to the vocabulary entry they were mapped to")
 
 
 class ParsedSummarySerializer(serializers.Serializer):
@@ -95,8 +98,9 @@ class ConstraintSerializer(serializers.Serializer):
 
 
 class RelaxationSerializer(serializers.Serializer):
-    tier = serializers.IntegerField(allow_null=True, help_text="0 strict, 1 time, 2 location, 3 company/team, "
-                                                               "4 intent/domain/seniority (only with RELAX_INTENT_TIER)")
+    tier = serializers.IntegerField(allow_null=True, help_text=(
+        "0 strict; 1-3 relax time, location and company/team in the relaxation policy's order (the seed's: time, "
+        "location, company/team); 4 intent/domain/seniority (only with RELAX_INTENT_TIER)"))
     tier_name = _s()
     people_per_tier = serializers.DictField(child=serializers.IntegerField(),
                                             help_text="people each tier that ran found")
@@ -105,6 +109,8 @@ class RelaxationSerializer(serializers.Serializer):
     demoted_to_should = serializers.ListField(child=serializers.CharField(),
                                               help_text="parsed values kept as soft keywords, not filters")
     notice = _s(help_text='e.g. "No one in Pune matched; showing people from other cities." Empty when strict.')
+    policy = _s(required=False, help_text="the relaxation policy (PEOPLE_SEARCH RELAXATION_POLICY): seed, graded, …; "
+                                          "under graded, people meeting more of the asked-for constraints come first")
 
 
 class SearchPersonSerializer(serializers.Serializer):

@@ -29,11 +29,12 @@ from people.models import ExperienceCard, Person, PersonProfile, Search, SearchR
 from people.normalize import apply_overrides, validate_and_normalize
 from people.parsing import parse_query
 from people.ranking import apply_tiebreaks, collapse_and_rank, similarity_percent
+from people.relaxation import constraints_met, unmet_constraints
 from people.relaxation import describe as describe_relaxation
-from people.relaxation import unmet_constraints
+from people.semantic import enrich as enrich_semantic
 from people.sessions import validate_search_session
 from people.tasks import refine_why_matched_task
-from people.tiers import retrieve_with_fallback, set_scan_mode
+from people.tiers import relaxation_policy, retrieve_with_fallback, set_scan_mode
 from people.why import deterministic_bullets, mark_refinement
 from search.engine.encoders import embed_texts
 from search.engine.llm import is_configured
@@ -111,7 +112,11 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
     require_balance(user=user, amount=k.SEARCH_COST)
     # 3. parse + normalise
     with _stage(timings, "parse"):
-        parsed = validate_and_normalize(parse_query(query, gazetteer=current_gazetteer()), query=query)
+        gazetteer = current_gazetteer()
+        payload = parse_query(query, gazetteer=gazetteer)
+        if payload.get("parser") == "deterministic":  # role words no vocabulary entry has, mapped by meaning
+            payload = enrich_semantic(payload, gazetteer=gazetteer)
+        parsed = validate_and_normalize(payload, query=query)
         # 4. overrides
         parsed = apply_overrides(parsed, open_to_work_only=open_to_work_only, salary_max=salary_max,
                                  preferred_locations=preferred_locations)
@@ -141,8 +146,11 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
         lex = lexical_bonus(parsed=parsed, person_ids=list(found.person_ids))
     # 10-11. collapse to people, top N
     with _stage(timings, "rank"):
+        # a graded policy ranks by the asked-for constraints each person meets on one card (strict tier: all)
+        met = (constraints_met(parsed=parsed, person_ids=list(found.person_ids))
+               if found.tier > k.FALLBACK_TIER_STRICT and relaxation_policy().counts_met else {})
         ranked = collapse_and_rank(parents=found.parents, children=found.children, parsed=parsed, tier=found.tier,
-                                   lexical=lex)[: k.TOP_PEOPLE]
+                                   lexical=lex, met=met)[: k.TOP_PEOPLE]
         # 13. load people + profiles
         ids = [r.person_id for r in ranked]
         persons = {p.pk: p for p in Person.objects.filter(pk__in=ids)}

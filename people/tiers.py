@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from people.constants import C
@@ -41,14 +42,75 @@ class TierPolicy:
     apply_intent: bool = True
 
 
-def policy_for(tier: int) -> TierPolicy:
+RELAXABLE = ("time", "location", "company")
+
+
+@dataclass(frozen=True)
+class RelaxationPolicy:
+    """How a search that finds too few people gives way, and how what it gave up still counts.
+
+    Why named presets (PEOPLE_SEARCH["RELAXATION_POLICY"]): the seed's order (time, then location, then
+    company/team, each dropped for good) is one policy among several; the people benchmark
+    (people/benchmark.py) compares them on graded gold, and a preset keeps each one runnable by name.
+    - `order`: which relaxable constraint gives way first (tier 1), second (tier 2), third (tier 3).
+    - `keep_stricter`: people found by a stricter tier stay candidates at the looser one (the seed keeps only the
+      last tier's nearest cards, so a person who met more constraints can fall out of the candidates).
+    - `met_weight`: a score bonus per asked-for card constraint met on one card (0: relaxed constraints do not
+      count beyond the seed's time and location penalties).
+    - `met_first`: people are ordered by the constraints they meet on one card first, the blended score second.
+    """
+
+    name: str
+    order: tuple[str, ...] = RELAXABLE
+    keep_stricter: bool = False
+    met_weight: float = 0.0
+    met_first: bool = False
+    about: str = ""
+
+    @property
+    def counts_met(self) -> bool:
+        return self.met_first or self.met_weight > 0
+
+
+POLICIES: dict[str, RelaxationPolicy] = {p.name: p for p in (
+    RelaxationPolicy("seed", about="seed 001: time, location, company/team dropped in turn; last tier's candidates"),
+    RelaxationPolicy("seed_keep", keep_stricter=True, about="seed order; stricter tiers' people stay candidates"),
+    RelaxationPolicy("company_before_location", order=("time", "company", "location"),
+                     about="company/team gives way before location"),
+    RelaxationPolicy("location_first", order=("location", "time", "company"),
+                     about="location gives way first"),
+    RelaxationPolicy("graded_soft", keep_stricter=True, met_weight=0.08,
+                     about="seed order, candidates kept, +0.08 per constraint met on one card"),
+    RelaxationPolicy("graded", keep_stricter=True, met_first=True,
+                     about="seed order, candidates kept, ranked by constraints met on one card first"),
+    RelaxationPolicy("graded_company_before_location", order=("time", "company", "location"), keep_stricter=True,
+                     met_first=True, about="graded, company/team giving way before location"),
+)}
+
+
+def relaxation_policy() -> RelaxationPolicy:
+    """The configured preset (PEOPLE_SEARCH["RELAXATION_POLICY"], checked against POLICIES at every read)."""
+    name = C().RELAXATION_POLICY
+    if name not in POLICIES:
+        raise ImproperlyConfigured(f"PEOPLE_SEARCH['RELAXATION_POLICY'] is {name!r}; known: {', '.join(POLICIES)}")
+    return POLICIES[name]
+
+
+def tier_of(kind: str) -> int:
+    """The tier at which `kind` (time, location, company, intent) is first relaxed under the configured policy."""
     k = C()
+    if kind == "intent":
+        return k.FALLBACK_TIER_INTENT_SOFT
+    return k.FALLBACK_TIER_STRICT + 1 + relaxation_policy().order.index(kind)
+
+
+def policy_for(tier: int) -> TierPolicy:
     return TierPolicy(
         tier=tier,
-        apply_time=tier < k.FALLBACK_TIER_TIME_SOFT,
-        apply_location=tier < k.FALLBACK_TIER_LOCATION_SOFT,
-        apply_company_team=tier < k.FALLBACK_TIER_COMPANY_TEAM_SOFT,
-        apply_intent=tier < k.FALLBACK_TIER_INTENT_SOFT,
+        apply_time=tier < tier_of("time"),
+        apply_location=tier < tier_of("location"),
+        apply_company_team=tier < tier_of("company"),
+        apply_intent=tier < tier_of("intent"),
     )
 
 
@@ -56,9 +118,9 @@ INTENT_KEYS = ("intent_primary", "domain", "sub_domain", "seniority_level")
 
 
 def last_tier() -> int:
-    """The company/team tier, or the intent tier when RELAX_INTENT_TIER is on."""
+    """The last relaxable tier, or the intent tier when RELAX_INTENT_TIER is on."""
     k = C()
-    return k.FALLBACK_TIER_INTENT_SOFT if k.RELAX_INTENT_TIER else k.FALLBACK_TIER_COMPANY_TEAM_SOFT
+    return k.FALLBACK_TIER_INTENT_SOFT if k.RELAX_INTENT_TIER else k.FALLBACK_TIER_STRICT + len(RELAXABLE)
 
 
 def has_time(must: dict) -> bool:
@@ -79,10 +141,8 @@ def has_intent(must: dict) -> bool:
 
 def relaxes_anything(tier: int, must: dict) -> bool:
     """Whether `tier` lifts a filter this query has (a tier that lifts nothing returns the same rows)."""
-    k = C()
-    return {k.FALLBACK_TIER_TIME_SOFT: has_time(must), k.FALLBACK_TIER_LOCATION_SOFT: has_location(must),
-            k.FALLBACK_TIER_COMPANY_TEAM_SOFT: has_company_team(must),
-            k.FALLBACK_TIER_INTENT_SOFT: has_intent(must)}.get(tier, True)
+    return {tier_of("time"): has_time(must), tier_of("location"): has_location(must),
+            tier_of("company"): has_company_team(must), tier_of("intent"): has_intent(must)}.get(tier, True)
 
 
 def card_filter_sql(parsed: dict[str, Any], policy: TierPolicy, alias: str = "c") -> tuple[str, list, bool]:
@@ -210,11 +270,23 @@ def fetch_tier(*, parsed: dict[str, Any], qvec: np.ndarray, tier: int) -> TierRe
     return out
 
 
+def _merge(kept: TierResult, found: TierResult) -> TierResult:
+    """`found` plus the cards of `kept` it lacks (each card once: a card counted twice would inflate avg_top3)."""
+    out = TierResult(tier=found.tier, parents=list(found.parents), children=list(found.children))
+    for mine, theirs in ((out.parents, kept.parents), (out.children, kept.children)):
+        seen = {c["id"] for c in mine}
+        mine.extend(c for c in theirs if c["id"] not in seen)
+    return out
+
+
 def retrieve_with_fallback(*, parsed: dict[str, Any], qvec: np.ndarray) -> TierResult:
     """Relax tier by tier until MIN_RESULTS people or the last tier. A tier that would relax nothing the
     query asked for returns the same rows as the one before, so it is skipped (same answer, fewer queries).
-    The result records how many people each tier that ran found: the relaxation notice is built from it."""
+    The result records how many people each tier that ran found: the relaxation notice is built from it.
+    Under a policy that keeps stricter tiers' people (RelaxationPolicy.keep_stricter), the result holds every
+    card a tier that ran found, so a person who met more constraints is never lost to a looser tier's nearest cards."""
     k = C()
+    keep = relaxation_policy().keep_stricter
     must = parsed["must"]
     result = None
     counts: dict[int, int] = {}
@@ -222,9 +294,10 @@ def retrieve_with_fallback(*, parsed: dict[str, Any], qvec: np.ndarray) -> TierR
         if result is not None and not relaxes_anything(tier, must):
             result.tier = tier
             continue
-        result = fetch_tier(parsed=parsed, qvec=qvec, tier=tier)
-        counts[tier] = len(result.person_ids)
-        if counts[tier] >= k.MIN_RESULTS:
+        found = fetch_tier(parsed=parsed, qvec=qvec, tier=tier)
+        counts[tier] = len(found.person_ids)
+        result = _merge(result, found) if keep and result is not None else found
+        if len(result.person_ids) >= k.MIN_RESULTS:
             break
     assert result is not None
     result.people_per_tier = counts

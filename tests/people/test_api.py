@@ -258,14 +258,19 @@ def test_a_relaxed_search_says_what_it_gave_up_and_who_misses_it(people_dir, use
     assert rel["tier"] == 2 and rel["tier_name"] == "location relaxed"
     assert rel["people_per_tier"] == {"0": 0, "2": 2}  # tier 1 relaxes nothing this query has: skipped
     assert rel["relaxed"] == [{"constraint": "location", "value": "Pune"}] and rel["dropped"] == []
-    assert rel["notice"] == "No one at Flipkart in Pune matched; showing people from other cities."
+    assert rel["notice"] == ("No one at Flipkart in Pune matched; showing people from other cities. People who meet "
+                             "more of what you asked for come first.")
+    assert rel["policy"] == "graded"
     assert {p["name"]: p["unmet"] for p in body["people"]} == {"Asha": ["location"], "Ravi": ["location"]}
     settings.PEOPLE_SEARCH = {"MIN_RESULTS": 4}
     body = search(api, "backend engineers in Pune who worked at Flipkart").json()
     assert body["relaxation"]["dropped"] == [{"constraint": "company", "value": "at Flipkart"}]
     assert body["relaxation"]["notice"] == ("No one at Flipkart in Pune matched; showing people from other cities "
-                                            "and from other companies.")
+                                            "and from other companies. People who meet more of what you asked for "
+                                            "come first.")
     unmet = {p["name"]: p["unmet"] for p in body["people"]}
+    # backend at Flipkart (Asha, Ravi) before backend in Pune (Closed) before backend only (Contact)
+    assert [p["name"] for p in body["people"]][2:] == ["Closed", "Contact"]
     assert unmet["Asha"] == ["location"] and unmet["Closed"] == ["company"]  # in Pune, at Swiggy
     assert unmet["Contact"] == ["location", "company"]  # in Delhi, at Zomato
     detail = api.get(f"/api/searches/{body['search_id']}").json()

@@ -92,3 +92,22 @@ def test_tiebreaks_salary_then_dates():
 @pytest.mark.parametrize("score,pct", [(-0.2, 0), (0, 0), (0.456, 46), (0.999, 100), (1.7, 100)])
 def test_similarity_percent(score, pct):
     assert similarity_percent(score) == pct
+
+
+def test_a_graded_policy_orders_by_constraints_met_before_the_score(settings):
+    parents = [card("Near", 0.05), card("Far", 0.6)]
+    met = {"Near": 2.06, "Far": 2.07}  # equal counts; Far meets the constraint the policy gives up later
+    settings.PEOPLE_SEARCH = {"RELAXATION_POLICY": "seed"}
+    assert [r.person_id for r in collapse_and_rank(parents=parents, children=[], parsed=q(), tier=3, lexical={},
+                                                   met=met)] == ["Near", "Far"]
+    settings.PEOPLE_SEARCH = {"RELAXATION_POLICY": "graded"}
+    ranked = collapse_and_rank(parents=parents, children=[], parsed=q(), tier=3, lexical={}, met=met)
+    assert [r.person_id for r in ranked] == ["Far", "Near"]
+    assert ranked[0].score < ranked[1].score  # the blended score (similarity_percent) is left as it was
+    assert apply_tiebreaks(ranked, parsed=q(time_start="2020", time_end="2021"))[0].person_id == "Far"
+
+
+def test_a_soft_policy_adds_its_bonus_per_constraint_met(settings):
+    settings.PEOPLE_SEARCH = {"RELAXATION_POLICY": "graded_soft"}
+    [r] = collapse_and_rank(parents=[card("X", 0.0)], children=[], parsed=q(), tier=3, lexical={}, met={"X": 2.0})
+    assert r.met_bonus == pytest.approx(0.16) and r.rank_score == pytest.approx(r.score + 0.16)

@@ -219,3 +219,43 @@ def test_each_tier_filter_can_use_its_btree_index(directory, must, index):
         plan = "\n".join(r[0] for r in cur.fetchall())
         transaction.set_rollback(True)
     assert f"Bitmap Index Scan on {index}" in plan, plan
+
+
+def test_a_policy_order_decides_which_filter_each_tier_lifts(directory, settings):
+    settings.PEOPLE_SEARCH = {"RELAXATION_POLICY": "company_before_location"}
+    q = parsed_query()
+    with transaction.atomic():
+        set_scan_mode()
+        got = [names(fetch_tier(parsed=q, qvec=E0, tier=t), directory) for t in range(4)]
+    assert got[1] == {"A", "B", "I"}             # time relaxed
+    assert got[2] == {"A", "B", "I", "D"}        # + company/team relaxed (D: Swiggy, Bangalore), Pune still out
+    assert got[3] == {"A", "B", "I", "C", "D"}   # + location relaxed
+
+
+def test_an_unknown_policy_is_refused_at_the_read(settings):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from people.tiers import relaxation_policy
+
+    settings.PEOPLE_SEARCH = {"RELAXATION_POLICY": "gradd"}
+    with pytest.raises(ImproperlyConfigured, match="gradd"):
+        relaxation_policy()
+
+
+def test_keeping_stricter_tiers_keeps_their_people_when_the_looser_tier_has_closer_cards(settings):
+    """A looser tier's nearest OVERFETCH_CARDS cards can crowd out the people a stricter tier found; the seed keeps
+    only the last tier's candidates, a keep_stricter policy keeps both."""
+    from tests.people.factory import make_person as mk
+
+    exact = mk("Exact", cards=[BASE | {"company_norm": "flipkart", "city": "pune", "dist": 0.6}])
+    for i in range(6):
+        mk(f"Near{i}", cards=[BASE | {"company_norm": "swiggy", "city": "delhi", "dist": 0.01 * (i + 1)}])
+    q = parsed_query(city="pune", time_start=None, time_end=None)
+    settings.PEOPLE_SEARCH = {"RELAXATION_POLICY": "seed", "MIN_RESULTS": 5, "OVERFETCH_CARDS": 3}
+    seed = retrieve_with_fallback(parsed=q, qvec=E0)
+    settings.PEOPLE_SEARCH = {"RELAXATION_POLICY": "seed_keep", "MIN_RESULTS": 5, "OVERFETCH_CARDS": 3}
+    keep = retrieve_with_fallback(parsed=q, qvec=E0)
+    assert seed.tier == keep.tier == 3
+    assert exact.pk not in seed.person_ids and exact.pk in keep.person_ids
+    ids = [c["id"] for c in keep.parents]
+    assert len(ids) == len(set(ids))  # each card once
