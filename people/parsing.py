@@ -235,6 +235,9 @@ def parse_deterministic(query: str, *, gazetteer: Gazetteer | None = None) -> di
         understood.append({"kind": "skill", "text": s, "value": s, "how": "exact"})
     must["team_norm"] = _uniq(teams)
     must["domain"] = _uniq(domains)[:1]
+    # a role word that is also a skill ("NLP", "computer vision") asks for the skill too: the role filters, the
+    # skill ranks the people who have it first (issue 30: "data scientist with NLP experience")
+    skills += [u["text"].lower() for u in understood if u["kind"] == "intent" and u["text"].lower() in vocab.SKILLS]
     should["skills_or_tools"] = _uniq(skills)
 
     # dates, salary, availability: rules over the text

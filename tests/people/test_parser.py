@@ -133,3 +133,10 @@ def test_words_nothing_understood_are_reported_as_unused():
     assert {"zorblax", "gotham"} <= set(out["should"]["keywords"])  # still free text for the lexical bonus
     assert out["must"]["company_norm"] == [] and out["must"]["city"] is None
     assert parsed_with("engineers not in berlin")["unused_terms"] == ["berlin"]  # no "not in <city>" filter exists
+
+
+def test_a_role_word_that_is_also_a_skill_filters_by_role_and_boosts_the_skill():
+    p = parse_deterministic("data scientist with NLP experience open to work")
+    assert p["must"]["intent_primary"] == ["ml"]
+    assert "nlp" in p["should"]["skills_or_tools"] and "nlp" in p["search_phrases"]
+    assert parse_deterministic("backend engineers")["should"]["skills_or_tools"] == []
