@@ -15,9 +15,11 @@ query is limited in SQL to the datasets the project can read (projects.access), 
 from __future__ import annotations
 
 import posixpath
-from collections import defaultdict
+import re
 from dataclasses import dataclass
 from typing import Any
+
+from django.db.models import Q
 
 from config.errors import BadInput, NotFound
 from projects.access import accessible_dataset_ids
@@ -30,6 +32,7 @@ MAX_DEFINITIONS = 50
 MAX_REFERENCES = 500
 MAX_FILES = 1000
 _SELF = ("self", "this", "cls", "static", "Self")
+_INDEXES = ("__init__.py", "__init__.pyi", "index.js", "index.ts", "index.tsx", "index.jsx", "mod.rs")
 _EXTS = ("", ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go", ".rs", ".java", ".rb", ".php",
          ".cs", ".c", ".h", ".cc", ".cpp", ".hpp")
 
@@ -107,10 +110,23 @@ def _matches(d: Def, symbol: str) -> bool:
     return d.qualname == symbol or d.full_name == symbol or d.full_name.endswith("." + symbol)
 
 
-def definitions_of(*, dataset_ids: list[int], symbol: str) -> list[Def]:
-    """Definitions `symbol` names: by name, or by a dotted tail of module + qualified name."""
-    name = symbol.rsplit(".", 1)[-1]
-    return [d for d in _defs(dataset_id__in=dataset_ids, name=name) if _matches(d, symbol)]
+def definitions_of(*, dataset_ids: list[int], symbol: str, limit: int | None = None) -> list[Def]:
+    """Definitions `symbol` names: by name, or by a dotted tail of module + qualified name (`a.b.C.m`: qualname
+    `C.m` in a module ending `a.b`, ...). The SQL narrows by name and qualified name (the name index), Python
+    checks the module exactly; `limit` caps the rows read (an ambiguous name can have thousands)."""
+    parts = symbol.split(".")
+    where = Q()
+    for k in range(len(parts)):
+        tail = ".".join(parts[k:])
+        where |= Q(qualname=tail, path__contains="/".join(parts[:k])) if k else Q(qualname=tail)
+    if len(parts) == 1:
+        where = Q()
+    rows = Symbol.objects.filter(where, dataset_id__in=dataset_ids, name=parts[-1]).order_by(
+        "dataset_id", "path", "start_line").values_list(*_DEF_FIELDS)
+    if limit is not None:
+        rows = rows[:limit * 4 if len(parts) > 1 else limit]
+    found = [d for d in (Def(*row) for row in rows) if _matches(d, symbol)]
+    return found[:limit] if limit is not None else found
 
 
 def _status(found: list[Def]) -> str:
@@ -121,7 +137,7 @@ def find_definition(*, project: Project, symbol: str, dataset: str | int | None 
     """Where `symbol` is defined: every definition it names (`status`: found, ambiguous or not_found)."""
     symbol = _check_symbol(symbol)
     ids = [ds.pk for ds in datasets_for(project=project, dataset=dataset)]
-    found = definitions_of(dataset_ids=ids, symbol=symbol)
+    found = definitions_of(dataset_ids=ids, symbol=symbol, limit=MAX_DEFINITIONS + 1)
     return {"project": project.slug, "symbol": symbol, "status": _status(found),
             "definitions": [d.as_dict() for d in found[:MAX_DEFINITIONS]], "truncated": len(found) > MAX_DEFINITIONS}
 
@@ -149,13 +165,23 @@ class Resolver:
     def __init__(self, *, dataset_id: int) -> None:
         self.dataset_id = dataset_id
         self._by_name: dict[str, list[Def]] = {}
+        self._by_doc: dict[str, dict[int, list[Def]]] = {}
         self._imports: dict[int, list[Ref]] = {}
-        self._files: dict[str, list[int]] | None = None
+        self._modules: dict[str, bool] = {}
 
     def defs_named(self, name: str) -> list[Def]:
         if name not in self._by_name:
             self._by_name[name] = _defs(dataset_id=self.dataset_id, name=name)
+            by_doc: dict[int, list[Def]] = {}
+            for d in self._by_name[name]:
+                by_doc.setdefault(d.document_id, []).append(d)
+            self._by_doc[name] = by_doc
         return self._by_name[name]
+
+    def defs_in(self, name: str, document_id: int) -> list[Def]:
+        """The definitions of `name` in one file (a name defined in thousands of files: no scan of them all)."""
+        self.defs_named(name)
+        return self._by_doc[name].get(document_id, [])
 
     def load_imports(self, document_ids: list[int]) -> None:
         todo = [d for d in document_ids if d not in self._imports]
@@ -164,40 +190,41 @@ class Resolver:
         for row in (SymbolRef.objects.filter(document_id__in=todo, kind="import").values_list(*_REF_FIELDS)):
             self._imports[row[1]].append(Ref(*row))
 
-    def _documents_of_module(self, module: str) -> list[int]:
-        """Documents whose path is the module (`a.b` -> a/b.py, a/b/__init__.py, src/a/b.py, ./a/b.ts, ...)."""
-        if self._files is None:
-            self._files = defaultdict(list)
-            for doc_id, path in Document.objects.filter(dataset_id=self.dataset_id).values_list("pk", "path"):
-                mod = module_of(path)
-                self._files[mod].append(doc_id)
-                self._files[posixpath.splitext(path)[0]].append(doc_id)
-        key = module.replace("/", ".") if "/" not in module.strip("./") else module
-        exact = self._files.get(module, []) or self._files.get(key, [])
-        if exact:
-            return exact
-        suffix = "." + module.strip(".")
-        return [doc for mod, docs in self._files.items() if mod.endswith(suffix) for doc in docs]
+    def module_exists(self, module: str) -> bool:
+        """Whether the dataset holds the file of `module` (`a.b` -> a/b.py, a/b/__init__.py, src/a/b.py, ...;
+        `web/util` -> web/util.ts, web/util/index.js, ...). Asked only when no definition of the name is in it."""
+        if module not in self._modules:
+            base = module.strip("./") if "/" in module else module.replace(".", "/")
+            exact = [base + ext for ext in _EXTS if ext] + [f"{base}/{index}" for index in _INDEXES]
+            docs = Document.objects.filter(dataset_id=self.dataset_id)
+            self._modules[module] = docs.filter(path__in=exact).exists() or docs.filter(
+                path__regex=rf"(^|/){re.escape(base)}(\.[A-Za-z]+|/(__init__\.pyi?|index\.[jt]sx?|mod\.rs))$").exists()
+        return self._modules[module]
 
     def resolve(self, ref: Ref) -> tuple[str, list[Def]]:
         """("resolved", [def]) | ("ambiguous", candidates) | ("external", []) | ("unresolved", [])."""
         candidates = self.defs_named(ref.name)
-        if ref.kind != "import" and not ref.qualifier and not any(d.document_id == ref.document_id
-                                                                    for d in candidates):
+        local = self.defs_in(ref.name, ref.document_id)
+        if ref.kind != "import" and not ref.qualifier and not local:
             imports = self._imports_of(ref.document_id)
             bound = next((imp for imp in imports if imp.alias == ref.name and imp.name != ref.name), None)
             if bound is not None:  # `take(...)` after `from m import deduct as take`
                 return self._through_import(bound.qualifier, bound.name, self.defs_named(bound.name))
         if ref.kind == "import":
             return self._through_import(ref.qualifier, ref.name, candidates)
-        local = [d for d in candidates if d.document_id == ref.document_id]
         if ref.qualifier in _SELF or ref.qualifier.startswith(tuple(f"{s}." for s in _SELF)):
             cls = ref.container.rsplit(".", 1)[0] if "." in ref.container else ref.container
             in_class = [d for d in local if d.qualname.rsplit(".", 1)[0] == cls]
             if len(in_class) == 1:
                 return "resolved", in_class
-        if not ref.qualifier and local:
-            top = [d for d in local if "." not in d.qualname] or local
+        bare = not ref.qualifier
+        if bare and not _implicit_this(ref.path):  # Python, JS: a bare name never means a method
+            candidates = [d for d in candidates if "." not in d.qualname]
+            local = [d for d in local if "." not in d.qualname]
+        if bare and local:
+            cls = ref.container.rsplit(".", 1)[0] if "." in ref.container else ""
+            top = [d for d in local if "." not in d.qualname] or \
+                [d for d in local if cls and d.qualname.rsplit(".", 1)[0] == cls] or local
             if len(top) == 1:
                 return "resolved", top
         imports = self._imports_of(ref.document_id)
@@ -222,28 +249,46 @@ class Resolver:
     def _through_import(self, module: str, name: str, candidates: list[Def]) -> tuple[str, list[Def]]:
         if not candidates:
             return "external", []
-        docs = set(self._documents_of_module(module)) if module else set()
-        hit = [d for d in candidates if d.document_id in docs and "." not in d.qualname]
-        hit = hit or [d for d in candidates if d.document_id in docs]
+        hit = [d for d in candidates if module and in_module(d.path, module)]
+        hit = [d for d in hit if "." not in d.qualname] or hit
         if len(hit) == 1:
             return "resolved", hit
         if len(hit) > 1:
             return "ambiguous", hit
-        if docs:  # the module is here, the name is not defined in it (re-exported, generated): by name
+        if module and self.module_exists(module):  # the module is here without the name (re-exported): by name
             return ("resolved", candidates) if len(candidates) == 1 else ("ambiguous", candidates)
         return "external", []
+
+
+def _implicit_this(path: str) -> bool:
+    """Languages where a method calls another of its class by its bare name (Java, C#, C++, Go receivers aside)."""
+    return posixpath.splitext(path)[1].lower() not in (".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx",
+                                                       ".rb", ".php", ".rs", ".go", ".c", ".h")
+
+
+def in_module(path: str, module: str) -> bool:
+    """Whether the file at `path` is `module`: dotted (`billing.ledger`, a tail of the path's module for `src/`
+    layouts) or a path without its extension (`web/util`, as a relative JS/TS import resolves)."""
+    if "/" in module:
+        stem = posixpath.splitext(path)[0]
+        return stem == module or stem.endswith("/" + module) or module_of(path) == module.replace("/", ".")
+    mod = module_of(path)
+    return mod == module or mod.endswith("." + module)
 
 
 def find_references(*, project: Project, symbol: str, dataset: str | int | None = None,
                     limit: int = MAX_REFERENCES) -> dict[str, Any]:
     """Uses of the definition(s) `symbol` names (calls, references, imports, base classes), each with how it
     resolved: `resolved` (to a listed definition) or `ambiguous` (its name has several candidates, this among
-    them). Uses that resolve to another definition of the same name are left out."""
+    them). Uses that resolve to another definition of the same name are left out. A name with more than
+    MAX_DEFINITIONS definitions gets the uses of the first MAX_DEFINITIONS (`truncated`)."""
     symbol = _check_symbol(symbol)
     if not 1 <= limit <= MAX_REFERENCES:
         raise BadInput(f"Must be between 1 and {MAX_REFERENCES}.", field="limit")
     ids = [ds.pk for ds in datasets_for(project=project, dataset=dataset)]
-    targets = definitions_of(dataset_ids=ids, symbol=symbol)
+    targets = definitions_of(dataset_ids=ids, symbol=symbol, limit=MAX_DEFINITIONS + 1)
+    targets_truncated = len(targets) > MAX_DEFINITIONS
+    targets = targets[:MAX_DEFINITIONS]
     by_id = {d.id: d for d in targets}
     refs: list[dict[str, Any]] = []
     total = 0
@@ -273,8 +318,8 @@ def find_references(*, project: Project, symbol: str, dataset: str | int | None 
                              "definition": mine[0].as_dict()["span"] if how == "resolved" else None,
                              "candidates": len(defs)})
     return {"project": project.slug, "symbol": symbol, "status": _status(targets),
-            "definitions": [d.as_dict() for d in targets[:MAX_DEFINITIONS]], "references": refs, "total": total,
-            "truncated": total > len(refs)}
+            "definitions": [d.as_dict() for d in targets], "references": refs, "total": total,
+            "truncated": total > len(refs) or targets_truncated}
 
 
 # --------------------------------------------------------------------------- files

@@ -61,6 +61,8 @@ class GrepSpec:
     regex: bool
     case_sensitive: bool
     compiled: Any  # re2 pattern
+    whole: Any  # the pattern in multi-line mode, run over a chunk's text at once: a line that matches `compiled`
+    # matches it inside the chunk too (^ $ \b read the same at a line's edges), so a chunk it misses is skipped
     required: tuple[str, ...]  # literal runs every hit contains (casefolded trigrams narrow by them)
     glob: Glob | None
     max_matches: int
@@ -81,6 +83,8 @@ def compile_grep(*, pattern: str, regex: bool = False, case_sensitive: bool = Tr
     source = pattern if regex else re.escape(pattern)
     try:
         compiled = re2.compile(source, options)
+        # \A and \z mean the text's edges, which a chunk's are not: such a pattern is matched line by line only
+        whole = None if regex and ("\\A" in pattern or "\\z" in pattern) else re2.compile("(?m)" + source, options)
     except re2.error as exc:
         raise BadInput(f"Not a valid RE2 regular expression: {exc}.", field="pattern") from None
     required = required_literals(pattern) if regex else (pattern,)
@@ -90,7 +94,7 @@ def compile_grep(*, pattern: str, regex: bool = False, case_sensitive: bool = Tr
             glob = compile_glob(path if any(c in path for c in "*?[") else path.rstrip("/") + "**")
         except BadInput as exc:
             raise BadInput(exc.detail, field="path") from None
-    return GrepSpec(pattern=pattern, regex=regex, case_sensitive=case_sensitive, compiled=compiled,
+    return GrepSpec(pattern=pattern, regex=regex, case_sensitive=case_sensitive, compiled=compiled, whole=whole,
                     required=tuple(r for r in required if len(r.casefold()) >= 3), glob=glob,
                     max_matches=max_matches)
 
@@ -142,13 +146,16 @@ def _candidates(*, dataset_ids: list[int], spec: GrepSpec, after: tuple[int, str
         return cur.fetchall()
 
 
-def _lines(document_ids: list[int]) -> dict[int, dict[int, str]]:
-    """document -> {line number: text} from its chunks (overlapping windows agree on every line)."""
+def _lines(document_ids: list[int], whole: Any) -> dict[int, dict[int, str]]:
+    """document -> {line number: text} from those of its chunks `whole` finds something in (all of them when
+    `whole` is None); overlapping windows agree on every line."""
     out: dict[int, dict[int, str]] = {d: {} for d in document_ids}
     with connection.cursor() as cur:
         cur.execute("SELECT document_id, start_line, text FROM search_chunk WHERE document_id = ANY(%s) "
                     "ORDER BY document_id, start_line", [document_ids])
         for doc_id, start, text in cur.fetchall():
+            if whole is not None and whole.search(text) is None:
+                continue
             lines = out[doc_id]
             for i, line in enumerate(text.split("\n")):
                 lines.setdefault(start + i, line)
@@ -168,7 +175,7 @@ def grep(*, project: Project, dataset_ids: list[int], spec: GrepSpec) -> dict[st
         batch = _candidates(dataset_ids=sorted(dataset_ids), spec=spec, after=after)
         if not batch:
             break
-        texts = _lines([row[0] for row in batch])
+        texts = _lines([row[0] for row in batch], spec.whole)
         for doc_id, ds_id, path in batch:
             after = (ds_id, path)
             files_read += 1

@@ -22,6 +22,7 @@ from tests.search.rules_fixtures import demo_project, emberfall, rules_index  # 
 
 ROOT = Path(__file__).resolve().parents[3]
 TOOLS = {"search_context", "read_span", "answer_rules", "list_projects", "list_datasets", "feedback"}
+CODE_TOOLS = {"find_definition", "find_references", "outline", "list_files", "grep"}
 LEDGER_LINES = LEDGER_PY.split("\n")
 DEDUCT_START = next(i for i, line in enumerate(LEDGER_LINES, start=1) if line.startswith("def deduct_credits"))
 Q = "take credits from a wallet, refuse to go below zero"
@@ -87,7 +88,7 @@ def test_tools_are_listed_with_their_arguments(shop):
         return (await client.list_tools()).tools
 
     tools = {t.name: t for t in _in_process(_key(shop["alice"]), script)}
-    assert TOOLS <= set(tools)
+    assert TOOLS | CODE_TOOLS <= set(tools)
     schema = tools["search_context"].input_schema
     assert {"project", "q"} <= set(schema["required"])
     assert {"repo", "path", "lang", "dataset", "top_k", "budget_tokens"} <= set(schema["properties"])
@@ -348,7 +349,8 @@ def test_stdio_server_searches_reads_and_logs_as_mcp(stdio_world):
 def test_stdio_selftest_lists_tools_and_runs_one_search(stdio_world):
     out = _manage_mcp(stdio_world["env"], "--selftest", "--key", _key(stdio_world["alice"]), "--query", Q)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "6 tools:" in out.stdout and "search_context" in out.stdout
+    assert "11 tools:" in out.stdout and "search_context" in out.stdout
+    assert all(name in out.stdout for name in CODE_TOOLS)
     assert f"billing/ledger.py:{DEDUCT_START}-" in out.stdout and "selftest passed" in out.stdout
 
 
@@ -486,3 +488,80 @@ def test_http_refuses_revoked_expired_and_missing_keys_with_401(live_shop):
 
     with pytest.raises(Exception):  # noqa: B017 - the SDK reports the 401 as its own error type
         anyio.run(connect)
+
+
+# ------------------------------------------------------------------------------------------------ code tools
+CODE_CALLS = [
+    ("find_definition", {"project": "shop", "symbol": "deduct_credits"}),
+    ("find_references", {"project": "shop", "symbol": "Wallet"}),
+    ("outline", {"project": "shop", "path": "billing/ledger.py"}),
+    ("list_files", {"project": "shop", "glob": "billing/**"}),
+    ("grep", {"project": "shop", "pattern": "def deduct_credits"}),
+]
+
+
+def _check_code_answers(answers: dict[str, dict[str, Any]]) -> None:
+    span = f"billing/ledger.py:{DEDUCT_START}"
+    d = answers["find_definition"]
+    assert d["status"] == "found" and d["definitions"][0]["span"].startswith(span + "-")
+    assert answers["find_references"]["status"] == "found"
+    assert any(s["span"].startswith(f"{span}-") for s in answers["outline"]["symbols"])
+    assert "deduct_credits" in {s["name"] for s in answers["outline"]["symbols"]}
+    assert [f["path"] for f in answers["list_files"]["files"]] == ["billing/ledger.py"]
+    assert [h["span"] for h in answers["grep"]["hits"]] == [span]
+
+
+def test_code_tools_answer_like_the_api_and_refuse_like_it(shop):
+    async def script(client):
+        answers = {name: _ok(await client.call_tool(name, args)) for name, args in CODE_CALLS}
+        bad = _err(await client.call_tool("grep", {"project": "shop", "pattern": "(", "regex": True}))
+        hidden = _err(await client.call_tool("find_definition", {"project": "elsewhere", "symbol": "x"}))
+        return answers, bad, hidden
+
+    answers, bad, hidden = _in_process(_key(shop["alice"]), script)
+    _check_code_answers(answers)
+    assert (bad["status"], bad["field"]) == (400, "pattern")
+    assert (hidden["status"], hidden["code"]) == (404, "not_found")
+
+    async def no_scope(client):
+        return _err(await client.call_tool("find_references", {"project": "shop", "symbol": "Wallet"}))
+
+    body = _in_process(_key(shop["alice"], scopes=["ingest"]), no_scope)
+    assert body["code"] == "insufficient_scope" and body["status"] == 403
+
+
+TS_CLIENT = ROOT / "tests" / "search" / "edge" / "mcp_ts"
+
+
+def _ts_client_ready() -> None:
+    """The TypeScript SDK from the npm registry, installed once into mcp_ts/node_modules (package-lock.json)."""
+    import shutil
+
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are needed for the TypeScript MCP client")
+    if not (TS_CLIENT / "node_modules" / "@modelcontextprotocol" / "sdk").exists():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=TS_CLIENT, check=True, capture_output=True,
+                       timeout=600)
+
+
+def test_the_typescript_sdk_client_drives_the_code_tools_over_http(live_shop):
+    """An MCP client other than the one the server is built on: the TypeScript SDK, over streamable HTTP."""
+    import json
+
+    _ts_client_ready()
+    env = dict(os.environ, MCP_URL=live_shop["url"], MCP_KEY=_key(live_shop["alice"]))
+    calls = [*CODE_CALLS, ("grep", {"project": "shop", "pattern": "(", "regex": True}),
+             ("find_definition", {"project": "elsewhere", "symbol": "x"})]
+    out = subprocess.run(["node", "client.mjs", json.dumps(calls)], cwd=TS_CLIENT, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    tools = {t["name"]: t for t in data["tools"]}
+    assert TOOLS | CODE_TOOLS <= set(tools)
+    assert tools["grep"]["required"] == ["project", "pattern"]
+    results = data["results"]
+    assert not any(r["isError"] for r in results[:5]), results
+    _check_code_answers({r["name"]: r["structured"] for r in results[:5]})
+    assert f"billing/ledger.py:{DEDUCT_START}" in results[4]["text"]
+    assert results[5]["isError"] and results[5]["structured"]["field"] == "pattern"
+    assert results[6]["isError"] and results[6]["structured"]["code"] == "not_found"

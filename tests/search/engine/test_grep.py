@@ -45,6 +45,8 @@ def test_regex_case_path_and_max_matches(code_world):
     assert not grep_project(project=project, pattern="WALLET", path="shop/")["hits"]
     capped = grep_project(project=project, pattern="wallet", max_matches=2)
     assert len(capped["hits"]) == 2 and capped["truncated"]
+    anchored = grep_project(project=project, pattern=r"\Aclass \w+\(ledger", regex=True)  # \A: the line's start
+    assert [h["path"] for h in anchored["hits"]] == ["shop/service.py"]
     every = grep_project(project=project, pattern=r"\w", regex=True, max_matches=500)  # narrows nothing
     assert not every["narrowed"] and every["complete"]
     assert every["files_read"] == len(FILES)

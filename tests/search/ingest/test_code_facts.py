@@ -83,3 +83,31 @@ def test_reconcile_code_command_exits_1_on_drift_and_fix_makes_it_exact(code_wor
     out = io.StringIO()
     call_command("reconcile_code", fix=True, stdout=out)
     assert "after fix: drifted 0  missing 0  orphans 0" in out.getvalue() and out.getvalue().endswith("exact\n")
+
+
+def test_a_diff_sync_rewrites_only_the_changed_files_rows(db, edge_index, tmp_path, settings, make_project):
+    from projects.models import Dataset
+    from search.ingest.code_facts import check
+    from search.models import Symbol
+    from search.sources.spec import SourceSpec
+    from search.sources.sync import set_source, start_sync
+    from tests.search.code_fixtures import JOBS_PY, SERVICE_PY
+    from tests.search.sources.git_fixtures import GitRemote
+
+    settings.SOURCES_GIT_DIR = tmp_path / "mirrors"
+    remote = GitRemote(tmp_path / "remote")
+    ds = Dataset.objects.create(project=make_project("gitshop"), name="repo", kind="code")
+    remote.commit({"shop/service.py": SERVICE_PY, "shop/jobs.py": JOBS_PY})
+    set_source(user=None, dataset=ds, spec=SourceSpec(type="git", config={"url": remote.url, "ref": "main",
+                                                                          "subdir": ""}, local=True),
+               interval_s=None, token=None)
+    assert start_sync(dataset=ds, run_now=True).status == "done"
+    kept = set(Symbol.objects.filter(dataset=ds, path="shop/service.py").values_list("pk", flat=True))
+    remote.commit({"shop/service.py": SERVICE_PY, "shop/jobs.py": JOBS_PY.replace("def nightly", "def daily")})
+    job = start_sync(dataset=ds, run_now=True)
+    assert job.status == "done" and job.result["mode"] == "diff" and job.result["changed"] == ["shop/jobs.py"]
+    assert set(Symbol.objects.filter(dataset=ds, path="shop/service.py").values_list("pk", flat=True)) == kept
+    assert _qualnames(ds, "shop/jobs.py") == ["daily", "notify"]
+    remote.commit({"shop/service.py": SERVICE_PY})
+    assert start_sync(dataset=ds, run_now=True).result["deleted"] == ["shop/jobs.py"]
+    assert _qualnames(ds, "shop/jobs.py") == [] and check(dataset_ids=[ds.pk]).exact
