@@ -100,3 +100,23 @@ def test_reads_write_nothing(code_world, django_assert_max_num_queries):
     with CaptureQueriesContext(connection) as ctx:
         find_references(project=code_world["project"], symbol="Wallet")
     assert not [q["sql"] for q in ctx.captured_queries if not q["sql"].lstrip().upper().startswith("SELECT")]
+
+
+def test_a_bare_call_means_a_method_only_where_the_language_calls_methods_so(code_world):
+    from search.engine.code_graph import find_references
+    from search.ingest.code import code_document
+    from search.ingest.writer import write_documents
+
+    java = (b"class Cart {\n  int total() { return 1; }\n  int pay() { return total(); }\n}\n"
+            b"class Till {\n  int total() { return 2; }\n}\n")
+    py = b"class Box:\n    def size(self):\n        return 1\n\n\ndef measure():\n    return size()\n"
+    write_documents(dataset=code_world["dataset"], drafts=[code_document(rel="shop/Cart.java", data=java,
+                                                                         repo="app")[0],
+                                                           code_document(rel="shop/box.py", data=py, repo="app")[0]])
+    cart = find_references(project=code_world["project"], symbol="Cart.total")
+    # web/routes.js calls `cart.total()`: a method reached through an object of unknown type, so either `total`
+    assert [(r["path"], r["line"], r["resolution"], r["candidates"]) for r in cart["references"]] == \
+        [("shop/Cart.java", 3, "resolved", 1), ("web/routes.js", 9, "ambiguous", 2)]
+    till = find_references(project=code_world["project"], symbol="Till.total")
+    assert [(r["path"], r["resolution"]) for r in till["references"]] == [("web/routes.js", "ambiguous")]
+    assert find_references(project=code_world["project"], symbol="Box.size")["references"] == []  # Python: no
