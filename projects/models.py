@@ -64,6 +64,13 @@ class Dataset(models.Model):
     # An evaluation corpus (`evaluate --beir`, `train_reranker --beir`): kept out of the live index, searched only
     # in a throwaway store built for the run and dropped after it, so an evaluation never touches live search.
     is_evaluation = models.BooleanField(default=False)
+    # The dense model its chunks are searched with: "" is the configured EMBEDDING_MODEL, else the name of a model
+    # adapted to this content (var/models/embeddings/<name>; docs/architecture.md, "Per-dataset embedding models").
+    # `embedding_model_next` is the model being re-embedded into: queries keep the old vectors until it is complete.
+    embedding_model = models.CharField(max_length=64, blank=True, default="")
+    embedding_model_next = models.CharField(max_length=64, blank=True, default="")
+    # Why the current model was adopted (or an adaptation was not): the held-out and judged-query checks.
+    embedding_evidence = models.JSONField(default=dict, blank=True)
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

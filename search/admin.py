@@ -82,11 +82,35 @@ class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
     Registered here, not in projects.admin: its panel and actions are search's upkeep of the dataset's content
     (search.ingest.maintenance), and projects does not reach into search."""
 
-    list_display = ("name", "project", "kind", "is_global", "created_at")
+    list_display = ("name", "project", "kind", "is_global", "dense_model", "created_at")
     list_filter = ("kind", "is_global")
     search_fields = ("name", "project__slug", "description")
     autocomplete_fields = ("project",)
-    readonly_fields = ("content_report",)
+    # the model changes only through the adoption rule or `manage.py switch_embeddings` (re-embed, then switch)
+    readonly_fields = ("content_report", "embedding_model", "embedding_model_next", "embedding_report")
+    exclude = ("embedding_evidence",)
+
+    @admin.display(description="dense model")
+    def dense_model(self, obj: Dataset) -> str:
+        name = obj.embedding_model or "configured"
+        return f"{name} → {obj.embedding_model_next}" if obj.embedding_model_next else name
+
+    @admin.display(description="embedding model evidence")
+    def embedding_report(self, obj: Dataset) -> str:
+        """Why the dataset searches with its model (or why an adaptation was not adopted): the rule's reason, the
+        held-out pairs, the judged queries and the cost, as the adoption stored them."""
+        ev = obj.embedding_evidence or {}
+        if not ev:
+            return "no adaptation decided yet"
+        held, judged, cost = ev.get("heldout") or {}, ev.get("judged") or {}, ev.get("cost") or {}
+        return format_html(
+            "<b>{}</b> {}: {}<br>held-out pairs MRR@10 {} → {} (code pairs' 95 % lower bound {})<br>"
+            "judged queries: {}<br>cost: {} s adapting, {} s re-embedding",
+            ev.get("model", "?"), "adopted" if ev.get("adopted") else "not adopted", ev.get("reason", ""),
+            held.get("base_mrr@10", "-"), held.get("adapted_mrr@10", "-"), held.get("code_gain_lower_95", "-"),
+            (f"{judged.get('queries')} queries, nDCG@10 {judged.get('base_ndcg@10')} → {judged.get('adapted_ndcg@10')}"
+             f" (95 % lower bound {judged.get('gain_lower_95')})") if judged else "none",
+            cost.get("total_seconds", "-"), (ev.get("reembed") or {}).get("seconds", "-"))
     actions = ["reingest", "recompute_embeddings", "reindex"]
 
     @admin.display(description="content")
@@ -322,7 +346,8 @@ class QualityJobForm(forms.Form):
     name = forms.CharField(required=False, help_text="train a reranker or adapt the embedding model: the model's name")
     pseudo = forms.BooleanField(required=False, help_text="train on pseudo-queries only (no feedback)")
     activate = forms.BooleanField(required=False, initial=True,
-                                  help_text="adopt the trained model if it beats fusion on the held-out slice")
+                                  help_text="adopt the trained reranker if it beats fusion on the held-out slice; "
+                                            "adopt the adapted embedding model if the adoption rule holds")
     max_queries = forms.IntegerField(required=False, min_value=0, help_text="evaluate at most this many (0: all)")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

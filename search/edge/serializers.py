@@ -102,6 +102,9 @@ class QueryResponseSerializer(serializers.Serializer):
                                             help_text="request: named in the body; project: adopted from the "
                                                       "project's feedback; default: rrf k=60.")
     fusion_params = serializers.DictField(help_text="method, rrf_k and the dense/sparse weights that ran.")
+    embedding_models = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The dense models that ran: the configured model, or the model adapted to a searched dataset.")
 
 
 class IngestRequestSerializer(InputSerializer):

@@ -62,6 +62,21 @@ def resolve_model(*, model: str | None = None) -> tuple[str, str]:
     return _resolve_model_path(_model_name(model))
 
 
+def adapted_models_dir() -> Path:
+    """Where adapted embedding models live: one sentence-transformers folder per model, each with manifest.json.
+    A dataset names one of them (Dataset.embedding_model) and is searched with it."""
+    return Path(settings.VAR_DIR) / "models" / "embeddings"
+
+
+def adapted_model_path(name: str) -> str:
+    """The local folder of the adapted model `name`; a missing one is a 503 naming it, like a bad EMBEDDING_MODEL."""
+    path = adapted_models_dir() / name
+    if not name or "/" in name or name.startswith(".") or not (path / "config.json").exists():
+        raise DependencyDown("embeddings", f"the adapted embedding model {name!r} is not in {adapted_models_dir()}; "
+                                           "adapt it again or switch the dataset back to the configured model")
+    return str(path)
+
+
 def dense_model_id(*, model: str | None = None) -> str:
     """The model id (the index collection and the cache key depend on it); a bad setting is a 503, not a 500.
 

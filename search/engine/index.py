@@ -35,10 +35,12 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from tqdm import tqdm
 
 from config.errors import DependencyDown
+from search.engine.dataset_models import CONFIGURED, dim_of, model_id_of, models_in_use
 from search.engine.encoders import dense_model_id, embedding_dim
 from search.engine.sparse import SparseVec, encode_document, sparse_document_text
 from search.models import Chunk, EmbeddingCache, IndexOutbox, IndexWatermark
@@ -104,6 +106,7 @@ class VectorIndex(Protocol):
     def drop(self) -> None: ...
     def health(self) -> str: ...
     def close(self) -> None: ...
+    def for_model(self, *, model_id: str, dim: int) -> VectorIndex: ...
 
 
 PARTITIONS = ("code", "web", "rules")
@@ -151,6 +154,17 @@ class EdgeIndex:
         self.store_key = f"edge:{self.root.resolve()}/context_{model_slug(model_id, dim)}"
         self._lock = threading.RLock()
         self._shards = {p: self._open(p) for p in PARTITIONS}
+        self._siblings: dict[str, EdgeIndex] = {}
+
+    def for_model(self, *, model_id: str, dim: int) -> EdgeIndex:
+        """The same store's shards for another model (a dataset searched with an adapted model): its own
+        directories beside these, opened once by the process that holds this handle and closed with it."""
+        if model_id == self.model_id:
+            return self
+        with self._lock:
+            if model_id not in self._siblings:
+                self._siblings[model_id] = EdgeIndex(path=self.root, model_id=model_id, dim=dim)
+            return self._siblings[model_id]
 
     def _config(self) -> qe.EdgeConfig:
         qe = self._qe
@@ -284,6 +298,9 @@ class EdgeIndex:
 
     def close(self) -> None:
         with self._lock:
+            for sibling in self._siblings.values():
+                sibling.close()
+            self._siblings.clear()
             for shard in self._shards.values():
                 try:
                     shard.flush()
@@ -297,24 +314,41 @@ class ClientIndex:
     `location=":memory:"`/`path=` is its local mode."""
 
     def __init__(self, *, model_id: str, dim: int, url: str | None = None, path: str | None = None,
-                 location: str | None = None, api_key: str | None = None, timeout: float = 5.0) -> None:
+                 location: str | None = None, api_key: str | None = None, timeout: float = 5.0,
+                 prefix: str = "", _share: ClientIndex | None = None) -> None:
+        """`prefix` names a throwaway family on a shared server (evaluation); the vectors' model id stays
+        `model_id`. `_share`: another model's family on the same client (for_model)."""
         from qdrant_client import QdrantClient, models  # noqa: PLC0415 - optional adapter: the client loads only with a QDRANT_URL
 
         self.m = models
         self.model_id = model_id
         self.dim = dim
-        self.collections = {p: collection_name(model_id, dim, partition=p) for p in PARTITIONS}
-        self.collection = f"context_{model_slug(model_id, dim)}"  # the family's name, for health and store keys
-        if url:
+        self.prefix = prefix
+        self.collections = {p: collection_name(prefix + model_id, dim, partition=p) for p in PARTITIONS}
+        self.collection = f"context_{model_slug(prefix + model_id, dim)}"  # the family's name, for health and store keys
+        self._siblings: dict[str, ClientIndex] = {}
+        if _share is not None:
+            self.client = _share.client
+            self._store_base = _share._store_base
+        elif url:
             self.client = QdrantClient(url=url, api_key=api_key, timeout=int(max(1, timeout)))
-            self.store_key = f"qdrant:{url}/{self.collection}"
+            self._store_base = f"qdrant:{url}"
         elif path:
             self.client = QdrantClient(path=path)
-            self.store_key = f"qdrant-local:{Path(path).resolve()}/{self.collection}"
+            self._store_base = f"qdrant-local:{Path(path).resolve()}"
         else:
             self.client = QdrantClient(location=location or ":memory:")
-            self.store_key = f"qdrant-memory:{id(self)}/{self.collection}"
+            self._store_base = f"qdrant-memory:{id(self)}"
+        self.store_key = f"{self._store_base}/{self.collection}"
         self._ensured = False
+
+    def for_model(self, *, model_id: str, dim: int) -> ClientIndex:
+        """The same store's collections for another model (a dataset searched with an adapted model)."""
+        if model_id == self.model_id:
+            return self
+        if model_id not in self._siblings:
+            self._siblings[model_id] = ClientIndex(model_id=model_id, dim=dim, prefix=self.prefix, _share=self)
+        return self._siblings[model_id]
 
     def _call(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         try:
@@ -447,6 +481,7 @@ class ClientIndex:
         return "qdrant " + ", ".join(f"{name}: {n} points" for name, n in self.counts().items())
 
     def close(self) -> None:
+        self._siblings.clear()  # they share this client
         try:
             self.client.close()
         except Exception:  # noqa: BLE001 - closing a dead connection is fine
@@ -459,13 +494,14 @@ _singleton_lock = threading.Lock()
 
 
 def open_index(*, path: str | Path | None = None, url: str | None = None, location: str | None = None,
-               model_id: str | None = None, dim: int | None = None) -> VectorIndex:
-    """A fresh index handle (not the singleton): benches/evaluation open their own store with `path=`."""
+               model_id: str | None = None, dim: int | None = None, prefix: str = "") -> VectorIndex:
+    """A fresh index handle (not the singleton): benches/evaluation open their own store with `path=`, or a
+    `prefix`ed family of collections on the server."""
     model_id = model_id or dense_model_id()
     dim = dim or embedding_dim()
     if url:
         return ClientIndex(url=url, api_key=settings.QDRANT_API_KEY, timeout=settings.QDRANT_TIMEOUT_S,
-                           model_id=model_id, dim=dim)
+                           model_id=model_id, dim=dim, prefix=prefix)
     if location:
         return ClientIndex(location=location, model_id=model_id, dim=dim)
     try:
@@ -500,6 +536,23 @@ def set_index(index: VectorIndex | None) -> None:
     global _singleton
     with _singleton_lock:
         _singleton = index
+
+
+@dataclass(frozen=True)
+class StoreRef:
+    """The names of a store another process holds: what wait_until_indexed reads (its watermark row and model)."""
+
+    model_id: str
+    store_key: str
+
+
+def live_store_ref(*, name: str) -> StoreRef:
+    """The live store of the dataset model `name` without opening it (the web process holds the embedded one)."""
+    model_id, dim = model_id_of(name), dim_of(name)
+    family = f"context_{model_slug(model_id, dim)}"
+    if settings.QDRANT_URL:
+        return StoreRef(model_id=model_id, store_key=f"qdrant:{settings.QDRANT_URL}/{family}")
+    return StoreRef(model_id=model_id, store_key=f"edge:{Path(settings.QDRANT_PATH).resolve()}/{family}")
 
 
 def searchable_here() -> bool:
@@ -626,9 +679,35 @@ def build_points(chunk_ids: list[int], *, model_id: str,
     return points, [i for i in chunk_ids if i not in present]
 
 
+def model_index(index: VectorIndex, *, name: str) -> VectorIndex:
+    """`index`'s store for the dataset model `name` ("" is the configured model: `index` itself)."""
+    if name == CONFIGURED:
+        return index
+    return index.for_model(model_id=model_id_of(name), dim=dim_of(name))
+
+
 def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = None,
                  wait_s: float = 60.0, batch: int = APPLY_BATCH, yield_to_reads_s: float = 0.0) -> int:
-    """Apply pending IndexOutbox rows past this store's watermark. Idempotent; returns rows read.
+    """Apply pending outbox rows to `index` (default: the process singleton) and to the same store's collections
+    of every adapted model a dataset is searched or written with (search.engine.dataset_models). Returns rows read.
+
+    A model whose folder is gone is logged and skipped, so it never holds up the configured model's collections."""
+    index = index or get_index()
+    kw = {"max_rows": max_rows, "wait_s": wait_s, "batch": batch, "yield_to_reads_s": yield_to_reads_s}
+    total = apply_store_outbox(index=index, **kw)
+    for name in models_in_use():
+        try:
+            sibling = model_index(index, name=name)
+        except DependencyDown as exc:
+            log.warning("apply_outbox: skipping the adapted model %r: %s", name, exc.detail)
+            continue
+        total += apply_store_outbox(index=sibling, **kw)
+    return total
+
+
+def apply_store_outbox(*, index: VectorIndex, max_rows: int | None = None,
+                       wait_s: float = 60.0, batch: int = APPLY_BATCH, yield_to_reads_s: float = 0.0) -> int:
+    """Apply pending IndexOutbox rows of this store's model past its watermark. Idempotent; returns rows read.
 
     Each pending chunk id is re-read from Postgres and written in its current
     state (present -> upsert, gone -> delete), so replays and out-of-order
@@ -644,11 +723,13 @@ def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = Non
     up to that long for this process's queries in flight to finish (READ_GATE), so a query never queues behind
     a whole batch of index writes.
     """
-    index = index or get_index()
     if not _apply_lock.acquire(timeout=wait_s):
         return 0
     try:
         started = _db_clock()
+        # every row visible now (any model's) is read or known to be another model's by the end of a drained pass:
+        # what a waiter on another model's rows, or on rows interleaved with them, needs (is_indexed)
+        top = IndexOutbox.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
         wm, _ = IndexWatermark.objects.get_or_create(store=index.store_key)
         safe = cursor = wm.last_outbox_id
         held = False  # a young gap was seen: the safe watermark stays where it is for this pass
@@ -681,7 +762,7 @@ def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = Non
         drained = max_rows is None or total < max_rows
         update: dict[str, Any] = {"last_outbox_id": safe}
         if drained:  # everything committed before `started` is in the index now
-            update.update(scanned_id=max(cursor, safe), scanned_at=started)
+            update.update(scanned_id=max(cursor, safe, top), scanned_at=started)
         IndexWatermark.objects.filter(pk=wm.pk).update(**update)
         return total
     finally:
@@ -747,6 +828,20 @@ def wait_until_indexed(*, through: int | None = None, index: VectorIndex | None 
         time.sleep(poll_s)
 
 
+def apply_until_indexed(*, index: VectorIndex, store: VectorIndex, through: int, timeout: float = 60.0) -> bool:
+    """For the process that owns the store and runs no applier thread (a command, a test): apply passes until
+    `store` (index or one of its model stores) holds every row up to `through`; False on timeout."""
+    since = _db_clock()
+    deadline = time.monotonic() + timeout
+    while True:
+        apply_outbox(index=index)
+        if is_indexed(through=through, since=since, index=store):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
 def pending_outbox(*, index: VectorIndex | None = None) -> int:
     index = index or get_index()
     last = IndexWatermark.objects.filter(store=index.store_key).values_list("last_outbox_id", flat=True).first() or 0
@@ -768,6 +863,15 @@ def rebuild(*, index: VectorIndex | None = None, batch: int = 2000, progress: bo
         bar.update(len(ids[i:i + batch]))
     bar.close()
     IndexWatermark.objects.update_or_create(store=index.store_key, defaults={"last_outbox_id": top})
+    for name in models_in_use():  # each adapted model's collections: the chunks of the datasets that use it
+        sibling = model_index(index, name=name)
+        sibling.drop()
+        used = Q(dataset__embedding_model=name) | Q(dataset__embedding_model_next=name)
+        ids = list(Chunk.objects.filter(used, dataset__is_evaluation=False).order_by("pk").values_list("pk", flat=True))
+        for i in range(0, len(ids), batch):
+            sibling.upsert(build_points(ids[i:i + batch], model_id=sibling.model_id)[0])
+        IndexWatermark.objects.update_or_create(store=sibling.store_key, defaults={"last_outbox_id": top})
+        sibling.optimize()
     t1 = time.perf_counter()
     opt = index.optimize()
     apply_outbox(index=index)  # whatever arrived during the rebuild

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +23,12 @@ from config.errors import BadInput
 from projects.access import accessible_dataset_ids
 from projects.models import Dataset
 from search.engine.access import filter_accessible_chunk_ids
-from search.engine.encoders import embed_query
+from search.engine.dataset_models import CONFIGURED, model_arg, serving_groups
+from search.engine.encoders import dense_model_id, embed_query
 from search.engine.fusion import FUSIONS, RRF_K, WEIGHTED, Candidate, fuse, single_leg
 from search.engine.fusion_settings import FusionSetting, kind_default, project_setting
 from search.engine.globs import GLOB_CHARS, Glob, compile_glob
-from search.engine.index import READ_GATE, IndexFilter, VectorIndex, get_index
+from search.engine.index import READ_GATE, IndexFilter, VectorIndex, get_index, merge_hits, model_index
 from search.engine.packing import DEFAULT_BUDGET, build_pack
 from search.engine.rerank import CrossEncoderReranker, get_reranker, rerank_default, rerank_text
 from search.engine.term_stats import weighted_query
@@ -57,11 +58,13 @@ class QueryResult:
     fusion: str = "rrf"
     fusion_source: str = "default"  # request | project (adopted from its feedback) | default
     fusion_params: dict[str, Any] = field(default_factory=dict)
+    embedding_models: list[str] = field(default_factory=list)  # the dense models that ran (per-dataset models)
 
     def as_dict(self) -> dict[str, Any]:
         return {"search_session_id": self.session_id, "results": self.results, "pack": self.pack,
                 "timings_ms": self.timings, "reranker": self.reranker, "fusion": self.fusion,
-                "fusion_source": self.fusion_source, "fusion_params": self.fusion_params}
+                "fusion_source": self.fusion_source, "fusion_params": self.fusion_params,
+                "embedding_models": self.embedding_models}
 
 
 # --------------------------------------------------------------------------- validation
@@ -201,25 +204,51 @@ def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: s
 
 
 def _legs(*, q: str, flt: IndexFilter, candidates: int, legs: str, index: VectorIndex, timings: dict[str, float],
-          sparse_q: str | None = None, dense_model: str | None = None,
-          kinds: frozenset[str] | None = None) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-    """The dense and sparse top-N under one filter: (dense, sparse), each [(chunk_id, score)] best first."""
-    dense: list[tuple[int, float]] = []
-    sparse: list[tuple[int, float]] = []
-    if legs in ("hybrid", "dense"):
-        t = time.perf_counter()
-        vec = embed_query(q, model=dense_model)
-        timings["embed_ms"] = _ms(t)
-        t = time.perf_counter()
-        dense = index.search_dense(vec.tolist(), flt=flt, limit=candidates)
-        timings["dense_ms"] = _ms(t)
-    if legs in ("hybrid", "sparse"):
-        t = time.perf_counter()
-        kinds = kinds if kinds is not None else searched_kinds(flt)
-        query_vec = weighted_query(sparse_q or q, kinds=kinds, dataset_ids=flt.dataset_ids)
-        sparse = index.search_sparse(query_vec, flt=flt, limit=candidates)
-        timings["sparse_ms"] = _ms(t)
-    return dense, sparse
+          sparse_q: str | None = None, dense_model: str | None = None, kinds: frozenset[str] | None = None,
+          groups: dict[str, list[int]] | None = None,
+          ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """The dense and sparse top-N under one filter: (dense, sparse), each [(chunk_id, score)] best first.
+
+    Each dataset is searched in the collections of the model it is served with (`groups`: dense_groups), the query
+    embedded once per model; the hits of several models are merged on their cosine scores (the sparse leg's
+    weights are one scale whatever the collection). With `dense_model` every dataset is searched with that model
+    in `index` (`evaluate --model-id`)."""
+    groups = groups if groups is not None else dense_groups(flt=flt, dense_model=dense_model)
+    dense_parts: list[list[tuple[int, float]]] = []
+    sparse_parts: list[list[tuple[int, float]]] = []
+    query_vec = None
+    for name, ids in groups.items():
+        sub = flt if len(groups) == 1 else replace(flt, dataset_ids=ids)
+        store = index if dense_model is not None else model_index(index, name=name)
+        if legs in ("hybrid", "dense"):
+            t = time.perf_counter()
+            vec = embed_query(q, model=dense_model if dense_model is not None else model_arg(name))
+            timings["embed_ms"] = timings.get("embed_ms", 0.0) + _ms(t)
+            t = time.perf_counter()
+            dense_parts.append(store.search_dense(vec.tolist(), flt=sub, limit=candidates))
+            timings["dense_ms"] = timings.get("dense_ms", 0.0) + _ms(t)
+        if legs in ("hybrid", "sparse"):
+            t = time.perf_counter()
+            if query_vec is None:  # IDF over every searched dataset, whichever collection holds it
+                kinds = kinds if kinds is not None else searched_kinds(flt)
+                query_vec = weighted_query(sparse_q or q, kinds=kinds, dataset_ids=flt.dataset_ids)
+            sparse_parts.append(store.search_sparse(query_vec, flt=sub, limit=candidates))
+            timings["sparse_ms"] = timings.get("sparse_ms", 0.0) + _ms(t)
+    return merge_hits(dense_parts, limit=candidates), merge_hits(sparse_parts, limit=candidates)
+
+
+def dense_groups(*, flt: IndexFilter, dense_model: str | None = None) -> dict[str, list[int]]:
+    """model name -> the filter's datasets searched with it (one group when `dense_model` overrides them all)."""
+    if dense_model is not None:
+        return {CONFIGURED: list(flt.dataset_ids)}
+    return serving_groups(dataset_ids=flt.dataset_ids) or {CONFIGURED: list(flt.dataset_ids)}
+
+
+def model_ids_of(groups: dict[str, list[int]], *, dense_model: str | None = None) -> list[str]:
+    """The ids of the dense models that ran (a response names them)."""
+    if dense_model is not None:
+        return [dense_model_id(model=dense_model)]
+    return [dense_model_id() if name == CONFIGURED else name for name in groups]
 
 
 def _fuse(*, dense: list[tuple[int, float]], sparse: list[tuple[int, float]], legs: str, fusion: str,
@@ -378,6 +407,7 @@ class QueryRun:
     cands: list[Candidate] = field(default_factory=list)
     do_rerank: bool = False
     reranker_name: str | None = None
+    embedding_models: list[str] = field(default_factory=list)
     top: list[Candidate] = field(default_factory=list)
     pack: dict[str, Any] = field(default_factory=dict)
     results: list[dict[str, Any]] = field(default_factory=list)
@@ -412,11 +442,14 @@ def over(flt: IndexFilter) -> Stage:
 
 
 def retrieve_legs(run: QueryRun) -> None:
-    """The dense and sparse top-N under the filter (a background apply in this process steps aside meanwhile)."""
+    """The dense and sparse top-N under the filter (a background apply in this process steps aside meanwhile), each
+    dataset with the dense model it is served with; `run.embedding_models` names them for the response."""
+    groups = dense_groups(flt=run.flt, dense_model=run.spec.dense_model)
+    run.embedding_models = model_ids_of(groups, dense_model=run.spec.dense_model)
     with READ_GATE.reading():
         run.dense, run.sparse = _legs(q=run.spec.q, flt=run.flt, candidates=run.spec.candidates, legs=run.spec.legs,
                                       index=run.index, timings=run.timings, sparse_q=run.spec.sparse_q,
-                                      dense_model=run.spec.dense_model, kinds=run.kinds)
+                                      dense_model=run.spec.dense_model, kinds=run.kinds, groups=groups)
 
 
 def fuse_legs(run: QueryRun) -> None:
@@ -535,13 +568,15 @@ def run_query(*, user: User | None, project: Project, spec: QuerySpec, index: Ve
                                         "top_k": spec.top_k, "candidates": spec.candidates,
                                         "fusion": run.setting.method,
                                         "fusion_setting": {**run.setting.as_dict(), "source": run.fusion_source},
-                                        "rerank": run.do_rerank, "extra_filter": dict(spec.extra_filter or {})},
+                                        "rerank": run.do_rerank, "extra_filter": dict(spec.extra_filter or {}),
+                                        "embedding_models": run.embedding_models},
                                cands=run.cands, timings=run.timings, result_count=len(run.results))
         run.timings["log_ms"] = _ms(t)
     run.timings["total_ms"] = _ms(t_total)
     return QueryResult(results=run.results, pack=run.pack, timings=run.timings, reranker=run.reranker_name,
                        session_id=session_id, candidates=run.cands, fusion=run.setting.method,
-                       fusion_source=run.fusion_source, fusion_params=run.setting.as_dict())
+                       fusion_source=run.fusion_source, fusion_params=run.setting.as_dict(),
+                       embedding_models=run.embedding_models)
 
 
 def fusion_for(*, project: Project, fusion: str | None, kinds: frozenset[str]) -> tuple[FusionSetting, str]:

@@ -10,13 +10,16 @@ leave applying them to the process that owns the store.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from celery import current_app
 from django.conf import settings
 from django.db.models import Count, Max
 
-from search.engine.encoders import dense_model_id, fill_embedding_cache
+from projects.models import Dataset
+from search.engine.dataset_models import model_arg, model_id_of
+from search.engine.encoders import fill_embedding_cache
 from search.engine.index import rebuild
 from search.ingest.base import ChunkDraft, embed_input
 from search.models import Chunk, Document, EmbeddingCache, IndexOutbox, IngestJob
@@ -34,18 +37,36 @@ def last_ingest(*, dataset: Dataset) -> IngestJob | None:
     return IngestJob.objects.filter(dataset=dataset).order_by("-created_at").first()
 
 
-def reembed(*, dataset_id: int, force: bool = False) -> dict[str, int]:
-    """Fill (or with force, recompute) the current model's vectors for a dataset, then queue index upserts.
+def reembed(*, dataset_id: int, force: bool = False, model: str | None = None,
+            progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Fill (or with force, recompute) a model's vectors for a dataset, then queue its index upserts.
 
-    Vectors are keyed by (model id, text hash), so switching EMBEDDING_MODEL and
-    running this gives every chunk a vector for the new model without re-chunking.
+    `model`: a dataset model name (search.engine.dataset_models: "" the configured model, else an adapted one);
+    default: the model the dataset is searched with. Vectors are keyed by (model id, text hash), so switching
+    EMBEDDING_MODEL or a dataset's model and running this gives every chunk a vector for the new model without
+    re-chunking. The outbox rows carry the model's id: its applier writes that model's collections only, and an
+    evaluation dataset's chunks get none (they never enter the live store). `progress(done, total)` per batch.
     """
-    model_id = dense_model_id()
-    chunks = list(Chunk.objects.filter(dataset_id=dataset_id).only("pk", "text_hash", "text", "micro_summary"))
-    stats = fill_embedding_cache([chunk_embed_input(c) for c in chunks], refresh=force)
-    IndexOutbox.objects.bulk_create(
-        [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in chunks], batch_size=1000)
+    dataset = Dataset.objects.get(pk=dataset_id)
+    name = dataset.embedding_model if model is None else model
+    model_id = model_id_of(name)
+    chunks = list(Chunk.objects.filter(dataset_id=dataset_id).order_by("pk").only("pk", "text_hash", "text",
+                                                                                 "micro_summary"))
+    stats = {"embedded": 0, "cached": 0}
+    for i in range(0, len(chunks), REEMBED_BATCH):
+        part = fill_embedding_cache([chunk_embed_input(c) for c in chunks[i:i + REEMBED_BATCH]], refresh=force,
+                                    model=model_arg(name))
+        stats = {k: stats[k] + part[k] for k in stats}
+        if progress is not None:
+            progress(min(i + REEMBED_BATCH, len(chunks)), len(chunks))
+    if not dataset.is_evaluation:
+        IndexOutbox.objects.bulk_create(
+            [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in chunks],
+            batch_size=1000)
     return {"chunks": len(chunks), "embedded": stats["embedded"], "model": model_id}
+
+
+REEMBED_BATCH = 1024
 
 
 def chunk_embed_input(chunk: Chunk) -> str:

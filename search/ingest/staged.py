@@ -131,7 +131,7 @@ def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str,
     # 1. the slow part, with progress; nothing of the dataset changes
     for i in range(0, len(drafts), FILE_BATCH):
         batch = drafts[i:i + FILE_BATCH]
-        stats = cache_vectors(drafts=batch)
+        stats = cache_vectors(drafts=batch, dataset=dataset)
         IngestJob.objects.filter(pk=job.pk).update(
             files_done=F("files_done") + len(batch), embeddings_computed=F("embeddings_computed") + stats["embedded"],
             embeddings_cached=F("embeddings_cached") + stats["cached"])

@@ -18,7 +18,8 @@ from django.db import transaction
 from django.db.models import F
 
 from config.errors import DependencyDown
-from search.engine.encoders import dense_model_id, fill_embedding_cache, text_hash
+from search.engine.dataset_models import CONFIGURED, model_arg, model_id_of, writing_models
+from search.engine.encoders import fill_embedding_cache, text_hash
 from search.engine.index import apply_outbox
 from search.engine.sparse import document_term_ids, sparse_document_text
 from search.engine.term_stats import lock_dataset_writes
@@ -41,23 +42,41 @@ FILE_BATCH = 32
 Progress = Callable[[dict[str, Any]], None]
 
 
-def cache_vectors(*, drafts: list[DocumentDraft]) -> dict[str, int]:
+def cache_vectors(*, drafts: list[DocumentDraft], dataset: Dataset | None = None) -> dict[str, int]:
     """Embed the chunks whose vectors are not cached yet and cache them; -> {"embedded", "cached"}.
 
+    With `dataset`, for every model it is written with (search.engine.dataset_models.writing_models: its serving
+    model, and the one it is being switched to), else for the configured model.
     Separate from writing so a job can do the slow part first, with progress, and then write a whole
     upload in one short transaction (search.ingest.staged): the cache is shared and changes no dataset."""
-    return fill_embedding_cache([embed_input(c) for d in drafts for c in d.chunks])
+    return _fill(texts=[embed_input(c) for d in drafts for c in d.chunks],
+                 names=writing_models(dataset=dataset) if dataset is not None else [CONFIGURED])
+
+
+def _fill(*, texts: list[str], names: list[str]) -> dict[str, int]:
+    stats = {"embedded": 0, "cached": 0}
+    for name in names:
+        part = fill_embedding_cache(texts, model=model_arg(name))
+        stats = {k: stats[k] + part[k] for k in stats}
+    return stats
 
 
 def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: IngestJob | None = None) -> dict[str, int]:
     """Replace these documents' chunks (by path) in one transaction; embed only cache misses.
 
-    The rules chunker and the BEIR loader call this too: any ChunkDraft list works.
+    The rules chunker and the BEIR loader call this too: any ChunkDraft list works. The outbox gets one row per
+    chunk for each model the dataset is written with, read under the dataset's write lock, so a model switch
+    (search.quality.adoption, which takes the same lock) never misses a chunk written meanwhile.
     """
-    model_id = dense_model_id()
-    stats = {"chunks": 0, **cache_vectors(drafts=drafts)}
+    filled = writing_models(dataset=dataset)
+    stats = {"chunks": 0, **_fill(texts=[embed_input(c) for d in drafts for c in d.chunks], names=filled)}
     with transaction.atomic():
         lock_dataset_writes(dataset_id=dataset.pk)  # writers of one dataset take turns (search.engine.term_stats)
+        names = writing_models(dataset=type(dataset).objects.get(pk=dataset.pk))
+        late = [n for n in names if n not in filled]  # a switch began since: its model's vectors too
+        if late:
+            _fill(texts=[embed_input(c) for d in drafts for c in d.chunks], names=late)
+        model_ids = [model_id_of(n) for n in names]
         paths = [d.path for d in drafts]
         # The search_chunk trigger (migration 0002) queues the index deletes for these rows.
         Chunk.objects.filter(dataset=dataset, path__in=paths).delete()
@@ -82,7 +101,7 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
                                            kind=c.kind)))
         created = Chunk.objects.bulk_create(new_chunks, batch_size=500)
         IndexOutbox.objects.bulk_create(
-            [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in created],
+            [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=m) for c in created for m in model_ids],
             batch_size=1000)
         stats["chunks"] = len(created)
         if job is not None:

@@ -33,13 +33,10 @@ import tokenize
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
 from config.errors import BadInput
-from search.engine.encoders import precision, resolve_model
+from search.engine.encoders import adapted_models_dir, precision, resolve_model
 from search.engine.reranker_store import NAME_RE
 from search.models import Chunk
 from search.quality.metrics import lower_bound_95
@@ -51,11 +48,6 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
 _SKIP_COMMENTS = ("type:", "noqa", "pragma", "!", "-*-", "fmt:", "pylint", "xxx")
 MAX_ANCHOR_WORDS = 64
-
-
-def models_dir() -> Path:
-    """Where adapted embedding models live: one sentence-transformers folder per model, each with manifest.json."""
-    return Path(settings.VAR_DIR) / "models" / "embeddings"
 
 
 @dataclass(frozen=True)
@@ -379,7 +371,7 @@ def adapt(*, name: str, dataset_ids: list[int], cfg: AdaptConfig | None = None, 
     evidence = _evidence(base, adapted, seed=cfg.seed)
     log(f"held-out pairs: MRR@10 {evidence['base_mrr@10']} -> {evidence['adapted_mrr@10']} "
         f"(95 % lower bound of the gain {evidence['gain_lower_95']}; code pairs {evidence['code_gain_lower_95']})")
-    out = models_dir() / name
+    out = adapted_models_dir() / name
     out.mkdir(parents=True, exist_ok=True)
     model.save(str(out))
     manifest = {"name": name, "kind": "bi-encoder", "base_model": base_id,
@@ -393,3 +385,11 @@ def adapt(*, name: str, dataset_ids: list[int], cfg: AdaptConfig | None = None, 
                 "training": trained, "heldout": evidence}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return AdaptResult(name=name, path=str(out), manifest=manifest)
+
+
+def existing_model(*, name: str) -> AdaptResult:
+    """A model adapted earlier, with its manifest (to decide on it again without training); BadInput if absent."""
+    path = adapted_models_dir() / name
+    if not NAME_RE.fullmatch(name) or not (path / "manifest.json").is_file():
+        raise BadInput(f"No adapted model {name!r} in {adapted_models_dir()}.", field="name")
+    return AdaptResult(name=name, path=str(path), manifest=json.loads((path / "manifest.json").read_text()))

@@ -33,6 +33,7 @@ from search.ingest.locks import hold_job_lock
 from search.models import QualityJob
 from search.quality import reranker_training as rt
 from search.quality.adaptation import AdaptConfig, adapt
+from search.quality.adoption import adopt_if_confirmed
 from search.quality.evaluation import PIPELINES, save_run, write_report
 from search.quality.fusion_choice import choose_for_project
 from search.quality.progress import reporting_to
@@ -119,7 +120,8 @@ def check_options(*, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             raise BadInput("Name the model: letters, digits, '.', '_' or '-' (at most 64).", field="name")
         steps = _count(options.get("steps"), field="steps") or AdaptConfig().steps
-        return {"project": _project(options.get("project")).slug, "name": name, "steps": steps}
+        return {"project": _project(options.get("project")).slug, "name": name, "steps": steps,
+                "activate": bool(options.get("activate", True))}
     raise BadInput(f"Unknown job kind; choose from {', '.join(QualityJob.Kind.values)}.", field="kind")
 
 
@@ -179,15 +181,22 @@ def _choose_fusion(job: QualityJob) -> dict[str, Any]:
 
 
 def _adapt_embeddings(job: QualityJob) -> dict[str, Any]:
+    """Adapt, then (with `activate`) let the adoption rule decide and switch the project's datasets if it holds."""
     project = _project(job.options["project"])
     dataset_ids = list(Dataset.objects.filter(project=project).values_list("id", flat=True))
     result = adapt(name=job.options["name"], dataset_ids=dataset_ids, data={"project": project.slug}, progress=False,
                    log=log.info, cfg=AdaptConfig(steps=job.options["steps"]))
     h = result.manifest["heldout"]
-    return {"model": result.name, "heldout": {k: h[k] for k in ("base_mrr@10", "adapted_mrr@10", "confirmed")},
-            "cost_s": result.manifest["cost"]["total_seconds"],
-            "verdict": ("confirmed on the held-out code pairs" if h["confirmed"] else "not confirmed") + "; compare "
-                       f"with evaluate --model-id {result.path}"}
+    out = {"model": result.name, "heldout": {k: h[k] for k in ("base_mrr@10", "adapted_mrr@10", "confirmed")},
+           "cost_s": result.manifest["cost"]["total_seconds"],
+           "verdict": ("confirmed on the held-out code pairs" if h["confirmed"] else "not confirmed") + "; compare "
+                      f"with evaluate --model-id {result.path}"}
+    if job.options.get("activate", True):
+        outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=result.manifest,
+                                     project=project, log=log.info)
+        out["adopted"] = outcome["adopted"]
+        out["verdict"] = ("adopted: " if outcome["adopted"] else "not adopted: ") + outcome["reason"]
+    return out
 
 
 RUNNERS: dict[str, Callable[[QualityJob], dict[str, Any]]] = {

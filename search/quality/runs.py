@@ -20,6 +20,7 @@ from django.db.migrations.executor import MigrationExecutor
 from config.errors import DependencyDown
 from projects.access import accessible_dataset_ids
 from projects.models import Dataset, Project
+from search.engine.dataset_models import CONFIGURED, serving_groups
 from search.engine.encoders import (
     EmbeddingModelError,
     dense_model_id,
@@ -27,7 +28,7 @@ from search.engine.encoders import (
     fill_embedding_cache,
     resolve_model,
 )
-from search.engine.index import build_points, get_index, open_index, searchable_here
+from search.engine.index import build_points, get_index, model_index, open_index, searchable_here
 from search.engine.rerank import load_reranker
 from search.ingest.maintenance import chunk_embed_input
 from search.ingest.writer import sync_documents
@@ -135,29 +136,37 @@ def throwaway_index(*, dataset_ids: list[int], kinds: list[str] | None = None, m
         model_id, dim = resolve_other_model(model)
         chunks = list(qs.order_by("pk").only("pk", "text", "micro_summary"))
         stats = fill_embedding_cache([chunk_embed_input(c) for c in chunks], model=model)
-        ids = [c.pk for c in chunks]
-    else:
+        groups = {CONFIGURED: [c.pk for c in chunks]}
+    else:  # each dataset with the model it is served with (search.engine.dataset_models), as the live store holds it
         model_id, dim = dense_model_id(), embedding_dim()
-        ids = list(qs.order_by("pk").values_list("pk", flat=True))
+        by_model = serving_groups(dataset_ids=dataset_ids)
+        groups = {name: list(qs.filter(dataset_id__in=ids).order_by("pk").values_list("pk", flat=True))
+                  for name, ids in by_model.items()}
+    total = sum(map(len, groups.values()))
     with tempfile.TemporaryDirectory(prefix="eval-index-") as tmp:
         if settings.QDRANT_URL:
-            index = open_index(url=settings.QDRANT_URL, model_id=f"eval-{uuid.uuid4().hex[:8]}-{model_id}", dim=dim)
+            index = open_index(url=settings.QDRANT_URL, model_id=model_id, dim=dim, prefix=f"eval-{uuid.uuid4().hex[:8]}-")
         else:
             index = open_index(path=tmp, model_id=model_id, dim=dim)
+        stores = []
         try:
-            bar = progress_bar(total=len(ids), desc="snapshot", unit="chunk", enabled=progress)
-            for i in range(0, len(ids), _POINTS_BATCH):
-                points, _ = build_points(ids[i:i + _POINTS_BATCH], model_id=model_id, evaluation=True)
-                index.upsert(points)
-                bar.update(len(ids[i:i + _POINTS_BATCH]))
+            bar = progress_bar(total=total, desc="snapshot", unit="chunk", enabled=progress)
+            for name, ids in groups.items():
+                store = index if model else model_index(index, name=name)
+                stores.append(store)
+                for i in range(0, len(ids), _POINTS_BATCH):
+                    points, _ = build_points(ids[i:i + _POINTS_BATCH], model_id=store.model_id, evaluation=True)
+                    store.upsert(points)
+                    bar.update(len(ids[i:i + _POINTS_BATCH]))
+                if hasattr(store, "flush"):
+                    store.flush()
             bar.close()
-            if hasattr(index, "flush"):
-                index.flush()
-            yield index, {"model_id": model_id, **stats, "points": index.count(),
-                          "build_s": round(time.perf_counter() - t0, 2)}
+            yield index, {"model_id": model_id, **stats, "points": sum(s.count() for s in stores),
+                          "models": [s.model_id for s in stores], "build_s": round(time.perf_counter() - t0, 2)}
         finally:
             if settings.QDRANT_URL:
-                index.drop()
+                for store in stores or [index]:
+                    store.drop()
             index.close()
 
 
@@ -191,7 +200,7 @@ def run_pipelines_with_model(*, model: str | None, project: Project, dataset_ids
         if model:
             index, built = stack.enter_context(
                 throwaway_index(model=model, dataset_ids=dataset_ids, kinds=extra_filter.get("kind")))
-            extra["other_model"] = {k: v for k, v in built.items() if k != "build_s"}
+            extra["other_model"] = {k: v for k, v in built.items() if k not in ("build_s", "models")}
             other = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter=extra_filter, index=index,
                                  dense_model=model)
             added = {f"{p}@{extra['other_model']['model_id']}": other[p] for p in MODEL_PIPELINES if p in pipelines}

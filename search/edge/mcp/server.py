@@ -289,7 +289,8 @@ async def search_context(
         return _ok(text, {"search_session_id": res.session_id, "results": results,
                           "pack": {"tokens": pack["tokens"], "budget": pack["budget"], "truncated": pack["truncated"],
                                    "spans": [s["span"] for f in pack["files"] for s in f["spans"]]},
-                          "reranker": res.reranker, "fusion": res.fusion, "fusion_source": res.fusion_source})
+                          "reranker": res.reranker, "fusion": res.fusion, "fusion_source": res.fusion_source,
+                          "embedding_models": res.embedding_models})
 
     return await _call("search_context", work)
 

@@ -6,6 +6,11 @@
 
 The model and its manifest (pairs, cost, the held-out evidence) go to var/models/embeddings/<name>/; compare it
 with `manage.py evaluate --beir DIR --model-id var/models/embeddings/<name>` (its dense/fused/weighted rows).
+
+Then the adoption rule (search/quality/adoption.py) decides: judged queries where there are some (a project's
+feedback; a BEIR folder's train split, never its test split), else the held-out code pairs for code, else no.
+Adopted, the datasets are re-embedded with the model and switch to it once its vectors are in the index;
+`--no-adopt` only trains. `manage.py switch_embeddings` switches (or reverts) by hand.
 """
 from __future__ import annotations
 
@@ -13,9 +18,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from config.errors import BadInput
+from config.errors import BadInput, DependencyDown
 from projects.models import Dataset, Project
-from search.quality.adaptation import AdaptConfig, adapt
+from search.quality.adaptation import AdaptConfig, adapt, existing_model
+from search.quality.adoption import adopt_if_confirmed
 from search.quality.runs import NotReady, check_ready, ingest_beir
 
 
@@ -36,6 +42,11 @@ class Command(BaseCommand):
         parser.add_argument("--time-budget", type=float, default=defaults.time_budget_s,
                             help="seconds of training at most")
         parser.add_argument("--seed", type=int, default=defaults.seed)
+        parser.add_argument("--no-adopt", action="store_true", help="train and report; never switch the datasets")
+        parser.add_argument("--existing", action="store_true",
+                            help="do not train: decide on the model already adapted under this name (its manifest)")
+        parser.add_argument("--judged-max", type=int, default=300,
+                            help="judged queries (train split / feedback) at most for the adoption check")
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: object, **opts: Any) -> None:
@@ -55,16 +66,32 @@ class Command(BaseCommand):
                     raise CommandError(f"no project {opts['project']!r}")
                 dataset_ids = list(Dataset.objects.filter(project=project).values_list("id", flat=True))
                 data = {"project": project.slug}
-            result = adapt(name=opts["name"], dataset_ids=dataset_ids, cfg=cfg, data=data, progress=progress,
-                           log=lambda m: self.stderr.write(m))
+            if opts["existing"]:
+                result = existing_model(name=opts["name"])
+            else:
+                result = adapt(name=opts["name"], dataset_ids=dataset_ids, cfg=cfg, data=data, progress=progress,
+                               log=lambda m: self.stderr.write(m))
+            m = result.manifest
+            h = m["heldout"]
+            verdict = "confirmed on the held-out code pairs" if h["confirmed"] else \
+                "not confirmed (no held-out code pairs, or their gain's 95 % lower bound is not above zero)"
+            self.stdout.write(f"adapted {m['name']} in {m['cost']['total_seconds']} s "
+                              f"({m['training']['steps_run']} steps); held-out pairs MRR@10 {h['base_mrr@10']} -> "
+                              f"{h['adapted_mrr@10']}: {verdict}")
+            self.stdout.write(f"model: {result.path}")
+            if not opts["no_adopt"]:
+                outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=m,
+                                             beir=opts["beir"], project=None if opts["beir"] else project,
+                                             judged_max=opts["judged_max"], progress=progress,
+                                             log=lambda msg: self.stderr.write(msg))
+                self.stdout.write(("adopted: " if outcome["adopted"] else "not adopted: ") + outcome["reason"])
+                if outcome["adopted"]:
+                    sw = outcome["switch"]
+                    self.stdout.write(f"re-embedded {sw['chunks']} chunks ({sw['embedded']} computed) in "
+                                      f"{sw['seconds']} s; the datasets now search with {sw['model']}")
         except (FileNotFoundError, ValueError, NotReady) as exc:
             raise CommandError(str(exc)) from exc
         except BadInput as exc:
             raise CommandError(exc.detail) from exc
-        m = result.manifest
-        h = m["heldout"]
-        verdict = "confirmed on the held-out code pairs" if h["confirmed"] else \
-            "not confirmed (no held-out code pairs, or their gain's 95 % lower bound is not above zero)"
-        self.stdout.write(f"adapted {m['name']} in {m['cost']['total_seconds']} s ({m['training']['steps_run']} steps); "
-                          f"held-out pairs MRR@10 {h['base_mrr@10']} -> {h['adapted_mrr@10']}: {verdict}")
-        self.stdout.write(f"model: {result.path}")
+        except DependencyDown as exc:
+            raise CommandError(exc.detail) from exc

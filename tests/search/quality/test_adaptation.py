@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from search.engine.encoders import adapted_models_dir
 from search.quality import adaptation as ad
 from tests.search.ctx_fixtures import edge_index, ingest  # noqa: F401 - fixture
 
@@ -100,7 +101,7 @@ def test_adapt_trains_a_loadable_copy_and_keeps_the_held_out_evidence(code_datas
     _, dataset = code_dataset
     cfg = ad.AdaptConfig(steps=4, batch=8, heldout=0.2)
     result = ad.adapt(name="pkg-adapted", dataset_ids=[dataset.pk], cfg=cfg, progress=False, log=lambda m: None)
-    manifest = json.loads((ad.models_dir() / "pkg-adapted" / "manifest.json").read_text())
+    manifest = json.loads((adapted_models_dir() / "pkg-adapted" / "manifest.json").read_text())
     assert manifest == result.manifest
     assert manifest["kind"] == "bi-encoder" and manifest["base_model"] == "all-MiniLM-L6-v2"
     assert manifest["training"]["steps_run"] == 4 and manifest["data"]["chunks_by_kind"] == {"code": 60}
