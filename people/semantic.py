@@ -148,7 +148,15 @@ def _note(understood: list[dict[str, Any]], *, kind: str, phrase: str, value: st
     understood.append({"kind": kind, "text": phrase, "value": value, "how": "semantic", "score": round(score, 3)})
 
 
-def enrich(payload: dict[str, Any], *, gazetteer: Gazetteer) -> dict[str, Any]:
+def phrases_to_map(payload: dict[str, Any]) -> list[str]:
+    """The phrases enrich() would embed for this parse ([] when switched off): the service embeds them in one
+    batch with the query text, so a query with unknown role words costs no second model call."""
+    if not C().SEMANTIC_ROLES:
+        return []
+    return unmatched_phrases(payload.get("query_original") or "", list(payload.get("unused_terms") or []))
+
+
+def enrich(payload: dict[str, Any], *, gazetteer: Gazetteer, vectors: np.ndarray | None = None) -> dict[str, Any]:
     """The deterministic parse with its unmatched role words mapped by meaning (in place, and returned).
 
     For each phrase, the intents scoring SEMANTIC_MIN_SCORE or more and within SEMANTIC_INTENT_MARGIN of the best:
@@ -157,15 +165,14 @@ def enrich(payload: dict[str, Any], *, gazetteer: Gazetteer) -> dict[str, Any]:
     say which role (measured: "infrastructure engineer" is as near security and QA as DevOps), and nothing is
     built from them. The nearest title of a chosen intent joins the full-text phrases; skills that are not role
     phrases themselves (up to SEMANTIC_MAX_TERMS) boost. The phrase's words leave `unused_terms` only when
-    something was built from them."""
+    something was built from them. `vectors`: the phrases' vectors, in phrases_to_map's order, when the caller
+    has embedded them already."""
     k = C()
-    if not k.SEMANTIC_ROLES:
-        return payload
-    phrases = unmatched_phrases(payload.get("query_original") or "", list(payload.get("unused_terms") or []))
+    phrases = phrases_to_map(payload)
     if not phrases:
         return payload
     voc = vocabulary(gazetteer)
-    vecs = np.asarray(embed_texts(phrases), dtype=np.float32)
+    vecs = np.asarray(embed_texts(phrases) if vectors is None else vectors, dtype=np.float32)
     must, should = payload["must"], payload["should"]
     understood = list(payload.get("understood") or [])
     used_words: set[str] = set()

@@ -32,6 +32,7 @@ from people.ranking import apply_tiebreaks, collapse_and_rank, similarity_percen
 from people.relaxation import constraints_met, unmet_constraints
 from people.relaxation import describe as describe_relaxation
 from people.semantic import enrich as enrich_semantic
+from people.semantic import phrases_to_map
 from people.sessions import validate_search_session
 from people.tasks import refine_why_matched_task
 from people.tiers import relaxation_policy, retrieve_with_fallback, set_scan_mode
@@ -57,18 +58,18 @@ def _stage(timings: dict[str, float] | None, name: str) -> Iterator[None]:
             timings[name] = timings.get(name, 0.0) + (time.perf_counter() - t0) * 1000
 
 
-def embed_query_text(text: str) -> np.ndarray:
-    """The query vector; any failure of the embedding provider is a 503 (and, because it runs before the
-    debit, no charge)."""
+def embed_query_texts(texts: list[str]) -> np.ndarray:
+    """The query's vectors, one row per text (the query text, then the role phrases people.semantic maps); any
+    failure of the embedding provider is a 503 (and, because it runs before the debit, no charge)."""
     try:
-        vecs = embed_texts([text])
+        vecs = embed_texts(texts)
     except ApiError:
         raise
     except Exception as exc:
         raise DependencyDown("embeddings", f"embedding provider failed: {type(exc).__name__}") from exc
     if vecs is None or len(vecs) == 0:
-        return np.zeros(0, dtype=np.float32)
-    return np.asarray(vecs[0], dtype=np.float32)
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.asarray(vecs, dtype=np.float32)
 
 
 def _create_search(*, user: User, query: str, parsed: dict, overrides: dict, tier: int | None,
@@ -100,6 +101,31 @@ def card_response(card: ExperienceCard, *, children: list | None = None) -> dict
     return out
 
 
+def _understand(query: str, *, timings: dict[str, float] | None, open_to_work_only: bool | None,
+                salary_max: int | None, preferred_locations: list[str] | None) -> tuple[dict[str, Any], np.ndarray]:
+    """Steps 3-5: the parse, then one embedding call for the query text and the role phrases no vocabulary entry
+    has (people.semantic), then those phrases mapped by meaning, the normalisation and the request's overrides.
+    Why the embedding sits between parse and normalisation: a query with unknown role words then costs one model
+    call, not two."""
+    with _stage(timings, "parse"):
+        gazetteer = current_gazetteer()
+        payload = parse_query(query, gazetteer=gazetteer)
+        deterministic = payload.get("parser") == "deterministic"
+        phrases = phrases_to_map(payload) if deterministic else []
+    # the text the normaliser keeps as query_embedding_text, else the query
+    qet = payload.get("query_embedding_text")
+    text = (qet.strip() if isinstance(qet, str) else "") or query
+    with _stage(timings, "embed"):
+        vecs = embed_query_texts([text, *phrases]) if text.strip() else np.zeros((0, 0), dtype=np.float32)
+    with _stage(timings, "parse"):
+        if deterministic:
+            payload = enrich_semantic(payload, gazetteer=gazetteer, vectors=vecs[1:] if phrases else None)
+        parsed = validate_and_normalize(payload, query=query)
+        parsed = apply_overrides(parsed, open_to_work_only=open_to_work_only, salary_max=salary_max,
+                                 preferred_locations=preferred_locations)
+    return parsed, (vecs[0] if len(vecs) else np.zeros(0, dtype=np.float32))
+
+
 def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
                preferred_locations: list[str] | None = None, salary_min: int | None = None,
                salary_max: int | None = None, timings: dict[str, float] | None = None,
@@ -110,22 +136,11 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
     assert transaction.get_connection().in_atomic_block, "run_search must run inside a transaction"
     # 2. credit pre-check
     require_balance(user=user, amount=k.SEARCH_COST)
-    # 3. parse + normalise
-    with _stage(timings, "parse"):
-        gazetteer = current_gazetteer()
-        payload = parse_query(query, gazetteer=gazetteer)
-        if payload.get("parser") == "deterministic":  # role words no vocabulary entry has, mapped by meaning
-            payload = enrich_semantic(payload, gazetteer=gazetteer)
-        parsed = validate_and_normalize(payload, query=query)
-        # 4. overrides
-        parsed = apply_overrides(parsed, open_to_work_only=open_to_work_only, salary_max=salary_max,
-                                 preferred_locations=preferred_locations)
+    # 3-5. parse, embed, map role words by meaning, normalise, overrides
+    parsed, qvec = _understand(query, timings=timings, open_to_work_only=open_to_work_only, salary_max=salary_max,
+                               preferred_locations=preferred_locations)
     overrides = {"open_to_work_only": open_to_work_only, "preferred_locations": preferred_locations or [],
                  "salary_min": salary_min, "salary_max": salary_max}
-    # 5. embed
-    text = parsed.get("query_embedding_text") or parsed.get("query_original") or query
-    with _stage(timings, "embed"):
-        qvec = embed_query_text(text) if text.strip() else np.zeros(0, dtype=np.float32)
 
     understanding = {"parser": parsed.get("parser", "deterministic"), "understood": parsed.get("understood", []),
                      "unused_terms": parsed.get("unused_terms", [])}
