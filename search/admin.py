@@ -17,7 +17,7 @@ from config.adminkit import ReadOnlyAdmin
 from config.errors import ApiError, DependencyDown
 from projects.admin import ProjectAdmin
 from projects.models import Dataset, Membership, Project, ProjectShare
-from search.engine.reconcile import reconcile
+from search.engine.reconcile import reconcile_all
 from search.engine.reranker_store import trained_rerankers
 from search.ingest import maintenance
 from search.ingest.locks import runner_alive
@@ -469,16 +469,19 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
             return HttpResponseRedirect(reverse("admin:index"))
         fix = request.POST.get("fix") == "1"
         try:
-            report = reconcile(fix=fix)
+            reports = reconcile_all(fix=fix)
         except DependencyDown as exc:
             self.message_user(request, f"Reconcile failed: {exc.detail}", messages.ERROR)
         else:
-            f, a = report.found, report.after
-            text = (f"Found {len(f.orphans)} orphans, {len(f.missing)} missing, {len(f.stale)} stale "
-                    f"({f.points} points, {f.chunks} chunks, {report.pending} outbox rows pending).")
-            if a is not None:
-                text += f" After the fix: {len(a.orphans)} orphans, {len(a.missing)} missing, {len(a.stale)} stale."
-            self.message_user(request, text, messages.SUCCESS if report.exact else messages.WARNING)
+            for report in reports:  # the configured model's collections, then each adapted model's
+                f, a = report.found, report.after
+                text = (f"Found {len(f.orphans)} orphans, {len(f.missing)} missing, {len(f.stale)} stale "
+                        f"({f.points} points, {f.chunks} chunks, {report.pending} outbox rows pending) in the "
+                        f"collections of {report.model_id}.")
+                if a is not None:
+                    text += (f" After the fix: {len(a.orphans)} orphans, {len(a.missing)} missing, "
+                             f"{len(a.stale)} stale.")
+                self.message_user(request, text, messages.SUCCESS if report.exact else messages.WARNING)
         return HttpResponseRedirect(reverse("admin:search_reconcilerun_changelist"))
 
 

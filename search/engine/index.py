@@ -155,15 +155,20 @@ class EdgeIndex:
         self._lock = threading.RLock()
         self._shards = {p: self._open(p) for p in PARTITIONS}
         self._siblings: dict[str, EdgeIndex] = {}
+        self._parent: EdgeIndex | None = None
 
     def for_model(self, *, model_id: str, dim: int) -> EdgeIndex:
         """The same store's shards for another model (a dataset searched with an adapted model): its own
         directories beside these, opened once by the process that holds this handle and closed with it."""
+        if self._parent is not None:  # one handle per shard: a sibling's siblings are its parent's
+            return self._parent.for_model(model_id=model_id, dim=dim)
         if model_id == self.model_id:
             return self
         with self._lock:
             if model_id not in self._siblings:
-                self._siblings[model_id] = EdgeIndex(path=self.root, model_id=model_id, dim=dim)
+                sibling = EdgeIndex(path=self.root, model_id=model_id, dim=dim)
+                sibling._parent = self
+                self._siblings[model_id] = sibling
             return self._siblings[model_id]
 
     def _config(self) -> qe.EdgeConfig:
@@ -327,6 +332,7 @@ class ClientIndex:
         self.collections = {p: collection_name(prefix + model_id, dim, partition=p) for p in PARTITIONS}
         self.collection = f"context_{model_slug(prefix + model_id, dim)}"  # the family's name, for health and store keys
         self._siblings: dict[str, ClientIndex] = {}
+        self._parent: ClientIndex | None = None
         if _share is not None:
             self.client = _share.client
             self._store_base = _share._store_base
@@ -344,10 +350,14 @@ class ClientIndex:
 
     def for_model(self, *, model_id: str, dim: int) -> ClientIndex:
         """The same store's collections for another model (a dataset searched with an adapted model)."""
+        if self._parent is not None:
+            return self._parent.for_model(model_id=model_id, dim=dim)
         if model_id == self.model_id:
             return self
         if model_id not in self._siblings:
-            self._siblings[model_id] = ClientIndex(model_id=model_id, dim=dim, prefix=self.prefix, _share=self)
+            sibling = ClientIndex(model_id=model_id, dim=dim, prefix=self.prefix, _share=self)
+            sibling._parent = self
+            self._siblings[model_id] = sibling
         return self._siblings[model_id]
 
     def _call(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:

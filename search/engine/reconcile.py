@@ -26,9 +26,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from tqdm import tqdm
 
+from search.engine.dataset_models import CONFIGURED, models_in_use
 from search.engine.index import (
     INTEGER_FIELDS,
     VectorIndex,
@@ -36,6 +37,7 @@ from search.engine.index import (
     build_points,
     get_index,
     hold_applier,
+    model_index,
     payloads_for,
     pending_outbox,
 )
@@ -111,8 +113,11 @@ def _outbox_top() -> int:
     return IndexOutbox.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
 
 
-def scan(*, index: VectorIndex, progress: bool = False) -> Scan:
+def scan(*, index: VectorIndex, progress: bool = False, name: str = CONFIGURED) -> Scan:
     """Compare every point with Postgres, then every chunk with the points seen.
+
+    `name`: the dataset model whose collections `index` is (search.engine.dataset_models); an adapted model's
+    store must hold the chunks of the datasets searched or written with it, and only those are expected there.
 
     Why no lock: a scan of a large store takes seconds and the web process's
     queries run the applier; instead, any id that an outbox row written after
@@ -135,6 +140,8 @@ def scan(*, index: VectorIndex, progress: bool = False) -> Scan:
     bar.close()
     has_vector = Exists(EmbeddingCache.objects.filter(model_id=index.model_id, text_hash=OuterRef("text_hash")))
     live = Chunk.objects.filter(dataset__is_evaluation=False)  # evaluation corpora never enter the live store
+    if name != CONFIGURED:
+        live = live.filter(Q(dataset__embedding_model=name) | Q(dataset__embedding_model_next=name))
     rows = live.order_by().annotate(has_vector=has_vector).values_list("pk", "has_vector")
     bar = tqdm(total=live.count(), desc="reconcile: chunks", unit="chunk", disable=not progress)
     for pk, vector in rows.iterator(chunk_size=5000):
@@ -193,8 +200,16 @@ def repair(*, index: VectorIndex, found: Scan) -> dict[str, int]:
     return done
 
 
+def reconcile_all(*, index: VectorIndex | None = None, fix: bool = False, progress: bool = False,
+                  record: bool = True) -> list[ReconcileReport]:
+    """`reconcile` for the configured model's collections, then for each adapted model's that a dataset uses."""
+    index = index or get_index()
+    return [reconcile(index=index, fix=fix, progress=progress, record=record, name=name)
+            for name in (CONFIGURED, *models_in_use())]
+
+
 def reconcile(*, index: VectorIndex | None = None, fix: bool = False, progress: bool = False,
-              record: bool = True) -> ReconcileReport:
+              record: bool = True, name: str = CONFIGURED) -> ReconcileReport:
     """Apply the pending outbox, compare the index with Postgres, optionally repair and re-check.
 
     The outbox goes first so that a change already queued is not reported as a
@@ -202,15 +217,16 @@ def reconcile(*, index: VectorIndex | None = None, fix: bool = False, progress: 
     gap) is reported as `pending`. Each run is stored as a ReconcileRun for the
     dashboard unless `record` is false.
     """
-    index = index or get_index()
+    root = index or get_index()
     t0 = time.perf_counter()
-    applied = apply_outbox(index=index)
-    found = scan(index=index, progress=progress)
+    applied = apply_outbox(index=root)
+    index = model_index(root, name=name)
+    found = scan(index=index, progress=progress, name=name)
     after = None
     if fix:
         if found.dirty:
             repair(index=index, found=found)
-            after = scan(index=index, progress=progress)
+            after = scan(index=index, progress=progress, name=name)
         else:
             after = found
     report = ReconcileReport(store=index.store_key, model_id=index.model_id, applied=applied,

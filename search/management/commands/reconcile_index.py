@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.errors import DependencyDown
 from search.engine.index import get_index, open_index
-from search.engine.reconcile import reconcile
+from search.engine.reconcile import reconcile_all
 
 if TYPE_CHECKING:
     from search.engine.reconcile import ReconcileReport
@@ -32,16 +32,19 @@ class Command(BaseCommand):
                 f"{exc.detail}\nWhile `make run` serves, its web process owns the embedded store: use 'Reconcile "
                 "now' on the admin's Reconcile runs page (/admin/search/reconcilerun/), or stop the server "
                 "first.") from exc
-        try:
-            report = reconcile(index=index, fix=opts["fix"], progress=not opts["json"])
+        try:  # the configured model's collections, then each adapted model's a dataset uses
+            reports = reconcile_all(index=index, fix=opts["fix"], progress=not opts["json"])
         finally:
             if opts["path"]:
                 index.close()
+        report, others = reports[0], reports[1:]
         if opts["json"]:
-            self.stdout.write(json.dumps(report.as_dict(), indent=2, default=str))
+            out = {**report.as_dict(), **({"models": [r.as_dict() for r in others]} if others else {})}
+            self.stdout.write(json.dumps(out, indent=2, default=str))
         else:
-            self._print(report)
-        if not report.exact:
+            for r in reports:
+                self._print(r)
+        if not all(r.exact for r in reports):
             raise CommandError("the index is not exact: run `manage.py reconcile_index --fix`", returncode=1)
 
     def _print(self, report: ReconcileReport) -> None:
