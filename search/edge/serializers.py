@@ -12,8 +12,10 @@ from rest_framework import serializers
 
 from config.fields import FlagField, InputSerializer, IntField, NumberField, TextField, TextListField
 from projects.serializers import DatasetCreateSerializer, DatasetDetailSerializer, DatasetSerializer
+from search.engine.code_graph import MAX_FILES, MAX_REFERENCES, MAX_SYMBOL
 from search.engine.fusion import FUSIONS, RULES_FUSIONS
 from search.engine.globs import MAX_GLOB_LENGTH
+from search.engine.grep import DEFAULT_MATCHES, MAX_MATCHES, MAX_PATTERN
 from search.engine.pipeline import MAX_CANDIDATES, MAX_Q, MAX_TOP_K, QuerySpec
 from search.rules.search import RulesSpec
 from search.sources.registry import SOURCE_TYPES
@@ -370,3 +372,151 @@ class SyncJobSerializer(IngestJobSerializer):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+
+
+# --------------------------------------------------------------------------- code tools (issue 31)
+_DATASET_HELP = "Only this dataset (name or id, as the datasets endpoint lists them); default: every readable one."
+
+
+class CodeSymbolRequestSerializer(InputSerializer):
+    symbol = TextField(max_length=MAX_SYMBOL, help_text="A name (`deduct`), a qualified name (`Wallet.deduct`) or "
+                                                        "a dotted tail of module and name (`billing.ledger.deduct`).")
+    dataset = TextField(required=False, max_length=200, help_text=_DATASET_HELP)
+
+
+class CodeReferencesRequestSerializer(CodeSymbolRequestSerializer):
+    limit = IntField(required=False, default=MAX_REFERENCES, min_value=1, max_value=MAX_REFERENCES,
+                     help_text="References: at most this many are listed (`total` counts them all).")
+
+
+class CodeDefinitionSerializer(serializers.Serializer):
+    dataset_id = serializers.IntegerField()
+    path = serializers.CharField()
+    lang = serializers.CharField(allow_blank=True)
+    name = serializers.CharField()
+    qualname = serializers.CharField()
+    full_name = serializers.CharField(help_text="The module (from the path) and the qualified name.")
+    kind = serializers.CharField(help_text="function | method | class | interface | struct | enum | trait | type | "
+                                           "module | variable | ...")
+    signature = serializers.CharField(allow_blank=True)
+    start_line = serializers.IntegerField()
+    end_line = serializers.IntegerField()
+    span = serializers.CharField(help_text="path:start-end")
+
+
+class CodeDefinitionResponseSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    symbol = serializers.CharField()
+    status = serializers.ChoiceField(choices=["found", "ambiguous", "not_found"],
+                                     help_text="ambiguous: several definitions match; all are listed, none chosen.")
+    definitions = CodeDefinitionSerializer(many=True)
+    truncated = serializers.BooleanField()
+
+
+class CodeReferenceSerializer(serializers.Serializer):
+    dataset_id = serializers.IntegerField()
+    path = serializers.CharField()
+    line = serializers.IntegerField()
+    span = serializers.CharField(help_text="path:line")
+    kind = serializers.ChoiceField(choices=["call", "reference", "import", "inherit"])
+    name = serializers.CharField()
+    qualifier = serializers.CharField(allow_blank=True, help_text="What the name was reached through (`self`, a "
+                                                                  "module alias; an import's module).")
+    container = serializers.CharField(allow_blank=True, help_text="The definition the use sits in (empty: file level).")
+    resolution = serializers.ChoiceField(choices=["resolved", "ambiguous"],
+                                         help_text="resolved: to `definition`; ambiguous: the name has `candidates` "
+                                                   "definitions and this use cannot be pinned to one.")
+    definition = serializers.CharField(allow_null=True, help_text="The span of the definition it resolves to.")
+    candidates = serializers.IntegerField()
+
+
+class CodeReferencesResponseSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    symbol = serializers.CharField()
+    status = serializers.ChoiceField(choices=["found", "ambiguous", "not_found"])
+    definitions = CodeDefinitionSerializer(many=True)
+    references = CodeReferenceSerializer(many=True)
+    total = serializers.IntegerField()
+    truncated = serializers.BooleanField()
+
+
+class CodeOutlineRequestSerializer(InputSerializer):
+    path = TextField(max_length=1000, help_text="The file's path as search and list_files show it.")
+    dataset = TextField(required=False, max_length=200, help_text=_DATASET_HELP)
+
+
+class CodeOutlineSymbolSerializer(CodeDefinitionSerializer):
+    depth = serializers.IntegerField(help_text="Nesting: 0 at file level, 1 for a method, ...")
+
+
+class CodeImportSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    name = serializers.CharField()
+    module = serializers.CharField(allow_blank=True)
+    alias = serializers.CharField(allow_blank=True)
+    span = serializers.CharField()
+
+
+class CodeOutlineResponseSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    dataset_id = serializers.IntegerField()
+    path = serializers.CharField()
+    lang = serializers.CharField(allow_blank=True)
+    symbols = CodeOutlineSymbolSerializer(many=True)
+    imports = CodeImportSerializer(many=True)
+
+
+class CodeFilesRequestSerializer(InputSerializer):
+    dataset = TextField(required=False, max_length=200, help_text=_DATASET_HELP)
+    glob = TextField(required=False, max_length=MAX_GLOB_LENGTH, help_text="`src/**/*.py`; a prefix needs `**`.")
+    limit = IntField(required=False, default=200, min_value=1, max_value=MAX_FILES)
+    offset = IntField(required=False, default=0, min_value=0, max_value=10 ** 7)
+
+
+class CodeFileSerializer(serializers.Serializer):
+    dataset_id = serializers.IntegerField()
+    dataset = serializers.CharField()
+    path = serializers.CharField()
+    lang = serializers.CharField(allow_blank=True)
+    size_bytes = serializers.IntegerField()
+
+
+class CodeFilesResponseSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    files = CodeFileSerializer(many=True)
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    truncated = serializers.BooleanField(help_text="More files follow: ask again with a larger offset.")
+
+
+class CodeGrepRequestSerializer(InputSerializer):
+    pattern = TextField(max_length=MAX_PATTERN, trim_whitespace=False,
+                        help_text="A literal string, or an RE2 regular expression with `regex`. Within one line.")
+    regex = FlagField(default=False)
+    case_sensitive = FlagField(default=True)
+    path = TextField(required=False, max_length=MAX_GLOB_LENGTH, help_text="A path prefix (`src/`) or glob.")
+    dataset = TextField(required=False, max_length=200, help_text=_DATASET_HELP)
+    max_matches = IntField(required=False, default=DEFAULT_MATCHES, min_value=1, max_value=MAX_MATCHES)
+
+
+class CodeGrepHitSerializer(serializers.Serializer):
+    dataset_id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    path = serializers.CharField()
+    line = serializers.IntegerField()
+    span = serializers.CharField(help_text="path:line")
+    text = serializers.CharField(allow_blank=True, help_text="The line (cut at 500 characters).")
+
+
+class CodeGrepResponseSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    pattern = serializers.CharField()
+    regex = serializers.BooleanField()
+    case_sensitive = serializers.BooleanField()
+    hits = CodeGrepHitSerializer(many=True)
+    truncated = serializers.BooleanField(help_text="max_matches was reached; more hits may follow.")
+    complete = serializers.BooleanField(help_text="false: the time budget ended the search before every file "
+                                                  "was read.")
+    narrowed = serializers.BooleanField(help_text="Whether the pattern's literals narrowed the files read.")
+    files_read = serializers.IntegerField()
+    took_ms = serializers.FloatField()

@@ -1,6 +1,7 @@
 from django.urls import path
 
 import config.converters  # noqa: F401 - registers <id:...>
+from search.edge.api import code as code_api
 from search.edge.api import content as content_api
 from search.edge.api import context as api
 from search.edge.api import datasets
@@ -17,6 +18,11 @@ urlpatterns: list = [
          name="api-project-dataset"),
     path("api/projects/<slug:slug>/query", api.QueryView.as_view(), name="api-context-query"),
     path("api/projects/<slug:slug>/ingest", api.IngestView.as_view(), name="api-context-ingest"),
+    path("api/projects/<slug:slug>/code/definition", code_api.DefinitionView.as_view(), name="api-code-definition"),
+    path("api/projects/<slug:slug>/code/references", code_api.ReferencesView.as_view(), name="api-code-references"),
+    path("api/projects/<slug:slug>/code/outline", code_api.OutlineView.as_view(), name="api-code-outline"),
+    path("api/projects/<slug:slug>/code/files", code_api.FilesView.as_view(), name="api-code-files"),
+    path("api/projects/<slug:slug>/code/grep", code_api.GrepView.as_view(), name="api-code-grep"),
     path("api/ingest-jobs/<uuid:job_id>", api.IngestJobView.as_view(), name="api-ingest-job"),
     path("api/query-sessions/<uuid:session_id>/feedback", api.FeedbackView.as_view(), name="api-query-feedback"),
     path("api/projects/<slug:slug>/rules/search", rules_api.RulesSearchView.as_view(), name="api-rules-search"),

@@ -24,6 +24,7 @@ from search.engine.index import apply_outbox
 from search.engine.sparse import document_term_ids, sparse_document_text
 from search.engine.term_stats import lock_dataset_writes
 from search.ingest.base import DocumentDraft, embed_input
+from search.ingest.code_facts import write_code_facts
 from search.models import Chunk, Document, IndexOutbox, IngestJob
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
                                                                  heading_path=[h[:500] for h in c.heading_path]),
                                            kind=c.kind)))
         created = Chunk.objects.bulk_create(new_chunks, batch_size=500)
+        write_code_facts(dataset=dataset, drafts=drafts)  # the symbol graph and grep's trigrams, same transaction
         IndexOutbox.objects.bulk_create(
             [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=m) for c in created for m in model_ids],
             batch_size=1000)

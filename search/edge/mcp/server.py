@@ -41,7 +41,21 @@ from config.parsers import find_bad_text
 from config.ratelimits import enforce
 from projects.access import project_for_member
 from projects.sharing import datasets_seen_by, projects_of
-from search.edge.serializers import FeedbackRequestSerializer, QueryRequestSerializer, RulesRequestSerializer
+from search.edge.serializers import (
+    CodeFilesRequestSerializer,
+    CodeGrepRequestSerializer,
+    CodeOutlineRequestSerializer,
+    CodeReferencesRequestSerializer,
+    CodeSymbolRequestSerializer,
+    FeedbackRequestSerializer,
+    QueryRequestSerializer,
+    RulesRequestSerializer,
+)
+from search.engine.code_graph import find_definition as find_definition_of
+from search.engine.code_graph import find_references as find_references_of
+from search.engine.code_graph import list_files as list_files_of
+from search.engine.code_graph import outline as outline_of
+from search.engine.grep import grep_project
 from search.engine.packing import render_pack
 from search.engine.pipeline import run_query
 from search.engine.spans import indexed_files, read_file
@@ -218,6 +232,7 @@ mcp = PlatformMCPServer(
     title="Context retrieval platform",
     instructions=("Search this platform's indexed code, web pages and rulebooks. Start with list_projects, then "
                   "search_context(project, q) for a context pack with file:line spans; read_span reads exact lines; "
+                  "find_definition, find_references, outline, list_files and grep navigate code exactly; "
                   "answer_rules answers rules questions with citations; feedback marks results relevant."),
     log_level="WARNING",
 )
@@ -383,6 +398,126 @@ async def feedback(
         return _ok(f"Recorded relevance {fb.relevance} for chunk {fb.chunk_id}.", data)
 
     return await _call("feedback", work)
+
+
+# --------------------------------------------------------------------------- code tools (issue 31)
+DatasetRef = Annotated[str | int | None, Field(description="Only this dataset (name or id, see list_datasets).")]
+
+
+def _code_tool(parse: type, service: Callable[..., dict[str, Any]], args: dict[str, Any],
+               text: Callable[[dict[str, Any]], str], project: str) -> Callable[[], CallToolResult]:
+    """The API view's path for one code tool: scope and rate limit, project access, the Input serializer, the
+    service (search.edge.api.code does the same)."""
+    def work() -> CallToolResult:
+        caller = _authorised("query", "context_query")
+        proj = project_for_member(user=caller.user, slug=project)
+        ser = parse(data=_drop_none({k: (str(v) if k == "dataset" and v is not None else v)
+                                     for k, v in args.items()}))
+        ser.is_valid(raise_exception=True)
+        out = service(project=proj, **ser.validated_data)
+        return _ok(text(out), out)
+
+    return work
+
+
+def _defs_text(out: dict[str, Any]) -> str:
+    head = f"{out['symbol']}: {out['status']}"
+    return "\n".join([head, *(f"{d['span']}  {d['kind']} {d['qualname']}  {d['signature']}"
+                              for d in out["definitions"])])
+
+
+@mcp.tool(annotations=READ_ONLY)
+async def find_definition(
+    project: ProjectSlug,
+    symbol: Annotated[str, Field(description="`deduct`, `Wallet.deduct` or `billing.ledger.deduct`.")],
+    dataset: DatasetRef = None,
+) -> CallToolResult:
+    """Where a symbol is defined: file:line spans, kind and signature. `ambiguous` lists every match."""
+    return await _call("find_definition", _code_tool(
+        CodeSymbolRequestSerializer, find_definition_of,
+        {"symbol": symbol, "dataset": dataset}, _defs_text, project))
+
+
+@mcp.tool(annotations=READ_ONLY)
+async def find_references(
+    project: ProjectSlug,
+    symbol: Annotated[str, Field(description="The symbol whose uses you want (as find_definition takes it).")],
+    dataset: DatasetRef = None,
+    limit: Annotated[int | None, Field(description="At most this many uses (1-500, default 500).")] = None,
+) -> CallToolResult:
+    """Calls, references, imports and subclasses of a symbol, each resolved to its definition or marked
+    ambiguous (its name has several definitions and this use cannot be pinned to one)."""
+    def text(out: dict[str, Any]) -> str:
+        lines = [_defs_text(out), f"{out['total']} use(s):"]
+        lines += [f"{r['span']}  {r['kind']}  in {r['container'] or '<file>'}"
+                  + ("" if r["resolution"] == "resolved" else f"  (ambiguous: {r['candidates']} candidates)")
+                  for r in out["references"]]
+        return "\n".join(lines)
+
+    return await _call("find_references", _code_tool(
+        CodeReferencesRequestSerializer, find_references_of,
+        {"symbol": symbol, "dataset": dataset, "limit": limit}, text, project))
+
+
+@mcp.tool(annotations=READ_ONLY)
+async def outline(
+    project: ProjectSlug,
+    path: Annotated[str, Field(description="The file's path as search_context or list_files shows it.")],
+    dataset: DatasetRef = None,
+) -> CallToolResult:
+    """A file's definitions in line order with their spans (indented by nesting), and its imports."""
+    def text(out: dict[str, Any]) -> str:
+        lines = [f"{out['path']} ({out['lang'] or 'text'})"]
+        lines += [f"{'  ' * d['depth']}{d['start_line']}-{d['end_line']}  {d['kind']} {d['name']}  {d['signature']}"
+                  for d in out["symbols"]]
+        return "\n".join(lines)
+
+    return await _call("outline", _code_tool(CodeOutlineRequestSerializer, outline_of,
+                                             {"path": path, "dataset": dataset}, text, project))
+
+
+@mcp.tool(annotations=READ_ONLY)
+async def list_files(
+    project: ProjectSlug,
+    dataset: DatasetRef = None,
+    glob: Annotated[str | None, Field(description="Path glob, e.g. `src/**/*.py`.")] = None,
+    limit: Annotated[int | None, Field(description="At most this many files (1-1000, default 200).")] = None,
+    offset: Annotated[int | None, Field(description="Skip this many (paging).")] = None,
+) -> CallToolResult:
+    """The indexed files the project can read, by dataset and path."""
+    def text(out: dict[str, Any]) -> str:
+        lines = [f"{f['dataset']}\t{f['path']}\t{f['lang']}" for f in out["files"]]
+        return "\n".join(lines + (["(more: raise offset)"] if out["truncated"] else [])) or "No files."
+
+    return await _call("list_files", _code_tool(
+        CodeFilesRequestSerializer, list_files_of,
+        {"dataset": dataset, "glob": glob, "limit": limit, "offset": offset}, text, project))
+
+
+@mcp.tool(annotations=READ_ONLY)
+async def grep(
+    project: ProjectSlug,
+    pattern: Annotated[str, Field(description="A literal string, or an RE2 regular expression with regex=true.")],
+    path: Annotated[str | None, Field(description="Path prefix (`src/`) or glob (`src/**/*.py`).")] = None,
+    regex: Annotated[bool | None, Field(description="Treat pattern as an RE2 regular expression.")] = None,
+    case_sensitive: Annotated[bool | None, Field(description="Default true.")] = None,
+    dataset: DatasetRef = None,
+    max_matches: Annotated[int | None, Field(description="At most this many hits (1-500, default 100).")] = None,
+) -> CallToolResult:
+    """Exact or regular-expression search over the indexed text, line by line: file:line hits, bounded in
+    matches and time (linear-time RE2 engine)."""
+    def text(out: dict[str, Any]) -> str:
+        lines = [f"{h['span']}: {h['text']}" for h in out["hits"]]
+        if out["truncated"]:
+            lines.append(f"(stopped at {len(out['hits'])} hits)")
+        if not out["complete"]:
+            lines.append("(time budget reached: not every file was read)")
+        return "\n".join(lines) or "No match."
+
+    return await _call("grep", _code_tool(
+        CodeGrepRequestSerializer, grep_project,
+        {"pattern": pattern, "path": path, "regex": regex, "case_sensitive": case_sensitive, "dataset": dataset,
+         "max_matches": max_matches}, text, project))
 
 
 @mcp.resource("platform://{project}/{dataset}/{+path}", name="indexed-file", mime_type="text/plain",
