@@ -159,8 +159,8 @@ def phrases_to_map(payload: dict[str, Any]) -> list[str]:
 def enrich(payload: dict[str, Any], *, gazetteer: Gazetteer, vectors: np.ndarray | None = None) -> dict[str, Any]:
     """The deterministic parse with its unmatched role words mapped by meaning (in place, and returned).
 
-    For each phrase, the intents scoring SEMANTIC_MIN_SCORE or more and within SEMANTIC_INTENT_MARGIN of the best:
-    one alone becomes the role filter (must.intent_primary) when the query named no role, a boost
+    For each phrase whose nearest intent scores SEMANTIC_MIN_SCORE or more, the intents within
+    SEMANTIC_INTENT_MARGIN of it: one alone becomes the role filter (must.intent_primary) when the query named no role, a boost
     (should.intent_secondary) beside one it did; two that near are boosts; three or more mean the words do not
     say which role (measured: "infrastructure engineer" is as near security and QA as DevOps), and nothing is
     built from them. The nearest title of a chosen intent joins the full-text phrases; skills that are not role
@@ -179,8 +179,11 @@ def enrich(payload: dict[str, Any], *, gazetteer: Gazetteer, vectors: np.ndarray
     had_role = bool(must.get("intent_primary"))
     for phrase, vec in zip(phrases, vecs, strict=True):
         near = nearest(vec, voc)
-        intents = [(v, s) for v, s, _d in near.get("intent", []) if s >= k.SEMANTIC_MIN_SCORE]
-        intents = [(v, s) for v, s in intents if s >= intents[0][1] - k.SEMANTIC_INTENT_MARGIN] if intents else []
+        ranked = [(v, s) for v, s, _d in near.get("intent", [])]
+        # every role within the margin of the best competes, whether or not it reaches the threshold itself
+        # ("pipeline engineer": QA 0.617, DevOps 0.600, data 0.595 says no role)
+        intents = ([(v, s) for v, s in ranked if s >= ranked[0][1] - k.SEMANTIC_INTENT_MARGIN]
+                   if ranked and ranked[0][1] >= k.SEMANTIC_MIN_SCORE else [])
         if len(intents) > 2:
             intents = []
         chosen = {v for v, _s in intents}
