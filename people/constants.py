@@ -78,6 +78,12 @@ class PeopleSearchConstants:
     SEMANTIC_MAX_TERMS: int = 3          # skills/titles kept per phrase
 
 
+# the relaxation presets by name (people/tiers.py POLICIES defines each; a test keeps the two lists equal), named
+# here so a misspelled policy stops start-up like any other bad key
+RELAXATION_POLICIES = ("seed", "seed_keep", "company_before_location", "location_first", "graded_soft", "graded",
+                       "graded_company_before_location")
+
+
 def validate_overrides(*, overrides: Mapping[str, Any]) -> None:
     """Refuse a misspelled or mistyped override: silently ignoring `MIN_RESULT` would run with the default while
     the operator believes the change is live. Raises ImproperlyConfigured naming the bad key and the valid ones."""
@@ -93,6 +99,9 @@ def validate_overrides(*, overrides: Mapping[str, Any]) -> None:
         if types[key] == "str":
             if not isinstance(value, str):
                 raise ImproperlyConfigured(f"PEOPLE_SEARCH[{key!r}] must be a string, not {value!r}")
+            if key == "RELAXATION_POLICY" and value not in RELAXATION_POLICIES:
+                raise ImproperlyConfigured(f"PEOPLE_SEARCH['RELAXATION_POLICY'] is {value!r}; known: "
+                                           f"{', '.join(RELAXATION_POLICIES)}")
             continue
         if types[key] == "bool":
             if not isinstance(value, bool):

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from people.constants import C, PeopleSearchConstants
+from people.constants import RELAXATION_POLICIES, C, PeopleSearchConstants
+from people.tiers import POLICIES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,3 +65,12 @@ def test_a_flag_takes_only_true_or_false(settings, value):
         C()
     settings.PEOPLE_SEARCH = {"RELAX_INTENT_TIER": True}
     assert C().RELAX_INTENT_TIER is True and PeopleSearchConstants().RELAX_INTENT_TIER is False
+
+
+def test_a_misspelled_relaxation_policy_is_refused_and_the_names_match_the_presets(settings):
+    assert tuple(POLICIES) == RELAXATION_POLICIES
+    settings.PEOPLE_SEARCH = {"RELAXATION_POLICY": "gradde"}
+    with pytest.raises(ImproperlyConfigured, match="gradde.*known: seed"):
+        C()
+    settings.PEOPLE_SEARCH = {"RELAXATION_POLICY": "seed"}
+    assert C().RELAXATION_POLICY == "seed" and PeopleSearchConstants().RELAXATION_POLICY == "graded"

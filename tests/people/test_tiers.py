@@ -1,10 +1,11 @@
 """Tier filters on real Postgres + pgvector: each tier relaxes exactly what people.tiers.policy_for says,
 excludes never."""
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
 from people.normalize import validate_and_normalize
-from people.tiers import fetch_tier, retrieve_with_fallback, set_scan_mode
+from people.tiers import fetch_tier, relaxation_policy, retrieve_with_fallback, set_scan_mode
 from tests.people.factory import E0, make_person
 
 pytestmark = pytest.mark.django_db
@@ -233,10 +234,6 @@ def test_a_policy_order_decides_which_filter_each_tier_lifts(directory, settings
 
 
 def test_an_unknown_policy_is_refused_at_the_read(settings):
-    from django.core.exceptions import ImproperlyConfigured
-
-    from people.tiers import relaxation_policy
-
     settings.PEOPLE_SEARCH = {"RELAXATION_POLICY": "gradd"}
     with pytest.raises(ImproperlyConfigured, match="gradd"):
         relaxation_policy()
@@ -245,11 +242,9 @@ def test_an_unknown_policy_is_refused_at_the_read(settings):
 def test_keeping_stricter_tiers_keeps_their_people_when_the_looser_tier_has_closer_cards(settings):
     """A looser tier's nearest OVERFETCH_CARDS cards can crowd out the people a stricter tier found; the seed keeps
     only the last tier's candidates, a keep_stricter policy keeps both."""
-    from tests.people.factory import make_person as mk
-
-    exact = mk("Exact", cards=[BASE | {"company_norm": "flipkart", "city": "pune", "dist": 0.6}])
+    exact = make_person("Exact", cards=[BASE | {"company_norm": "flipkart", "city": "pune", "dist": 0.6}])
     for i in range(6):
-        mk(f"Near{i}", cards=[BASE | {"company_norm": "swiggy", "city": "delhi", "dist": 0.01 * (i + 1)}])
+        make_person(f"Near{i}", cards=[BASE | {"company_norm": "swiggy", "city": "delhi", "dist": 0.01 * (i + 1)}])
     q = parsed_query(city="pune", time_start=None, time_end=None)
     settings.PEOPLE_SEARCH = {"RELAXATION_POLICY": "seed", "MIN_RESULTS": 5, "OVERFETCH_CARDS": 3}
     seed = retrieve_with_fallback(parsed=q, qvec=E0)
