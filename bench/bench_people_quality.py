@@ -90,6 +90,8 @@ def main() -> None:
         parts.append("Sample queries: " + "; ".join(f"`{o.query.text}` ({o.query.group})"
                                                     for o in first["outcomes"][:8]) + ".")
     png = pb.chart(reports, path=RESULTS / "people_quality.png")
+    (RESULTS / "people_quality.json").write_text(json.dumps({name: pb.summaries(r) for name, r in reports.items()},
+                                                            indent=2) + "\n")
     lines = [f"### People search relevance ({args.count:,} people per directory, {args.queries} queries each)", "",
              "Groups: `drawn` queries take every constraint from one card (a full match exists); `combined` mix "
              "two people's fields (often no one matches all); `absent` ask for a role or city the directory "

@@ -402,14 +402,19 @@ def chart(reports: dict[str, dict[str, dict[str, Any]]], *, path: Path) -> Path:
                    label=m)
         ax.set_xticks(range(len(labels)), [lb.split(": ", 1)[-1] for lb in labels], rotation=35, ha="right",
                       fontsize=8)
-        ax.set_ylim(0, 1)
+        ax.set_ylim(0, 1.15)
         ax.set_title(name, fontsize=10)
-        ax.legend(loc="upper right", fontsize=8)
+        ax.legend(loc="upper center", ncol=len(metrics), fontsize=8, frameon=False)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def summaries(report: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The report without its per-query outcomes (what the JSON files hold)."""
+    return {label: {k: v for k, v in r.items() if k != "outcomes"} for label, r in report.items()}
 
 
 def worst(report: dict[str, Any], *, n: int = 5, key: Callable[[QueryOutcome], float] | None = None

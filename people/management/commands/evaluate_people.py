@@ -44,7 +44,6 @@ class Command(BaseCommand):
             out = Path(opts["report_dir"])
             out.mkdir(parents=True, exist_ok=True)
             (out / "people_eval.md").write_text(md + "\n")
-            (out / "people_eval.json").write_text(json.dumps(
-                {label: {k: v for k, v in r.items() if k != "outcomes"} for label, r in report.items()}, indent=2))
+            (out / "people_eval.json").write_text(json.dumps(pb.summaries(report), indent=2))
             png = pb.chart({"loaded directory": report}, path=out / "people_eval.png")
             self.stdout.write(f"\nwrote {out / 'people_eval.md'}, .json and {png}")
