@@ -29,6 +29,8 @@ from search.rules.graph import (
     DEFAULT_TOP_K,
     apply_graph_boost,
 )
+from search.rules.headings import DEFAULT_RECALL_MAX, apply_heading_match
+from search.rules.headings import DEFAULT_STRENGTH as DEFAULT_HEADING_STRENGTH
 from search.rules.policies import apply_policies, chunk_facts, describe, graph_relations
 from search.rules.policies import strengths as policy_strengths
 from search.rules.traversal import DEFAULT_GM_KEYWORDS, detect, load_config
@@ -39,9 +41,26 @@ if TYPE_CHECKING:
     from search.engine.index import VectorIndex
     from search.models import TraversalConfig
 
-DEFAULTS: dict[str, Any] = {"fusion": "rrf", "graph": True, "seed_top_n": DEFAULT_SEED_TOP_N, "depth": DEFAULT_DEPTH,
+# fusion: the min-max weighted sum since issue 29 §4. Chosen with the heading match on the SRD dev questions
+# (nDCG@10 0.4939 RRF -> 0.5167 weighted + headings; RRF + headings 0.4995): RRF squeezes the fused scores into a
+# narrow band, so any boost relative to the top score (policies, headings, graph) swamps the fusion's order
+DEFAULTS: dict[str, Any] = {"fusion": "weighted", "graph": True, "seed_top_n": DEFAULT_SEED_TOP_N, "depth": DEFAULT_DEPTH,
                             "decay": DEFAULT_DECAY, "graph_top_k": DEFAULT_TOP_K, "graph_strength": DEFAULT_STRENGTH,
                             "top_k": 8, "candidates": 100, "rerank": False}
+# Rows for `evaluate` and bench/results/srd_ablations.py: the API default with one thing changed (RulesSpec fields)
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "rrf": {"fusion": "rrf"},
+    "no-headings": {"heading_strength": 0.0},
+    "rrf-no-headings": {"fusion": "rrf", "heading_strength": 0.0},
+    "heading-recall": {"heading_recall": 5},
+    "headings-0.05": {"heading_strength": 0.05},
+    "headings-0.2": {"heading_strength": 0.2},
+    "headings-0.3": {"heading_strength": 0.3},
+    "no-aliases": {"expand_aliases": False},
+    "no-graph": {"graph": False},
+    "no-policies": {"prefer_kinds": False, "audience": False},
+    "rerank": {"rerank": True},
+}
 _ID = re.compile(r"^[\w.:-]{1,100}$")
 
 
@@ -110,7 +129,9 @@ class RulesSpec:
     `prefer_kinds`, `audience` and `relations` switch the traversal config's policies (search.rules.policies):
     `relations=None` walks the edges the config names (`policies["graph"]["relations"]`). `expand_aliases`
     expands the sparse query with the config's abbreviations (search.rules.aliases). `route_chapters` > 0
-    searches only the query's likeliest chapters (search.rules.chapter_routing); 0 searches the whole book."""
+    searches only the query's likeliest chapters (search.rules.chapter_routing); 0 searches the whole book.
+    `heading_strength` lifts the sections whose heading the (alias-expanded) question names (search.rules.headings;
+    0 turns it off); `heading_recall` > 0 lets that many well-named sections the legs missed join."""
 
     q: str
     books: tuple[str, ...] = ()
@@ -130,6 +151,8 @@ class RulesSpec:
     relations: tuple[str, ...] | None = None
     expand_aliases: bool = True
     route_chapters: int = 0
+    heading_strength: float = DEFAULT_HEADING_STRENGTH
+    heading_recall: int = DEFAULT_RECALL_MAX
     log: bool = True
     source: str = "api"
 
@@ -182,6 +205,13 @@ def rules_search(*, user: User | None, project: Project, spec: RulesSpec,
             cands = apply_policies(cands, analysis=analysis, kind_of=kind_of, audience_of=audience_of,
                                    use_kinds=prefer_kinds, use_audience=audience, kind_strength=kind_strength,
                                    audience_strength=audience_strength)
+        if spec.heading_strength > 0:
+            cands = apply_heading_match(cands, q=sparse_q, dataset_ids=dataset_ids, strength=spec.heading_strength,
+                                        recall_max=spec.heading_recall,
+                                        scope={"book_id": books, "ruleset_id": list(rulesets or []),
+                                               "path": extra.get("paths", [])})
+            if routed:
+                cands = in_chapters(cands, chapters=routed)
         if graph:
             cands = apply_graph_boost(cands, dataset_ids=dataset_ids, seed_top_n=seed_top_n, depth=depth,
                                       decay=decay, top_k=graph_top_k, strength=graph_strength, relations=walk,
@@ -209,9 +239,11 @@ def rules_search(*, user: User | None, project: Project, spec: RulesSpec,
         extra_why = getattr(c, "extra", {}) or {}
         r.update(book_id=ch.book_id, ruleset_id=ch.ruleset_id, section_path=ch.section_path, page=ch.page,
                  content_kind=ch.content_kind, tags=ch.tags, traits=ch.traits, is_rule_bearing=ch.is_rule_bearing)
-        # score = base (fusion) + policy boost + graph boost; the graph's own base already holds the policy boost
+        # score = base (fusion) + policy boost + heading boost + graph boost; the graph's own base already holds the
+        # policy and heading boosts
         r["policy_boost"] = extra_why.get("policy_boost", 0.0)
-        r["base_score"] = extra_why.get("base_score", c.fused_score) - r["policy_boost"]
+        r["heading_boost"] = extra_why.get("heading_boost", 0.0)
+        r["base_score"] = extra_why.get("base_score", c.fused_score) - r["policy_boost"] - r["heading_boost"]
         r["graph_boost"] = extra_why.get("graph_boost", 0.0)
         r["graph_path"] = extra_why.get("graph_path", [])
         results.append(r)

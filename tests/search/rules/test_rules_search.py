@@ -11,9 +11,10 @@ PINNED_Q = "what happens when I'm pinned?"
 
 
 def _search(project, q=PINNED_Q, **kw):
-    """Policies off unless a test turns them on: the graph arithmetic here is checked against the fused score
-    alone (the policies' own boosts are pinned in test_rules_policies.py)."""
-    kw = {"prefer_kinds": False, "audience": False, **kw}
+    """Policies and the heading match off unless a test turns them on: the graph arithmetic here is checked against
+    the fused score alone (the policies' own boosts are pinned in test_rules_policies.py, the heading match's in
+    test_headings.py)."""
+    kw = {"prefer_kinds": False, "audience": False, "heading_strength": 0.0, **kw}
     return rules_search(user=None, project=project, spec=RulesSpec(q=q, log=False, **kw))
 
 
@@ -66,7 +67,7 @@ def test_every_result_carries_base_score_boost_and_path(demo_project):
     assert res["results"]
     assert any(r["policy_boost"] > 0 for r in res["results"])
     for r in res["results"]:
-        assert r["score"] == pytest.approx(r["base_score"] + r["policy_boost"] + r["graph_boost"])
+        assert r["score"] == pytest.approx(r["base_score"] + r["policy_boost"] + r["heading_boost"] + r["graph_boost"])
         if r["graph_boost"] > 0:
             assert r["graph_path"][0].startswith("chunk:") and r["graph_path"][-1] == f"chunk:{r['chunk_id']}"
             assert set(r["graph_path"][1::2]) <= {"references", "next", "contains", "describes"}
