@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from datetime import timedelta
@@ -535,10 +536,8 @@ TS_CLIENT = ROOT / "tests" / "search" / "edge" / "mcp_ts"
 
 def _ts_client_ready() -> None:
     """The TypeScript SDK from the npm registry, installed once into mcp_ts/node_modules (package-lock.json)."""
-    import shutil
-
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are needed for the TypeScript MCP client")
+    if shutil.which("node") is None or shutil.which("npm") is None:  # a missing tool fails; it never skips
+        pytest.fail("node and npm are needed for the TypeScript MCP client (apt install nodejs npm)")
     if not (TS_CLIENT / "node_modules" / "@modelcontextprotocol" / "sdk").exists():
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=TS_CLIENT, check=True, capture_output=True,
                        timeout=600)
