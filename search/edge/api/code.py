@@ -2,7 +2,8 @@
 
 Views parse, authorise, call one service (search.engine.code_graph, search.engine.grep), render. The same keys,
 scope (`query`), project access (a project you are not in is 404, as for search) and per-user rate limit
-(`context_query`, search's) as POST /query; the MCP tools of the same names call the same services."""
+(`context_query`, search's) as POST /query; the MCP tools of the same names call the same services. The five views
+differ only in their serializers, service and schema text, so `_tool_view` builds each one."""
 from __future__ import annotations
 
 import logging
@@ -29,72 +30,57 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _serve(request: Request, slug: str, *, tool: str, parse: type[Serializer], render: type[Serializer],
-           service: Callable[..., dict[str, Any]]) -> Response:
-    t0 = time.perf_counter()
-    enforce(request, group="context_query")
-    project = project_for_member(user=request.user, slug=slug)
-    ser = parse(data=_body(request))
-    ser.is_valid(raise_exception=True)
-    out = service(project=project, **ser.validated_data)
-    log.info("code %s project=%s user=%s (%.1f ms)", tool, project.slug, request.user.pk,
-             (time.perf_counter() - t0) * 1000)
-    return Response(render(out).data)
+def _tool_view(name: str, *, tool: str, operation_id: str, parse: type[Serializer], render: type[Serializer],
+               service: Callable[..., dict[str, Any]], description: str) -> type[APIView]:
+    """An APIView named `name` whose POST parses the body with `parse`, calls `service(project=, **fields)` and
+    renders with `render`; its schema (operation `operation_id`, tag `code`) names both serializers."""
+
+    @extend_schema(operation_id=operation_id, request=parse, responses={200: render, **ERROR_RESPONSES},
+                   tags=["code"], description=description)
+    def post(self: APIView, request: Request, slug: str) -> Response:
+        t0 = time.perf_counter()
+        enforce(request, group="context_query")
+        project = project_for_member(user=request.user, slug=slug)
+        ser = parse(data=_body(request))
+        ser.is_valid(raise_exception=True)
+        out = service(project=project, **ser.validated_data)
+        log.info("code %s project=%s user=%s (%.1f ms)", tool, project.slug, request.user.pk,
+                 (time.perf_counter() - t0) * 1000)
+        return Response(render(out).data)
+
+    return type(name, (APIView,), {"required_scope": "query", "post": post, "__module__": __name__,
+                                   "__qualname__": name})
 
 
-class DefinitionView(APIView):
-    required_scope = "query"
+DefinitionView = _tool_view(
+    "DefinitionView", tool="find_definition", operation_id="code_definition",
+    parse=s.CodeSymbolRequestSerializer, render=s.CodeDefinitionResponseSerializer,
+    service=code_graph.find_definition,
+    description="Where a symbol is defined (file:line spans) in the datasets the project can read. "
+                "`ambiguous` lists every match and chooses none.")
 
-    @extend_schema(operation_id="code_definition", request=s.CodeSymbolRequestSerializer,
-                   responses={200: s.CodeDefinitionResponseSerializer, **ERROR_RESPONSES}, tags=["code"],
-                   description="Where a symbol is defined (file:line spans) in the datasets the project can read. "
-                               "`ambiguous` lists every match and chooses none.")
-    def post(self, request: Request, slug: str) -> Response:
-        return _serve(request, slug, tool="find_definition", parse=s.CodeSymbolRequestSerializer,
-                      render=s.CodeDefinitionResponseSerializer, service=code_graph.find_definition)
+ReferencesView = _tool_view(
+    "ReferencesView", tool="find_references", operation_id="code_references",
+    parse=s.CodeReferencesRequestSerializer, render=s.CodeReferencesResponseSerializer,
+    service=code_graph.find_references,
+    description="Calls, references, imports and subclasses of a symbol's definition(s), each "
+                "resolved (by file, import, then name within its dataset) or marked ambiguous.")
 
+OutlineView = _tool_view(
+    "OutlineView", tool="outline", operation_id="code_outline",
+    parse=s.CodeOutlineRequestSerializer, render=s.CodeOutlineResponseSerializer,
+    service=code_graph.outline,
+    description="A file's definitions in line order, with their spans, and its imports.")
 
-class ReferencesView(APIView):
-    required_scope = "query"
+FilesView = _tool_view(
+    "FilesView", tool="list_files", operation_id="code_files",
+    parse=s.CodeFilesRequestSerializer, render=s.CodeFilesResponseSerializer,
+    service=code_graph.list_files,
+    description="Indexed files the project can read, by dataset and path, narrowed by a glob.")
 
-    @extend_schema(operation_id="code_references", request=s.CodeReferencesRequestSerializer,
-                   responses={200: s.CodeReferencesResponseSerializer, **ERROR_RESPONSES}, tags=["code"],
-                   description="Calls, references, imports and subclasses of a symbol's definition(s), each "
-                               "resolved (by file, import, then name within its dataset) or marked ambiguous.")
-    def post(self, request: Request, slug: str) -> Response:
-        return _serve(request, slug, tool="find_references", parse=s.CodeReferencesRequestSerializer,
-                      render=s.CodeReferencesResponseSerializer, service=code_graph.find_references)
-
-
-class OutlineView(APIView):
-    required_scope = "query"
-
-    @extend_schema(operation_id="code_outline", request=s.CodeOutlineRequestSerializer,
-                   responses={200: s.CodeOutlineResponseSerializer, **ERROR_RESPONSES}, tags=["code"],
-                   description="A file's definitions in line order, with their spans, and its imports.")
-    def post(self, request: Request, slug: str) -> Response:
-        return _serve(request, slug, tool="outline", parse=s.CodeOutlineRequestSerializer,
-                      render=s.CodeOutlineResponseSerializer, service=code_graph.outline)
-
-
-class FilesView(APIView):
-    required_scope = "query"
-
-    @extend_schema(operation_id="code_files", request=s.CodeFilesRequestSerializer,
-                   responses={200: s.CodeFilesResponseSerializer, **ERROR_RESPONSES}, tags=["code"],
-                   description="Indexed files the project can read, by dataset and path, narrowed by a glob.")
-    def post(self, request: Request, slug: str) -> Response:
-        return _serve(request, slug, tool="list_files", parse=s.CodeFilesRequestSerializer,
-                      render=s.CodeFilesResponseSerializer, service=code_graph.list_files)
-
-
-class GrepView(APIView):
-    required_scope = "query"
-
-    @extend_schema(operation_id="code_grep", request=s.CodeGrepRequestSerializer,
-                   responses={200: s.CodeGrepResponseSerializer, **ERROR_RESPONSES}, tags=["code"],
-                   description="Exact or RE2 regular-expression search over the indexed text, line by line: "
-                               "file:line hits, at most max_matches, within a time budget (`complete`).")
-    def post(self, request: Request, slug: str) -> Response:
-        return _serve(request, slug, tool="grep", parse=s.CodeGrepRequestSerializer,
-                      render=s.CodeGrepResponseSerializer, service=grep_project)
+GrepView = _tool_view(
+    "GrepView", tool="grep", operation_id="code_grep",
+    parse=s.CodeGrepRequestSerializer, render=s.CodeGrepResponseSerializer,
+    service=grep_project,
+    description="Exact or RE2 regular-expression search over the indexed text, line by line: "
+                "file:line hits, at most max_matches, within a time budget (`complete`).")

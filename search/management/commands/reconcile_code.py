@@ -2,12 +2,17 @@
 a fresh build from the chunks in Postgres (search.ingest.code_facts.check); --fix rebuilds what differs."""
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
 from search.ingest.code_facts import check
+from search.management.commands._reconcile import finish
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from search.ingest.code_facts import CodeCheck
 
 
 class Command(BaseCommand):
@@ -22,17 +27,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **opts: Any) -> None:
         report = check(dataset_ids=opts["dataset"], fix=opts["fix"])
-        if opts["json"]:
-            self.stdout.write(json.dumps(report.as_dict(), indent=2))
-        else:
-            self.stdout.write(f"{report.documents} documents, {report.definitions} definitions, "
-                              f"{report.references} references")
-            self.stdout.write(f"drifted {len(report.drifted)}  missing {len(report.missing)}  "
-                              f"orphans {report.orphans}")
-            if report.after is not None:
-                a = report.after
-                self.stdout.write(f"after fix: drifted {len(a.drifted)}  missing {len(a.missing)}  "
-                                  f"orphans {a.orphans}")
-            self.stdout.write("exact" if report.exact else "NOT exact")
-        if not report.exact:
-            raise CommandError("the code graph is not exact: run `manage.py reconcile_code --fix`", returncode=1)
+        finish(self, as_json=opts["json"], data=report.as_dict(), lines=self._lines(report), exact=report.exact,
+               failure="the code graph is not exact: run `manage.py reconcile_code --fix`")
+
+    def _lines(self, report: CodeCheck) -> Iterator[str]:
+        yield f"{report.documents} documents, {report.definitions} definitions, {report.references} references"
+        yield f"drifted {len(report.drifted)}  missing {len(report.missing)}  orphans {report.orphans}"
+        if report.after is not None:
+            a = report.after
+            yield f"after fix: drifted {len(a.drifted)}  missing {len(a.missing)}  orphans {a.orphans}"
+        yield "exact" if report.exact else "NOT exact"

@@ -1,7 +1,6 @@
 """`manage.py reconcile_index [--fix] [--json]`: compare the Qdrant index with Postgres, optionally repair it."""
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -9,8 +8,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from config.errors import DependencyDown
 from search.engine.index import get_index, open_index
 from search.engine.reconcile import reconcile_all
+from search.management.commands._reconcile import finish
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from search.engine.reconcile import ReconcileReport
 
 
@@ -38,23 +40,19 @@ class Command(BaseCommand):
             if opts["path"]:
                 index.close()
         report, others = reports[0], reports[1:]
-        if opts["json"]:
-            out = {**report.as_dict(), **({"models": [r.as_dict() for r in others]} if others else {})}
-            self.stdout.write(json.dumps(out, indent=2, default=str))
-        else:
-            for r in reports:
-                self._print(r)
-        if not all(r.exact for r in reports):
-            raise CommandError("the index is not exact: run `manage.py reconcile_index --fix`", returncode=1)
+        data = {**report.as_dict(), **({"models": [r.as_dict() for r in others]} if others else {})}
+        finish(self, as_json=opts["json"], data=data, lines=(line for r in reports for line in self._lines(r)),
+               exact=all(r.exact for r in reports),
+               failure="the index is not exact: run `manage.py reconcile_index --fix`")
 
-    def _print(self, report: ReconcileReport) -> None:
+    def _lines(self, report: ReconcileReport) -> Iterator[str]:
         f = report.found
-        self.stdout.write(f"{report.store}: {f.points} points, {f.chunks} chunks (outbox: {report.applied} rows "
-                          f"applied first, {report.pending} pending)")
-        self.stdout.write(f"orphans {len(f.orphans)}  missing {len(f.missing)}  stale {len(f.stale)}"
-                          f"  (unembedded {f.unembedded}, in flight {f.in_flight})")
+        yield (f"{report.store}: {f.points} points, {f.chunks} chunks (outbox: {report.applied} rows "
+               f"applied first, {report.pending} pending)")
+        yield (f"orphans {len(f.orphans)}  missing {len(f.missing)}  stale {len(f.stale)}"
+               f"  (unembedded {f.unembedded}, in flight {f.in_flight})")
         if report.after is not None:
             a = report.after
-            self.stdout.write(f"after fix: orphans {len(a.orphans)}  missing {len(a.missing)}  stale {len(a.stale)}"
-                              f"  ({a.points} points)")
-        self.stdout.write("exact" if report.exact else "NOT exact")
+            yield (f"after fix: orphans {len(a.orphans)}  missing {len(a.missing)}  stale {len(a.stale)}"
+                   f"  ({a.points} points)")
+        yield "exact" if report.exact else "NOT exact"
