@@ -47,6 +47,7 @@ from search.quality.evaluation import (
     load_rules_queries,
     make_rankers,
     mean_or_none,
+    metrics_by_category,
     ranked_to_run,
     resolve_expected,
     run_pipelines,
@@ -56,7 +57,7 @@ from search.quality.progress import bar as progress_bar
 from search.rules.answer import extractive_answer
 from search.rules.chapter_routing import chapter_of
 from search.rules.policies import SIMILARITY_RELATIONS, STRUCTURAL_RELATIONS
-from search.rules.search import RulesSpec, rules_search
+from search.rules.search import ABLATIONS, RulesSpec, rules_search
 
 if TYPE_CHECKING:
     from projects.models import Project
@@ -284,7 +285,9 @@ def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: li
                       timings=timings, extra={"corpus_docs": len(coll.corpus), "kind": coll.kind, **extra})
 
 
-# Rules-only ablations: the API default (rules_search) with one policy or experiment changed per row.
+# Rules-only ablations: the API default (rules_search) with one policy or experiment changed per row: these, then
+# the rules search's own rows (search.rules.search.ABLATIONS: fusion, heading match, graph, rerank; its
+# no-policies and no-aliases are the same overrides as here, so they keep their place).
 RULES_PIPELINES: dict[str, dict[str, Any]] = {
     "no-prefer-kinds": {"prefer_kinds": False},
     "no-audience": {"audience": False},
@@ -293,6 +296,7 @@ RULES_PIPELINES: dict[str, dict[str, Any]] = {
     "graph-structural": {"relations": list(STRUCTURAL_RELATIONS)},
     "graph-similar": {"relations": list(SIMILARITY_RELATIONS)},
     "graph-both": {"relations": [*STRUCTURAL_RELATIONS, *SIMILARITY_RELATIONS]},
+    **ABLATIONS,
 }
 # `--chapter-routing-report`: the API default searching only the likeliest chapters (routing off = "default")
 ROUTING_PIPELINES: dict[str, dict[str, Any]] = {"routing-top1": {"route_chapters": 1},
@@ -378,6 +382,10 @@ def _evaluate_rules_on(*, index: VectorIndex, queries: list[Any], project: Proje
             metrics[name]["routing_evaluability"] = round(len(reach) / max(1, len(queries)), 4)
             metrics[name]["hit@1_evaluable"] = within["hit@1"] if reach else None
             metrics[name]["mrr@10_evaluable"] = within["mrr@10"] if reach else None
+    # each row's metrics by question category (the report's category table), when the questions have categories
+    by_category = {name: metrics_by_category(queries=queries, qrels=qrels, run=runs[name]) for name in ranked}
+    if any(by_category.values()):
+        extra["by_category"] = by_category
     all_ids = {int(d) for per in ranked.values() for docs in per.values() for d, _ in docs[:10]}
     rows = {r["id"]: r for r in Chunk.objects.filter(id__in=all_ids).values("id", "book_id", "text")}
     by_id = {rq.id: rq for rq in queries}

@@ -6,6 +6,8 @@ prose goes to another dataset, so the kinds never mix.
 from __future__ import annotations
 
 import json
+import math
+from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -113,6 +115,63 @@ def test_evaluate_rules_reports_expanded_gold_and_the_chapter_routing_rows(demo_
     assert top1["evaluability"] == 1.0                      # both golds sit in Conditions, the routed chapter
     assert top1["mrr@10_evaluable"] == top1["mrr@10"]
     assert report.pipelines["default"]["evaluability"] == 1.0
+
+
+
+def _ndcg_at_10(ranking: list[int], gold: set[int]) -> float:
+    """Binary nDCG@10 by its definition: DCG over the first ten, divided by the DCG of the gold ranked first."""
+    dcg = sum(1 / math.log2(i + 1) for i, cid in enumerate(ranking[:10], start=1) if cid in gold)
+    return dcg / sum(1 / math.log2(i + 1) for i in range(1, min(len(gold), 10) + 1))
+
+
+def test_evaluate_rules_command_runs_the_ablation_rows_and_reports_ndcg_by_category(demo_project, tmp_path):
+    """`manage.py evaluate --rules FILE`: the rules search's ablation rows are pipelines it runs, and when the
+    questions carry categories the printed report and its markdown file hold nDCG@10 per category, each cell the
+    mean over that category's questions of their own nDCG@10 (computed here from the default ranking itself)."""
+    from django.core.management import call_command
+
+    from search.models import Chunk
+    from search.quality.evaluation import report_slug
+    from search.quality.runs import RULES_PIPELINES
+    from search.rules.search import ABLATIONS, RulesSpec, rules_search
+
+    assert all(RULES_PIPELINES[name] == overrides for name, overrides in ABLATIONS.items())
+    questions = [  # (id, question, gold section, category)
+        ("a", "what happens when I'm pinned?", ["Conditions", "Pinned"], "conditions"),
+        ("b", "can a dazed character take reactions", ["Conditions", "Dazed"], "conditions"),
+        ("c", "how do I escape a pin", ["Actions in Combat", "Escaping a Pin"], "combat"),
+        ("d", "who acts first in a round", ["Combat", "Turn Order"], "combat"),
+        ("e", "Cinderstorm damage and saving throw", ["Spells", "Cinderstorm"], ""),   # no category: left out
+        ("f", "how do starships jump", ["Starships", "Jump Drives"], "vehicles"),      # no gold: category absent
+    ]
+    path = _queries(tmp_path, [{"id": qid, "query": q, "book_id": "core", "expected_sections": [section],
+                                "category": cat} for qid, q, section, cat in questions])
+    ndcg = {}
+    for qid, q, section, _ in questions[:4]:
+        gold = set(Chunk.objects.filter(ruleset_id="emberfall", book_id="core", section_path=section)
+                   .values_list("id", flat=True))
+        assert gold, section
+        found = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False, top_k=50))
+        ndcg[qid] = _ndcg_at_10(found["candidate_ids"], gold)
+    want = {"combat": (ndcg["c"] + ndcg["d"]) / 2, "conditions": (ndcg["a"] + ndcg["b"]) / 2}
+
+    out = StringIO()
+    call_command("evaluate", "--rules", path, "--project", "demo", "--pipelines", "default,no-headings,rrf",
+                 "--no-progress", "--no-save", "--report-dir", str(tmp_path / "reports"), stdout=out)
+    report = json.loads(next((tmp_path / "reports").glob("*.json")).read_text())
+    assert list(report["pipelines"]) == ["default", "no-headings", "rrf"]
+    by_category = report["extra"]["by_category"]
+    assert list(by_category) == ["default", "no-headings", "rrf"]
+    default = by_category["default"]
+    assert list(default) == ["combat", "conditions"]
+    assert default["combat"]["queries"] == default["conditions"]["queries"] == 2
+    for cat, value in want.items():
+        assert default[cat]["ndcg@10"] == pytest.approx(value, abs=1e-4), cat
+    row = f"| default | {default['combat']['ndcg@10']:.4f} | {default['conditions']['ndcg@10']:.4f} |"
+    header = "| pipeline | combat (2) | conditions (2) |"
+    md = (tmp_path / "reports" / f"{report_slug(report['collection'])}.md").read_text()
+    for text in (out.getvalue(), md):
+        assert "ndcg@10 by category" in text and header in text and row in text
 
 
 CORPUS = [
