@@ -211,8 +211,10 @@ class RulesResultSerializer(ResultSerializer):
     tags = serializers.ListField(child=serializers.CharField())
     traits = serializers.DictField()
     is_rule_bearing = serializers.BooleanField()
-    base_score = serializers.FloatField(help_text="Fused score before the policy and graph boosts.")
+    base_score = serializers.FloatField(help_text="Fused score before the policy, heading and graph boosts.")
     policy_boost = serializers.FloatField(help_text="What the traversal policies (preferred kinds, audience) added.")
+    heading_boost = serializers.FloatField(help_text="What the heading match added: the question names this "
+                                                     "section's heading (0 when it does not, or when it is off).")
     graph_boost = serializers.FloatField()
     graph_path = serializers.ListField(child=serializers.JSONField(), help_text="How the boost reached this chunk.")
 

@@ -92,3 +92,26 @@ def _dataset_ids(project) -> list[int]:
     from projects.access import accessible_dataset_ids
 
     return sorted(accessible_dataset_ids(project))
+
+
+def test_the_api_shows_each_results_heading_boost(demo_project, client_for, make_user):
+    """The rules search response carries `heading_boost` beside `policy_boost` and `graph_boost`: the section
+    whose heading the question names shows what the heading match added, the same figure rules_search records,
+    and each result's score is still its base plus its three boosts."""
+    from projects.models import Membership
+
+    member = make_user()
+    Membership.objects.create(project=demo_project, user=member, role="member")
+    q = "escaping a pin"
+    resp = client_for(member).post(f"/api/projects/{demo_project.slug}/rules/search", {"q": q}, format="json")
+    assert resp.status_code == 200, resp.content
+    results = resp.json()["results"]
+    escaping = chunk_id(book_id="core", symbol="Escaping a Pin")
+    by_id = {r["chunk_id"]: r for r in results}
+    assert by_id[escaping]["heading_boost"] == max(r["heading_boost"] for r in results) > 0  # the exact heading
+    assert any(r["heading_boost"] == 0.0 for r in results)   # results whose headings the question does not name
+    direct = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, fusion="rrf", log=False))
+    assert {r["chunk_id"]: r["heading_boost"] for r in direct["results"]} == pytest.approx(
+        {r["chunk_id"]: r["heading_boost"] for r in results})
+    for r in results:
+        assert r["score"] == pytest.approx(r["base_score"] + r["policy_boost"] + r["heading_boost"] + r["graph_boost"])
