@@ -18,7 +18,6 @@ Relations:
 """
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -28,15 +27,20 @@ from typing import Any
 import numpy as np
 from django.db import transaction
 
+from search.engine.boosts import (
+    DEFAULT_DECAY,
+    DEFAULT_DEPTH,
+    DEFAULT_SEED_TOP_N,
+    DEFAULT_STRENGTH,
+    DEFAULT_TOP_K,
+    capped_boost,
+    chunk_node,
+    compute_boosts,
+)
 from search.engine.encoders import dense_model_id
 from search.models import Chunk, EmbeddingCache, GraphEdge, TraversalConfig
 from search.rules.traversal import config_names, name_pattern
 
-DEFAULT_SEED_TOP_N = 3
-DEFAULT_DEPTH = 2
-DEFAULT_DECAY = 0.4
-DEFAULT_TOP_K = 50
-DEFAULT_STRENGTH = 0.05  # the boost one hop out, relative to the best base score (1.0 on min-max scores)
 BOOST_RELATIONS = ("references", "next", "contains", "describes")
 DEFAULT_SIMILAR_K = 3
 DEFAULT_SIMILAR_THRESHOLD = 0.6
@@ -44,10 +48,6 @@ DEFAULT_SIMILAR_THRESHOLD = 0.6
 _SEE = re.compile(r"\b[Ss]ee\s+(?:the\s+)?[\"*_]*([A-Z][\w'’-]*(?:\s+(?:of|and|the|a|an|[A-Z][\w'’-]*)\b)*)[\"*_]*")
 # spell and item names are italic in rulebook prose ("the *fireball* spell"); conditions/feats/actions are plain
 _ITALIC = re.compile(r"(?<![*\w])[*_]([^*_\n]{3,60})[*_](?![*\w])")
-
-
-def chunk_node(chunk_id: int) -> str:
-    return f"chunk:{chunk_id}"
 
 
 def section_node(path: Iterable[str]) -> str:
@@ -229,47 +229,6 @@ def load_adjacency(*, node_ids: Iterable[str], dataset_ids: Iterable[int], depth
     return adj
 
 
-def compute_boosts(*, base: dict[int, float], adjacency: dict[str, list[tuple[str, str]]],
-                   seed_top_n: int = DEFAULT_SEED_TOP_N, depth: int = DEFAULT_DEPTH, decay: float = DEFAULT_DECAY,
-                   top_k: int = DEFAULT_TOP_K, strength: float = DEFAULT_STRENGTH
-                   ) -> dict[int, tuple[float, list[str]]]:
-    """chunk id -> (boost, path). BFS from the top seeds; a node d hops away gets strength*top*decay^(d-1).
-
-    Section/term nodes are walked through but only chunks receive a boost; `top_k` caps how many chunks
-    are boosted (nearest first, then by boost). Pure function: the tests drive it with a hand-made graph.
-    """
-    if not base or seed_top_n <= 0 or depth <= 0 or strength == 0:
-        return {}
-    top_score = max(base.values())
-    unit = strength * (top_score if top_score > 0 else 1.0)
-    seeds = sorted(base, key=lambda cid: (-base[cid], cid))[:seed_top_n]
-    boosts: dict[int, float] = defaultdict(float)
-    paths: dict[int, tuple[int, list[str]]] = {}
-    for seed in seeds:
-        start = chunk_node(seed)
-        visited = {start}
-        frontier: list[tuple[str, list[str]]] = [(start, [start])]
-        for d in range(1, depth + 1):
-            nxt: list[tuple[str, list[str]]] = []
-            for node, path in frontier:
-                for neighbour, rel in sorted(adjacency.get(node, [])):
-                    if neighbour in visited:
-                        continue
-                    visited.add(neighbour)
-                    p = path + [rel, neighbour]
-                    nxt.append((neighbour, p))
-                    if neighbour.startswith("chunk:"):
-                        cid = int(neighbour.split(":", 1)[1])
-                        if cid == seed:
-                            continue
-                        boosts[cid] += unit * decay ** (d - 1)
-                        if cid not in paths or paths[cid][0] > d:
-                            paths[cid] = (d, p)
-            frontier = nxt
-    ranked = sorted(boosts, key=lambda cid: (paths[cid][0], -boosts[cid], cid))[:max(top_k, 0)]
-    return {cid: (boosts[cid], paths[cid][1]) for cid in ranked}
-
-
 def apply_graph_boost(candidates: list, *, dataset_ids: Iterable[int], seed_top_n: int = DEFAULT_SEED_TOP_N,
                       depth: int = DEFAULT_DEPTH, decay: float = DEFAULT_DECAY, top_k: int = DEFAULT_TOP_K,
                       strength: float = DEFAULT_STRENGTH, relations: Iterable[str] = BOOST_RELATIONS,
@@ -312,17 +271,15 @@ def apply_graph_boost(candidates: list, *, dataset_ids: Iterable[int], seed_top_
                         obj = type(candidates[0])(chunk_id=cid)
                         _set(obj, key, 0.0)
                         out.append(obj)
-    # The boost reorders everything below the retrieval's best match but never lifts a chunk above it: with
-    # RRF the gaps between top ranks are smaller than one boost unit, and seeds boosting each other used to
-    # push a linked neighbour (the "Pinned" condition) over the section actually asked for ("Escaping a Pin").
+    # never above the retrieval's best match (search.engine.boosts.capped_boost says why)
     top_seed = seeds[0] if seeds else None
     ceiling = base.get(top_seed, 0.0) if top_seed is not None else None
     for c in out:
         cid = int(_get(c, "chunk_id"))
         b, path = boosts.get(cid, (0.0, []))
         base_score = float(_get(c, key) or 0.0)
-        if b and ceiling is not None and cid != top_seed and base_score + b >= ceiling:
-            b = max(0.0, math.nextafter(ceiling, -math.inf) - base_score)
+        if ceiling is not None and cid != top_seed:
+            b = capped_boost(base_score=base_score, boost=b, ceiling=ceiling)
         _set(c, key, base_score + b)
         _set(c, "graph_boost", b)
         if is_dict:
