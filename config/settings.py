@@ -234,7 +234,10 @@ RERANKER_MODEL = env_str("RERANKER_MODEL", "")  # empty: the embedded reranker
 # under 50 ms on 2 cores. Every depth's gain was within noise of the others there, so cost decided.
 RERANK_DEPTH = max(1, env_int("RERANK_DEPTH", 10))
 RERANK_MAX_LENGTH = max(16, env_int("RERANK_MAX_LENGTH", 64))
-RERANK_CACHE_PAIRS = max(0, env_int("RERANK_CACHE_PAIRS", 50_000))  # cross-encoder scores kept (LRU); 0: none
+RERANK_CACHE_PAIRS = max(0, env_int("RERANK_CACHE_PAIRS", 50_000))
+# code queries: add to the context pack the definitions the top results call or inherit from (search.engine.
+# graph_context); a request's `graph` overrides it. Measured by bench/bench_code_commits.py (docs/architecture.md).
+CODE_GRAPH_PACK = env_bool("CODE_GRAPH_PACK", False)  # cross-encoder scores kept (LRU); 0: none
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 16)  # 15-18 % faster than 64 on code chunks (bench_embedding.py)
 # auto: bf16 autocast where the CPU has native bf16 (AMX / AVX512-BF16), else fp32. bench_embedding.py: ~3x faster,
 # cosine to the fp32 vector >= 0.9999. fp32 | bf16 force one.

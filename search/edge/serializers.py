@@ -17,6 +17,7 @@ from search.engine.fusion import FUSIONS, RULES_FUSIONS
 from search.engine.globs import MAX_GLOB_LENGTH
 from search.engine.grep import DEFAULT_MATCHES, MAX_MATCHES, MAX_PATTERN
 from search.engine.pipeline import MAX_CANDIDATES, MAX_Q, MAX_TOP_K, QuerySpec
+from search.rules.search import DEFAULTS as RULES_DEFAULTS
 from search.rules.search import RulesSpec
 from search.sources.registry import SOURCE_TYPES
 
@@ -43,6 +44,10 @@ class QueryRequestSerializer(InputSerializer):
     rerank = FlagField(required=False, allow_null=True, default=None,
                        help_text="Default: on only when RERANKER_MODEL is configured.")
     budget_tokens = IntField(default=8000, min_value=100, max_value=100000)
+    graph = FlagField(required=False, allow_null=True, default=None,
+                      help_text="Code: add to the pack the definitions the top results call or inherit from, and a "
+                                "method's class header (pack spans with `source: graph` and a `why`). Default: "
+                                "CODE_GRAPH_PACK.")
 
     def spec(self, *, source: str = "api") -> QuerySpec:
         """The validated body as the pipeline's QuerySpec: the one object every query runs from."""
@@ -50,7 +55,7 @@ class QueryRequestSerializer(InputSerializer):
         filters = {k: v for k, v in (d.get("filters") or {}).items() if v is not None} or None
         return QuerySpec(q=d["q"], filters=filters, include_global=d["include_global"], top_k=d["top_k"],
                          candidates=d["candidates"], fusion=d.get("fusion"), rerank=d["rerank"],
-                         budget_tokens=d["budget_tokens"], source=source)
+                         budget_tokens=d["budget_tokens"], graph=d["graph"], source=source)
 
 
 class WhySerializer(serializers.Serializer):
@@ -161,7 +166,8 @@ class RulesRequestSerializer(InputSerializer):
                                  help_text="Book id(s) to search; a single string works too. Alias: books.")
     ruleset = serializers.ListField(child=serializers.RegexField(_RULES_ID), required=False, max_length=50,
                                     help_text="Ruleset id(s); a single string works too. Alias: rulesets.")
-    fusion = serializers.ChoiceField(choices=list(RULES_FUSIONS), default="rrf")
+    fusion = serializers.ChoiceField(choices=list(RULES_FUSIONS), default=RULES_DEFAULTS["fusion"],
+                                     help_text="Default: the rules lawyer's (search.rules.search.DEFAULTS).")
     graph = FlagField(default=True, help_text="false disables the graph boost.")
     seed_top_n = IntField(required=False, min_value=0, max_value=20)
     depth = IntField(required=False, min_value=0, max_value=4)

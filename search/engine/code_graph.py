@@ -183,6 +183,21 @@ class Resolver:
         self.defs_named(name)
         return self._by_doc[name].get(document_id, [])
 
+    def prime(self, names: list[str]) -> None:
+        """Load the definitions of many names in one query (a pack or a boost resolves dozens of uses at once)."""
+        todo = sorted({n for n in names if n not in self._by_name})
+        if not todo:
+            return
+        by_name: dict[str, list[Def]] = {n: [] for n in todo}
+        for d in _defs(dataset_id=self.dataset_id, name__in=todo):
+            by_name[d.name].append(d)
+        for name, defs in by_name.items():
+            self._by_name[name] = defs
+            by_doc: dict[int, list[Def]] = {}
+            for d in defs:
+                by_doc.setdefault(d.document_id, []).append(d)
+            self._by_doc[name] = by_doc
+
     def load_imports(self, document_ids: list[int]) -> None:
         todo = [d for d in document_ids if d not in self._imports]
         for d in todo:
@@ -258,6 +273,91 @@ class Resolver:
         if module and self.module_exists(module):  # the module is here without the name (re-exported): by name
             return ("resolved", candidates) if len(candidates) == 1 else ("ambiguous", candidates)
         return "external", []
+
+
+# --------------------------------------------------------------------------- uses inside spans
+USE_KINDS = ("inherit", "call", "reference")  # the order a caller prefers them in: a base class, a call, a name
+
+
+@dataclass(frozen=True)
+class Use:
+    """A use inside a span that resolved to exactly one definition of the span's dataset."""
+
+    ref: Ref
+    definition: Def
+
+
+@dataclass(frozen=True)
+class LineSpan:
+    dataset_id: int
+    document_id: int
+    start_line: int
+    end_line: int
+
+
+def resolved_uses(*, spans: list[LineSpan], kinds: tuple[str, ...] = USE_KINDS) -> list[list[Use]]:
+    """For each span, the uses in its lines that resolve (by the module docstring's rules) to exactly one definition
+    of its dataset, each definition once per span: in `kinds` order, then line order. Ambiguous and external names
+    are left out: a context pack or a ranking signal built on a guess would mislead the agent reading it.
+
+    Three queries for all the spans (their references, their names' definitions, their files' imports), whatever
+    their number: the pack and the boost call this on every query that uses the graph."""
+    if not spans:
+        return []
+    where = Q()
+    for s in spans:
+        where |= Q(document_id=s.document_id, line__gte=s.start_line, line__lte=s.end_line)
+    rows = [Ref(*r) for r in SymbolRef.objects.filter(where, kind__in=kinds).order_by("document_id", "line")
+            .values_list(*_REF_FIELDS)]
+    resolvers: dict[int, Resolver] = {}
+    for ds_id in sorted({s.dataset_id for s in spans}):
+        resolvers[ds_id] = Resolver(dataset_id=ds_id)
+        mine = [r for r in rows if r.dataset_id == ds_id]
+        resolvers[ds_id].prime([r.name for r in mine])
+        resolvers[ds_id].load_imports(sorted({r.document_id for r in mine}))
+    rank = {k: i for i, k in enumerate(kinds)}
+    out: list[list[Use]] = []
+    for s in spans:
+        resolver = resolvers[s.dataset_id]
+        seen: set[int] = set()
+        uses: list[Use] = []
+        for r in sorted((r for r in rows if r.document_id == s.document_id and s.start_line <= r.line <= s.end_line),
+                        key=lambda r: (rank[r.kind], r.line)):
+            how, defs = resolver.resolve(r)
+            if how == "resolved" and defs[0].id not in seen:
+                seen.add(defs[0].id)
+                uses.append(Use(ref=r, definition=defs[0]))
+        out.append(uses)
+    return out
+
+
+def enclosing_definitions(*, spans: list[LineSpan]) -> list[list[Def]]:
+    """For each span, the definitions of its file that enclose its first line and start above it, outermost first
+    (the class a method chunk belongs to, whose header the chunk does not show)."""
+    if not spans:
+        return []
+    defs = _defs(document_id__in=sorted({s.document_id for s in spans}))
+    return [[d for d in defs if d.document_id == s.document_id and d.start_line < s.start_line <= d.end_line]
+            for s in spans]
+
+
+def member_starts(*, definitions: list[Def]) -> dict[int, int]:
+    """definition id -> the first line of its first member that is not a variable (a class's header, its class
+    attributes with it, ends above it); no such member: absent."""
+    if not definitions:
+        return {}
+    where = Q()
+    for d in definitions:
+        where |= Q(document_id=d.document_id, qualname__startswith=d.qualname + ".", start_line__gt=d.start_line,
+                   start_line__lte=d.end_line)
+    firsts: dict[tuple[int, str], int] = {}
+    for doc_id, qualname, line in Symbol.objects.filter(where).exclude(kind="variable").values_list(
+            "document_id", "qualname", "start_line"):
+        for d in definitions:
+            if d.document_id == doc_id and qualname.startswith(d.qualname + ".") and "." not in \
+                    qualname[len(d.qualname) + 1:]:
+                firsts[(doc_id, d.qualname)] = min(line, firsts.get((doc_id, d.qualname), line))
+    return {d.id: firsts[(d.document_id, d.qualname)] for d in definitions if (d.document_id, d.qualname) in firsts}
 
 
 def _implicit_this(path: str) -> bool:

@@ -41,22 +41,40 @@ def _merge_file(chunks: list[Any]) -> list[dict[str, Any]]:
 
 
 def build_pack(chunks: list[Any], *, budget_tokens: int = DEFAULT_BUDGET,
-               macro_by_document: dict[int, str] | None = None) -> dict[str, Any]:
-    """chunks in final-rank order -> {files:[{path, macro_summary, spans}], tokens, budget, truncated}."""
+               macro_by_document: dict[int, str] | None = None, additions: list[Any] | None = None) -> dict[str, Any]:
+    """chunks in final-rank order -> {files:[{path, macro_summary, spans}], tokens, budget, truncated}.
+
+    `additions` (search.engine.graph_context.Addition): spans the code graph adds, each spent right after the
+    result it came from (`from_rank`) and kept apart from the results' merged spans (`source: graph`, its `why`).
+    Every kept span says when the budget was spent on it (`order`, from 1) and what it cost (`tokens`, its file's
+    macro summary included the first time), so a reader can cut the pack at any budget."""
     macro_by_document = macro_by_document or {}
     groups: dict[tuple[int, str], list[Any]] = {}
     for rank, c in enumerate(chunks, start=1):
         c._pack_rank = rank
         groups.setdefault((c.dataset_id, c.path), []).append(c)
     files = []
+    index: dict[tuple[int, str], int] = {}
     for (dataset_id, path), members in groups.items():
         first = members[0]
+        index[(dataset_id, path)] = len(files)
         files.append({"dataset_id": dataset_id, "repo": first.repo, "path": path, "lang": first.lang,
                       "document_id": first.document_id,
-                      "macro_summary": macro_by_document.get(first.document_id, ""), "spans": _merge_file(members)})
-    # spend the budget in rank order: the best span first, each file's macro once before its first span
+                      "macro_summary": macro_by_document.get(first.document_id, ""),
+                      "spans": [{**s, "source": "result"} for s in _merge_file(members)]})
+    for a in additions or []:
+        if (a.dataset_id, a.path) not in index:
+            index[(a.dataset_id, a.path)] = len(files)
+            files.append({"dataset_id": a.dataset_id, "repo": a.repo, "path": a.path, "lang": a.lang,
+                          "document_id": a.document_id, "macro_summary": macro_by_document.get(a.document_id, ""),
+                          "spans": []})
+        files[index[(a.dataset_id, a.path)]]["spans"].append(
+            {"start_line": a.start_line, "end_line": a.end_line, "chunk_ids": [], "best_rank": a.from_rank + 0.5,
+             "text": a.text, "source": "graph", "why": a.why})
+    # spend the budget in rank order: the best span first (a graph addition right after its result), each file's
+    # macro once before its first span
     units = sorted(((s["best_rank"], fi, si) for fi, f in enumerate(files) for si, s in enumerate(f["spans"])))
-    used, truncated = 0, False
+    used, order, truncated = 0, 0, False
     keep: dict[int, list[dict[str, Any]]] = {}
     macro_done: set[int] = set()
     for _, fi, si in units:
@@ -67,6 +85,8 @@ def build_pack(chunks: list[Any], *, budget_tokens: int = DEFAULT_BUDGET,
             continue
         used += cost
         macro_done.add(fi)
+        order += 1
+        span["order"], span["tokens"] = order, cost
         keep.setdefault(fi, []).append(span)
     out_files = []
     for fi in sorted(keep, key=lambda i: min(s["best_rank"] for s in keep[i])):
@@ -78,6 +98,7 @@ def build_pack(chunks: list[Any], *, budget_tokens: int = DEFAULT_BUDGET,
         f["spans"] = spans
         out_files.append(f)
     return {"files": out_files, "tokens": used, "budget": budget_tokens, "truncated": truncated,
+            "graph_spans": sum(s["source"] == "graph" for f in out_files for s in f["spans"]),
             "token_counting": "regex \\w+|[^\\w\\s] pieces"}
 
 
@@ -89,5 +110,7 @@ def render_pack(pack: dict[str, Any]) -> str:
         if f["macro_summary"]:
             parts.append(f["macro_summary"])
         for s in f["spans"]:
-            parts.append(f"--- {s['span']}\n{s['text']}")
+            why = s.get("why")
+            note = f" (added: {why['relation']} {why['symbol']}, from result {why['from_rank']})" if why else ""
+            parts.append(f"--- {s['span']}{note}\n{s['text']}")
     return "\n".join(parts)

@@ -28,6 +28,7 @@ from search.engine.encoders import dense_model_id, embed_query
 from search.engine.fusion import FUSIONS, RRF_K, WEIGHTED, Candidate, fuse, single_leg
 from search.engine.fusion_settings import FusionSetting, kind_default, project_setting
 from search.engine.globs import GLOB_CHARS, Glob, compile_glob
+from search.engine.graph_context import Addition, graph_additions, graph_wanted
 from search.engine.index import READ_GATE, IndexFilter, VectorIndex, get_index, merge_hits, model_index
 from search.engine.packing import DEFAULT_BUDGET, build_pack
 from search.engine.rerank import CrossEncoderReranker, get_reranker, rerank_default, rerank_text
@@ -355,8 +356,9 @@ class QuerySpec:
     `filters` are the caller's (repo, path, lang, dataset); `extra_filter` the engine's own narrowing (rules: kind,
     book_id, ruleset_id, paths). `fusion` None: the project's adopted setting, else the default for the kinds
     searched. `rerank` None: the project's default. `sparse_q` replaces the sparse leg's text only (rules aliases);
-    `dense_model` embeds the query with another local model (`evaluate --model-id`). `kind`, `source` and `log`
-    say how the query is logged."""
+    `dense_model` embeds the query with another local model (`evaluate --model-id`). `graph`: add the definitions
+    the top code results use to the pack (None: CODE_GRAPH_PACK). `kind`, `source` and `log` say how the query is
+    logged."""
 
     q: str
     filters: Mapping[str, Any] | None = None
@@ -370,6 +372,7 @@ class QuerySpec:
     extra_filter: Mapping[str, Any] | None = None
     sparse_q: str | None = None
     dense_model: str | None = None
+    graph: bool | None = None
     kind: str = "context"
     source: str = "api"
     log: bool = True
@@ -378,6 +381,8 @@ class QuerySpec:
     def __post_init__(self) -> None:
         clean = validate_query(q=self.q, filters=self.filters, top_k=self.top_k, candidates=self.candidates,
                                fusion=self.fusion, include_global=self.include_global, rerank=self.rerank)
+        if self.graph is not None and not isinstance(self.graph, bool):
+            raise BadInput("Must be a boolean.", field="graph")
         if self.legs not in LEGS:
             raise BadInput(f"Must be one of {', '.join(LEGS)}.", field="legs")
         unknown = set(self.extra_filter or {}) - EXTRA_FILTER_KEYS
@@ -409,6 +414,7 @@ class QueryRun:
     reranker_name: str | None = None
     embedding_models: list[str] = field(default_factory=list)
     top: list[Candidate] = field(default_factory=list)
+    additions: list[Addition] = field(default_factory=list)
     pack: dict[str, Any] = field(default_factory=dict)
     results: list[dict[str, Any]] = field(default_factory=list)
 
@@ -502,6 +508,15 @@ def rerank_with(reranker: Any) -> Stage:
     return given
 
 
+def graph_context(run: QueryRun) -> None:
+    """Code: the definitions the top results call or inherit from, and a method's class header, for the pack
+    (search.engine.graph_context), when the spec or CODE_GRAPH_PACK asks for them."""
+    if graph_wanted(graph=run.spec.graph) and run.cands:
+        t = time.perf_counter()
+        run.additions = graph_additions(run.cands[:run.spec.top_k])
+        run.timings["graph_ms"] = _ms(t)
+
+
 def pack(run: QueryRun) -> None:
     """The top_k results with their why, and the context pack an agent pastes (macros and each result's commit:
     its dataset's git source's synced commit, else the commit its document was written at)."""
@@ -515,7 +530,11 @@ def pack(run: QueryRun) -> None:
             "pk", "macro_summary", "dataset__source__state__commit", "meta__commit"):
         macros[pk] = macro
         commits[pk] = source_commit or doc_commit or None
-    run.pack = build_pack([c.chunk for c in top], budget_tokens=run.spec.budget_tokens, macro_by_document=macros)
+    for pk, macro in Document.objects.filter(pk__in={a.document_id for a in run.additions} - set(macros)).values_list(
+            "pk", "macro_summary"):
+        macros[pk] = macro
+    run.pack = build_pack([c.chunk for c in top], budget_tokens=run.spec.budget_tokens, macro_by_document=macros,
+                          additions=run.additions)
     run.timings["pack_ms"] = _ms(t)
     run.top = top
     run.results = [result_dict(c, project_id=run.project.pk, commit=commits.get(c.chunk.document_id)) for c in top]
@@ -523,7 +542,7 @@ def pack(run: QueryRun) -> None:
 
 # The pipeline. A new ranking stage is a function above plus its line here (or in a caller's list, as the rules
 # lawyer adds its policies and graph boost after `fuse_legs`).
-STAGES: tuple[Stage, ...] = (resolve, retrieve_legs, fuse_legs, recheck, path_prior, rerank, pack)
+STAGES: tuple[Stage, ...] = (resolve, retrieve_legs, fuse_legs, recheck, path_prior, rerank, graph_context, pack)
 # Retrieval only: the fused candidates of the searched datasets (evaluation's leg and fusion rows).
 RETRIEVAL: tuple[Stage, ...] = (resolve, retrieve_legs, fuse_legs)
 

@@ -28,20 +28,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from projects.models import Dataset
 from search.engine.encoders import embed_cached
+from search.engine.graph_signal import graph_boost as code_graph_boost
 from search.engine.pipeline import (
     RETRIEVAL,
+    STAGES,
     QueryRun,
     QuerySpec,
     Stage,
     build_filter,
     execute,
     over,
+    path_prior,
     recheck,
     replace_stage,
     rerank_with,
     resolve,
     run_query,
+    with_stage,
 )
 from search.engine.rerank import get_reranker
 from search.ingest.base import ChunkDraft, DocumentDraft
@@ -55,7 +60,8 @@ if TYPE_CHECKING:
     from search.engine.index import VectorIndex
     from search.models import EvaluationRun
 
-PIPELINES = ("default", "sparse", "dense", "fused", "fused+rerank", "fused+graph", "weighted", "trained-rerank")
+PIPELINES = ("default", "sparse", "dense", "fused", "fused+rerank", "fused+graph", "weighted", "trained-rerank",
+             "default+code-graph")
 # rules-only and report-only columns, in table order; a column shows when any pipeline has it
 EXTRA_METRICS = ("evaluability", "hit@1_evaluable", "mrr@10_evaluable", "hit@1_expanded", "mrr@10_expanded",
                  "ndcg@10_expanded", "recall@100_expanded", "cross_book_contamination", "answer_similarity",
@@ -379,19 +385,25 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
     def graph_boost(run: QueryRun) -> None:
         run.cands = apply_graph_boost(run.cands, dataset_ids=dataset_ids)
 
-    def api_default(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-        # every stage as the API runs them, over the evaluated datasets only (the API's own `filters.dataset`): the
-        # project may hold other collections of the same kind, and searching them too would score another corpus
-        # (and its term statistics) than the other rows
-        res = run_query(user=None, project=project, index=None if dense_model else index,
-                        spec=spec(q, extra_filter=extra_filter, filters={"dataset": [str(i) for i in dataset_ids]}))
-        return [(c.chunk_id, c.rerank_score if c.rerank_score is not None else c.fused_score) for c in res.candidates]
+    def api(stages: tuple[Stage, ...]) -> Ranker:
+        def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
+            # every stage as the API runs them, over the evaluated datasets only (the API's own `filters.dataset`):
+            # the project may hold other collections of the same kind, and searching them too would score another
+            # corpus (and its term statistics) than the other rows
+            res = run_query(user=None, project=project, index=None if dense_model else index, stages=stages,
+                            spec=spec(q, extra_filter=extra_filter, filters={"dataset": [str(i) for i in dataset_ids]}))
+            return [(c.chunk_id, c.rerank_score if c.rerank_score is not None else c.fused_score)
+                    for c in res.candidates]
+        return rank
 
-    out = {"default": default or api_default, "sparse": leg("sparse"), "dense": leg("dense"), "fused": leg("hybrid"),
+    out = {"default": default or api(STAGES), "sparse": leg("sparse"), "dense": leg("dense"), "fused": leg("hybrid"),
            "fused+rerank": fused_rerank, "fused+graph": staged((*retrieval, graph_boost), fusion="rrf"),
            "weighted": leg("hybrid", "weighted")}
     if trained is not None:
         out["trained-rerank"] = reranked(trained)
+    if default is None and Dataset.objects.filter(pk__in=dataset_ids, kind="code").exists():
+        # the code graph: the callers and callees of the strongest candidates boosted (search.engine.graph_signal)
+        out["default+code-graph"] = api(with_stage(STAGES, code_graph_boost, after=path_prior))
     return out
 
 

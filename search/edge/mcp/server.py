@@ -280,16 +280,19 @@ async def search_context(
                        Field(description="Only these dataset(s), by name or id (list_datasets shows them).")] = None,
     top_k: Annotated[int | None, Field(description="Results to return (1-50, default 15).")] = None,
     budget_tokens: Annotated[int | None, Field(description="Token budget of the pack (default 8000).")] = None,
+    graph: Annotated[bool | None, Field(description="Code: also pack the definitions the top results call or "
+                                                    "inherit from (default: the server's setting).")] = None,
 ) -> CallToolResult:
     """Hybrid (dense + sparse) search over every dataset the project can see. Returns the context pack as text
-    (file:line spans, merged, within the token budget) and the ranked results with scores and the
-    search_session_id to send feedback for."""
+    (file:line spans, merged, within the token budget; with `graph`, the definitions the top results use, each
+    marked with the result it came from) and the ranked results with scores and the search_session_id to send
+    feedback for."""
     def work() -> CallToolResult:
         caller = _authorised("query", "context_query")
         proj = project_for_member(user=caller.user, slug=project)
         filters = _drop_none({"repo": repo, "path": path, "lang": lang, "dataset": dataset})
         ser = QueryRequestSerializer(data=_drop_none({"q": q, "filters": filters or None, "top_k": top_k,
-                                                      "budget_tokens": budget_tokens}))
+                                                      "budget_tokens": budget_tokens, "graph": graph}))
         ser.is_valid(raise_exception=True)
         res = run_query(user=caller.user, project=proj, spec=ser.spec(source="mcp"))
         results = [{"rank": r["rank"], "chunk_id": r["chunk_id"], "span": r["span"], "path": r["path"],
@@ -303,7 +306,9 @@ async def search_context(
         text = "\n".join(head) + "\n\n" + render_pack(pack)
         return _ok(text, {"search_session_id": res.session_id, "results": results,
                           "pack": {"tokens": pack["tokens"], "budget": pack["budget"], "truncated": pack["truncated"],
-                                   "spans": [s["span"] for f in pack["files"] for s in f["spans"]]},
+                                   "spans": [s["span"] for f in pack["files"] for s in f["spans"]],
+                                   "graph_spans": [{"span": s["span"], **s["why"]} for f in pack["files"]
+                                                   for s in f["spans"] if s["source"] == "graph"]},
                           "reranker": res.reranker, "fusion": res.fusion, "fusion_source": res.fusion_source,
                           "embedding_models": res.embedding_models})
 

@@ -58,3 +58,22 @@ def test_budget_keeps_best_ranked_spans_and_reports_truncation():
 def test_same_path_in_two_datasets_stays_two_files():
     pack = build_pack([_chunk(1, 1, 2, dataset_id=1), _chunk(2, 3, 4, dataset_id=2, document_id=9)])
     assert len(pack["files"]) == 2
+
+
+def test_a_graph_addition_is_spent_right_after_its_result_and_says_why():
+    from search.engine.graph_context import Addition
+
+    why = {"added_by": "graph", "from_rank": 1, "relation": "calls", "symbol": "helper"}
+    add = Addition(dataset_id=1, document_id=3, repo="r", path="lib.py", lang="python", start_line=5, end_line=6,
+                   text="def helper():\n    return 1", from_rank=1, why=why)
+    pack = build_pack([_chunk(1, 1, 2), _chunk(2, 1, 2, path="b.py", document_id=2)], additions=[add])
+    spans = {s["span"]: s for f in pack["files"] for s in f["spans"]}
+    assert [spans[k]["order"] for k in ("a.py:1-2", "lib.py:5-6", "b.py:1-2")] == [1, 2, 3]
+    assert spans["lib.py:5-6"]["source"] == "graph" and spans["lib.py:5-6"]["why"] == why
+    assert spans["a.py:1-2"]["source"] == "result" and "why" not in spans["a.py:1-2"]
+    assert sum(s["tokens"] for s in spans.values()) == pack["tokens"] and pack["graph_spans"] == 1
+    assert "(added: calls helper, from result 1)" in render_pack(pack)
+    # a budget that holds the first result and its addition, not the second result
+    tight = build_pack([_chunk(1, 1, 2), _chunk(2, 1, 2, path="b.py", document_id=2)], additions=[add],
+                       budget_tokens=spans["a.py:1-2"]["tokens"] + spans["lib.py:5-6"]["tokens"])
+    assert [s["span"] for f in tight["files"] for s in f["spans"]] == ["a.py:1-2", "lib.py:5-6"] and tight["truncated"]

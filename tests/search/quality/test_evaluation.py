@@ -354,3 +354,24 @@ def test_the_default_row_searches_only_the_evaluated_datasets_like_every_other_r
     default = rankers["default"]("deduct credits from a wallet", {})
     assert default and {cid for cid, _ in default} <= ours_ids
     assert [cid for cid, _ in default] == [cid for cid, _ in rankers["weighted"]("deduct credits from a wallet", {})]
+
+
+def test_a_code_collection_gets_the_code_graph_row_over_the_same_datasets(make_project, edge_index, tmp_path):
+    """`default+code-graph` is the API's stages with the code graph boost: a row for code only, searching only the
+    evaluated datasets like `default`, and with nothing linked it ranks exactly as `default`."""
+    from search.models import Chunk
+    from search.quality.evaluation import make_rankers
+
+    project = make_project("eval-graph")
+    ours, _ = ingest(project, "ours", write_repo(tmp_path / "ours"), kind="code")
+    rankers = make_rankers(project=project, dataset_ids=[ours.pk], extra_filter={"kind": ["code"]})
+    graph = rankers["default+code-graph"]("deduct credits from a wallet", {})
+    ids = set(Chunk.objects.filter(dataset=ours).values_list("pk", flat=True))
+    assert graph and {cid for cid, _ in graph} <= ids
+    assert {cid for cid, _ in graph} == {cid for cid, _ in rankers["default"]("deduct credits from a wallet", {})}
+    web = make_project("eval-graph-web")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "page.md").write_text("# Wallets\n\nCredits are deducted from a wallet.\n")
+    prose, _ = ingest(web, "docs", site, kind="web")
+    assert "default+code-graph" not in make_rankers(project=web, dataset_ids=[prose.pk])

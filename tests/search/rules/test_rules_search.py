@@ -215,6 +215,7 @@ def test_api_rules_search(demo_project, client_for, make_user):
     routed = api.post(url, {"q": PINNED_Q, "route_chapters": 1, "expand_aliases": False, "prefer_kinds": False,
                             "audience": False}, format="json").json()
     assert routed["routing"]["chapters"] == [{"book_id": "core", "chapter": "Conditions"}]
+    assert routed["fusion"] == "weighted"  # an omitted fusion is the rules lawyer's default, as in evaluate
     assert routed["policies"]["prefer_kinds"] == [] and routed["policies"]["sparse_query"] == PINNED_Q
     assert all(r["policy_boost"] == 0.0 and r["section_path"][0] == "Conditions" for r in routed["results"])
 
