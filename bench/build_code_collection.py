@@ -18,74 +18,18 @@ The generated data is never committed (var/ is ignored).
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import random
-import re
 import sys
 import sysconfig
-import textwrap
-from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: the pairs are the product's
+from search.quality.docstring_pairs import Pair, pairs_from_sources
 
 # Test suites and vendored/bundled trees are not "the library": their docstrings describe test cases.
 EXCLUDED_DIRS = {"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__", "_bundled",
                  "lib2to3", "idlelib", "turtledemo", "__phello__", "config-3.11-x86_64-linux-gnu"}
-MIN_QUERY_WORDS = 4
-MAX_QUERY_CHARS = 300
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`'\"])")
-
-
-@dataclass(frozen=True)
-class Pair:
-    doc_id: str
-    module: str
-    query: str
-    text: str
-
-
-def first_sentences(docstring: str) -> str:
-    """The docstring's first sentence, plus the next when the first is too short to be a query on its own."""
-    para = re.split(r"\n\s*\n", docstring.strip(), maxsplit=1)[0]
-    para = " ".join(para.split())
-    sentences = _SENTENCE_END.split(para)
-    out = sentences[0]
-    for extra in sentences[1:]:
-        if len(out.split()) >= MIN_QUERY_WORDS:
-            break
-        out = f"{out} {extra}"
-    return out[:MAX_QUERY_CHARS].strip()
-
-
-def strip_docstring(source_lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    """The function's source (decorators included) without the docstring's lines; None if nothing real is left."""
-    doc = node.body[0]
-    start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
-    if doc.lineno == node.lineno or node.end_lineno is None or doc.end_lineno is None:
-        return None  # a one-line def with its docstring on the same line: cannot cut it cleanly
-    rest = node.body[1:]
-    if not rest or all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
-                       for s in rest):
-        return None  # docstring-only or `pass`/`...` stubs: nothing to find once the docstring is gone
-    if all(isinstance(s, ast.Raise) for s in rest):
-        return None  # abstract `raise NotImplementedError` bodies are all alike
-    lines = source_lines[start:doc.lineno - 1] + source_lines[doc.end_lineno:node.end_lineno]
-    return textwrap.dedent("".join(lines)).rstrip() + "\n"
-
-
-def _functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    """(qualified name within the module, node) for module functions and methods of (nested) classes."""
-    out: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
-
-    def visit(body: list[ast.stmt], prefix: str) -> None:
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                out.append((f"{prefix}{node.name}", node))
-            elif isinstance(node, ast.ClassDef):
-                visit(node.body, f"{prefix}{node.name}.")
-
-    visit(tree.body, "")
-    return out
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -98,41 +42,16 @@ def module_name(root: Path, path: Path) -> str:
 
 def collect(root: Path) -> list[Pair]:
     """Every (docstring, function) pair of the stdlib under root, in a stable order, duplicates of either removed."""
-    pairs: list[Pair] = []
+    sources = []
     for path in sorted(root.rglob("*.py")):
         rel_dirs = path.relative_to(root).parts[:-1]
         if any(d in EXCLUDED_DIRS or d.startswith("config-") for d in rel_dirs) or path.name.startswith("test_"):
             continue
         try:
-            source = path.read_text(encoding="utf-8")
-            tree = ast.parse(source)
-        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            sources.append((module_name(root, path), path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
             continue
-        lines = source.splitlines(keepends=True)
-        mod = module_name(root, path)
-        for qual, node in _functions(tree):
-            doc = ast.get_docstring(node, clean=True)
-            if not doc:
-                continue
-            query = first_sentences(doc)
-            if len(query.split()) < MIN_QUERY_WORDS:
-                continue
-            text = strip_docstring(lines, node)
-            if text is None:
-                continue
-            pairs.append(Pair(doc_id=f"{mod}.{qual}", module=mod, query=query, text=text))
-    # a query text shared by several functions (inherited boilerplate like "Return repr(self).") has no single
-    # right answer; a qualified name defined twice (if/else branches) is one document
-    seen_q: dict[str, int] = {}
-    for p in pairs:
-        seen_q[p.query.lower()] = seen_q.get(p.query.lower(), 0) + 1
-    seen_id: set[str] = set()
-    unique = []
-    for p in pairs:
-        if seen_q[p.query.lower()] == 1 and p.doc_id not in seen_id:
-            seen_id.add(p.doc_id)
-            unique.append(p)
-    return unique
+    return pairs_from_sources(sources)
 
 
 def build(*, out: Path, stdlib: Path, max_docs: int, seed: int, test_share: float) -> dict[str, object]:

@@ -675,11 +675,16 @@ class RankedProjectAdmin(DeletesOwnedContent, ProjectAdmin):
         """What `manage.py choose_fusion` decided and on what evidence."""
         choice = obj.fusion or {}
         if not choice:
-            return "not evaluated yet: manage.py choose_fusion --project <slug> (needs judged queries)"
+            return ("not evaluated yet: manage.py choose_fusion --project <slug> (needs judged queries; a Python code "
+                    "project without feedback: add --self-judged)")
         ev = choice.get("evidence", {})
         running = choice.get("label") if choice.get("setting") else f"the default, {ev.get('baseline', '')}"
-        rows = [("runs", running), ("why", choice.get("reason", "")),
-                ("judged queries", f"{ev.get('judged_queries', 0)} (at least {ev.get('min_queries', '?')})")]
+        if ev.get("source") == "self-judged":  # label-free: the project's own docstrings (search.quality.self_judged)
+            judged = ("judged queries", f"{ev.get('pairs', 0)} self-judged (docstring → function, no feedback; "
+                                        f"at least {ev.get('min_queries', '?')})")
+        else:
+            judged = ("judged queries", f"{ev.get('judged_queries', 0)} (at least {ev.get('min_queries', '?')})")
+        rows = [("runs", running), ("why", choice.get("reason", "")), judged]
         if "legs" in ev:
             rows.append(("single legs, nDCG@10", f"dense {ev['legs']['dense']}, sparse {ev['legs']['sparse']}"))
         if "pick" in ev:

@@ -1,5 +1,6 @@
-"""`manage.py choose_fusion --project SLUG [--min-queries N] [--min-gain X] [--dry-run]`: pick a project's fusion
-from its feedback, on evidence (search.quality.fusion_choice), and show the grid and the decision."""
+"""`manage.py choose_fusion --project SLUG [--self-judged] [--min-queries N] [--min-gain X] [--dry-run]`: pick a
+project's fusion from its feedback (search.quality.fusion_choice) or, with --self-judged, from its own docstrings
+(search.quality.self_judged: code, no labels), on evidence, and show the grid and the decision."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,6 +11,7 @@ from projects.access import accessible_dataset_ids
 from projects.models import Project
 from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES, choose_for_project
 from search.quality.runs import NotReady, check_ready, search_store
+from search.quality.self_judged import MAX_PAIRS, choose_self_judged
 
 
 class Command(BaseCommand):
@@ -22,6 +24,11 @@ class Command(BaseCommand):
         parser.add_argument("--min-gain", type=float, default=MIN_GAIN,
                             help=f"nDCG@10 gain needed on the held-out half (default {MIN_GAIN})")
         parser.add_argument("--dry-run", action="store_true", help="show the decision, store nothing")
+        parser.add_argument("--self-judged", action="store_true",
+                            help="code projects without feedback: judge on the project's own docstring -> function "
+                                 "queries, searched over its functions without their docstrings")
+        parser.add_argument("--max-pairs", type=int, default=MAX_PAIRS,
+                            help=f"with --self-judged: at most this many queries (default {MAX_PAIRS})")
 
     def handle(self, *args: object, **opts: Any) -> None:
         if opts["min_queries"] < 2:
@@ -33,10 +40,17 @@ class Command(BaseCommand):
         project = Project.objects.filter(slug=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project {opts['project']!r}")
-        # beside the running server this searches a snapshot of the project's datasets (search_store says why)
-        with search_store(dataset_ids=sorted(accessible_dataset_ids(project, include_global=True))) as (index, _):
-            result = choose_for_project(project=project, min_queries=opts["min_queries"],
-                                        min_gain=opts["min_gain"], save=not opts["dry_run"], index=index)
+        if opts["max_pairs"] < 2:
+            raise CommandError("--max-pairs must be at least 2")
+        if opts["self_judged"]:  # its own evaluation dataset, searched in a throwaway store: fine beside the server
+            result = choose_self_judged(project=project, min_queries=opts["min_queries"], min_gain=opts["min_gain"],
+                                        max_pairs=opts["max_pairs"], save=not opts["dry_run"], progress=True)
+            self.stdout.write(f"self-judged queries: {result.evidence['pairs']} documented functions")
+        else:
+            # beside the running server this searches a snapshot of the project's datasets (search_store says why)
+            with search_store(dataset_ids=sorted(accessible_dataset_ids(project, include_global=True))) as (index, _):
+                result = choose_for_project(project=project, min_queries=opts["min_queries"],
+                                            min_gain=opts["min_gain"], save=not opts["dry_run"], index=index)
         ev = result.evidence
         if "pick" in ev:
             self.stdout.write(f"pick half: {ev['pick']['queries']} queries, nDCG@10 per setting:")

@@ -190,3 +190,73 @@ def test_choose_fusion_names_a_missing_project_and_a_minimum_too_small(edge_inde
         call_command("choose_fusion", "--project", "nosuch", stdout=StringIO())
     with pytest.raises(CommandError, match="at least 2"):
         call_command("choose_fusion", "--project", "nosuch", "--min-queries", "1", stdout=StringIO())
+
+
+_TOPICS = [("parse_invoice", "Read an invoice file and return its line items", "lines = text.splitlines()"),
+           ("send_reminder", "Email a payment reminder to the customer who owes money", "mailer.send(customer)"),
+           ("compute_tax", "Work out the value added tax for a basket of goods", "rate = 0.2"),
+           ("refund_order", "Give the buyer their money back for a cancelled order", "ledger.credit(order)"),
+           ("rotate_logs", "Compress yesterday's log files and delete the oldest ones", "gzip.open(path)"),
+           ("resize_image", "Scale a picture down so its longest side fits the thumbnail", "img.thumbnail(size)"),
+           ("hash_password", "Derive a salted key from a password for storage", "salt = os.urandom(16)"),
+           ("merge_carts", "Combine a guest basket with the signed-in user's basket", "items = a + b"),
+           ("schedule_backup", "Plan the nightly copy of the database to remote storage", "cron.add(job)"),
+           ("detect_language", "Guess which human language a text is written in", "scores = {}"),
+           ("throttle_requests", "Slow down clients that call the API too often", "bucket.take()"),
+           ("export_report", "Write the monthly sales figures to a spreadsheet file", "sheet.save(path)")]
+
+
+@pytest.fixture
+def documented_repo(tmp_path):
+    root = tmp_path / "billing"
+    (root / "billing").mkdir(parents=True)
+    for i, (name, doc, body) in enumerate(_TOPICS):
+        (root / "billing" / f"m{i}.py").write_text(
+            f'def {name}(value):\n    """{doc}."""\n    {body}\n    return value\n')
+    return root
+
+
+@pytest.mark.django_db
+def test_a_code_project_without_feedback_chooses_on_its_own_docstrings(documented_repo, make_user, make_project,
+                                                                       edge_index, client):
+    from projects.models import Dataset
+    from search.models import Chunk
+
+    project = make_project("books", make_user("keeper@example.com"))
+    ingest(project, "src", documented_repo, repo="billing")
+    out = StringIO()
+    call_command("choose_fusion", "--project", "books", "--self-judged", "--min-queries", "6", stdout=out)
+    text = out.getvalue()
+    assert "self-judged queries: 12 documented functions" in text and "pick half: 6 queries" in text
+    project.refresh_from_db()
+    ev = project.fusion["evidence"]
+    assert ev["source"] == "self-judged" and ev["pairs"] == 12 and ev["pick"]["queries"] == 6
+    assert ev["baseline"] == CODE_DEFAULT.label  # what a code project runs without a choice
+    assert ("confirm" in ev) == (ev["pick"]["best"] != ev["baseline"])  # confirmed only when the pick differs
+    # the queries were searched over the functions without their docstrings, in an evaluation dataset of `eval`
+    copy = Dataset.objects.get(name=ev["evaluation_dataset"])
+    assert copy.is_evaluation and copy.project.slug == "eval"
+    texts = list(Chunk.objects.filter(dataset=copy).values_list("text", flat=True))
+    assert len(texts) >= 12 and not any("Email a payment reminder" in t for t in texts)
+    assert any("mailer.send(customer)" in t for t in texts)
+    client.force_login(make_user("boss@example.com", staff=True))
+    page = client.get(f"/admin/projects/project/{project.pk}/change/").content.decode()
+    assert "12 self-judged (docstring → function, no feedback; at least 6)" in page
+
+
+@pytest.mark.django_db
+def test_self_judged_needs_enough_documented_functions_and_a_code_only_project(documented_repo, make_user,
+                                                                              make_project, edge_index, tmp_path):
+    from search.quality.self_judged import choose_self_judged
+    from tests.search.ctx_fixtures import GUIDE_HTML
+
+    project = make_project("few", make_user("few@example.com"))
+    ingest(project, "src", documented_repo, repo="billing")
+    few = choose_self_judged(project=project, save=False)  # default minimum: 30
+    assert not few.adopted and few.reason == "12 documented functions; at least 30 are needed"
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "guide.html").write_text(GUIDE_HTML)
+    ingest(project, "docs", site, kind="web")
+    mixed = choose_self_judged(project=project, min_queries=6, save=False)
+    assert not mixed.adopted and "also searches web" in mixed.reason and mixed.evidence["pairs"] == 12
