@@ -130,7 +130,7 @@ def is_source(path: str, parsed_langs: set[str]) -> bool:
 def clean_query(message: str) -> str:
     text = TRAILER.sub("", message)
     text = PR_REF.sub("", text)
-    lines = [ln.rstrip() for ln in text.splitlines()]
+    lines = [ln.rstrip() for ln in text.splitlines() if not re.fullmatch(r"\s*-{3,}\s*", ln)]  # squash rulers
     out: list[str] = []
     for ln in lines:
         if ln or (out and out[-1]):
@@ -624,11 +624,17 @@ def main() -> None:
               f"`nice -n 5 .venv/bin/python bench/bench_code_commits.py --commits {opts.commits}"
               + "".join(f" --repo {p}" for p in opts.repo) + "`", "", machine(), ""]
     write_result(opts.name, "\n".join(parts))
+    for c in pooled:  # the JSON keeps each row's first five files; the models and reranker are said once
+        for o in c["rows"].values():
+            o["top_files"] = o["top_files"][:5]
+            o.pop("models", None)
+            o.pop("reranker", None)
     (RESULTS / f"{opts.name}.json").write_text(json.dumps(
-        {"rows": [r.name for r in rows], "todo": todo, "defaults": defaults, "top_k": TOP_K, "candidates": CANDIDATES, "budget": BUDGET,
+        {"rows": [r.name for r in rows], "todo": todo, "defaults": defaults, "top_k": TOP_K,
+         "candidates": CANDIDATES, "budget": BUDGET, "dense_models": models, "rerankers": rerankers,
          "pooled": {r.name: summarise(pooled, r.name) for r in rows},
-         "repos": [{**{k: v for k, v in rep.items()},
-                    "summary": {r.name: summarise(rep["per_commit"], r.name) for r in rows}} for rep in reports],
+         "repos": [{**rep, "summary": {r.name: summarise(rep["per_commit"], r.name) for r in rows}}
+                   for rep in reports],
          "total_s": round(total_s, 1)}, indent=1, default=str) + "\n")
 
 
