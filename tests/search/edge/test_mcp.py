@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
+from tests.search.code_fixtures import code_world  # noqa: F401 - fixtures
 from tests.search.ctx_fixtures import LEDGER_PY, code_repo, edge_index, ingest  # noqa: F401 - fixtures
 from tests.search.rules_fixtures import demo_project, emberfall, rules_index  # noqa: F401 - fixtures
 
@@ -92,7 +93,7 @@ def test_tools_are_listed_with_their_arguments(shop):
     assert TOOLS | CODE_TOOLS <= set(tools)
     schema = tools["search_context"].input_schema
     assert {"project", "q"} <= set(schema["required"])
-    assert {"repo", "path", "lang", "dataset", "top_k", "budget_tokens"} <= set(schema["properties"])
+    assert {"repo", "path", "lang", "dataset", "top_k", "budget_tokens", "graph"} <= set(schema["properties"])
 
 
 def test_search_context_finds_the_function_and_read_span_returns_its_exact_lines(shop):
@@ -109,6 +110,23 @@ def test_search_context_finds_the_function_and_read_span_returns_its_exact_lines
     data = _ok(span)
     assert data["text"] == "\n".join(LEDGER_LINES[hit["start_line"] - 1:hit["end_line"]])
     assert data["text"].startswith("def deduct_credits(wallet, amount):") and data["missing_lines"] == []
+
+
+def test_search_context_with_graph_packs_the_definitions_the_results_call(code_world):
+    from tests.search.code_fixtures import line_of
+
+    async def script(client):
+        args = {"project": "shop", "q": "checkout pay take wallet", "top_k": 3}
+        return (await client.call_tool("search_context", {**args, "graph": True}),
+                await client.call_tool("search_context", args))
+
+    with_graph, plain = _in_process(_key(code_world["alice"]), script)
+    added = _ok(with_graph)["pack"]["graph_spans"]
+    start = line_of("billing/ledger.py", "def deduct_credits")
+    deduct = [g for g in added if g["symbol"] == "deduct_credits"]
+    assert deduct and deduct[0]["span"] == f"billing/ledger.py:{start}-{start + 5}" and deduct[0]["relation"] == "calls"
+    assert f"(added: calls deduct_credits, from result {deduct[0]['from_rank']})" in with_graph.content[0].text
+    assert _ok(plain)["pack"]["graph_spans"] == []  # off unless asked (CODE_GRAPH_PACK is off)
 
 
 def test_the_logged_query_session_matches_the_response_and_says_mcp(shop):
