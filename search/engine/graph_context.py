@@ -4,16 +4,17 @@ header of the class a method result belongs to, added to the pack within its tok
 Why: an agent handed `ledger.settle()` without `Wallet.deduct`, which it calls, has to come back for it (a second
 round trip, or a guess). The symbol graph (search.engine.code_graph) knows where each use resolves, so the pack
 can carry the definition in the same answer. Only uses that resolve to exactly one definition are followed
-(an ambiguous name is not guessed), each definition is added once, and definitions already in the pack (another
-result covers them) are not added again. Each addition is spent from the budget right after the result it came
-from (search.engine.packing), and its `why` names that result, the relation and the use's line.
+(an ambiguous name is not guessed), each definition is added once, and a definition a result at or above the
+one it came from already shows is not added again. Each addition is spent from the budget right after the result
+it came from (search.engine.packing), so a definition that ranked lower comes forward (the packer then skips the
+later result's span, which it covers), and its `why` names that result, the relation and the use's line.
 
 On by request (`graph: true` on a query) or by default where CODE_GRAPH_PACK says so: docs/architecture.md
 ("Context packs from the code graph") has the measurement that chose the default.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -46,6 +47,7 @@ class Addition:
     text: str
     from_rank: int
     why: dict[str, Any]
+    chunk_ids: list[int]  # the chunks whose lines it shows (evaluation ranks a pack by them)
 
 
 def graph_wanted(*, graph: bool | None) -> bool:
@@ -57,7 +59,7 @@ def graph_additions(top: list[Candidate], *, expand_top: int = EXPAND_TOP,
                     max_per_result: int = MAX_PER_RESULT) -> list[Addition]:
     """The additions for the first `expand_top` code results of `top` (candidates with their chunk loaded, in final
     order): per result its enclosing class's header, then the definitions its uses resolve to (base classes, calls,
-    other names), at most `max_per_result`, never a span the results already show."""
+    other names), at most `max_per_result`, never lines that result or a better one already shows."""
     heads = [(rank, c.chunk) for rank, c in enumerate(top, start=1) if c.chunk.kind == "code"][:expand_top]
     if not heads:
         return []
@@ -93,20 +95,21 @@ def graph_additions(top: list[Candidate], *, expand_top: int = EXPAND_TOP,
             _, d, start, end, _ = item
             if len([p for p in planned if p[0] == rank]) >= max_per_result:
                 break
-            if d.id in taken or end < start or _covered(shown, d.document_id, start, end):
+            if d.id in taken or end < start or _covered(shown[:rank], d.document_id, start, end):
                 continue
             taken.add(d.id)
             planned.append(item)
-    texts, repos = _lines(planned)
+    files = _texts(planned)
     out = []
     for rank, d, start, end, why in planned:
-        lines = texts.get(d.document_id, {})
-        text = "\n".join(lines.get(n, "") for n in range(start, end + 1))
+        f = files.get(d.document_id)
+        text = "\n".join(f.lines.get(n, "") for n in range(start, end + 1)) if f else ""
         if text.strip():
-            out.append(Addition(dataset_id=d.dataset_id, document_id=d.document_id, repo=repos.get(d.document_id, ""),
-                                path=d.path, lang=d.lang, start_line=start, end_line=end, text=text, from_rank=rank,
+            out.append(Addition(dataset_id=d.dataset_id, document_id=d.document_id, repo=f.repo, path=d.path,
+                                lang=d.lang, start_line=start, end_line=end, text=text, from_rank=rank,
                                 why={"added_by": "graph", **why, "symbol": d.qualname, "kind": d.kind,
-                                     "definition": f"{d.path}:{d.start_line}-{d.end_line}"}))
+                                     "definition": f"{d.path}:{d.start_line}-{d.end_line}"},
+                                chunk_ids=[pk for pk, s, e in f.chunks if s <= end and start <= e]))
     return out
 
 
@@ -115,21 +118,26 @@ def _covered(shown: list[tuple[int, int, int]], document_id: int, start: int, en
     return any(doc == document_id and s <= end and start <= e for doc, s, e in shown)
 
 
-def _lines(planned: list[tuple[int, Def, int, int, dict[str, Any]]]) -> tuple[dict[int, dict[int, str]],
-                                                                               dict[int, str]]:
-    """({document id: {line: text}}, {document id: repo}) for the planned spans, from the chunks that cover them,
-    in one query (a file's text lives in its chunks)."""
+@dataclass
+class _FileText:
+    repo: str = ""
+    lines: dict[int, str] = field(default_factory=dict)
+    chunks: list[tuple[int, int, int]] = field(default_factory=list)  # (chunk id, start line, end line)
+
+
+def _texts(planned: list[tuple[int, Def, int, int, dict[str, Any]]]) -> dict[int, _FileText]:
+    """document id -> the lines (and chunks) the planned spans need, from the chunks that cover them, in one query
+    (a file's text lives in its chunks)."""
     if not planned:
-        return {}, {}
+        return {}
     where = Q()
     for _, d, start, end, _ in planned:
         where |= Q(document_id=d.document_id, start_line__lte=end, end_line__gte=start)
-    lines: dict[int, dict[int, str]] = {}
-    repos: dict[int, str] = {}
-    for doc_id, repo, start, text in Chunk.objects.filter(where).order_by("document_id", "start_line").values_list(
-            "document_id", "repo", "start_line", "text"):
-        repos[doc_id] = repo
-        mine = lines.setdefault(doc_id, {})
+    out: dict[int, _FileText] = {}
+    for pk, doc_id, repo, start, end, text in Chunk.objects.filter(where).order_by("document_id", "start_line") \
+            .values_list("pk", "document_id", "repo", "start_line", "end_line", "text"):
+        f = out.setdefault(doc_id, _FileText(repo=repo))
+        f.chunks.append((pk, start, end))
         for i, line in enumerate(text.split("\n")):
-            mine.setdefault(start + i, line)
-    return lines, repos
+            f.lines.setdefault(start + i, line)
+    return out

@@ -46,8 +46,9 @@ def build_pack(chunks: list[Any], *, budget_tokens: int = DEFAULT_BUDGET,
 
     `additions` (search.engine.graph_context.Addition): spans the code graph adds, each spent right after the
     result it came from (`from_rank`) and kept apart from the results' merged spans (`source: graph`, its `why`).
-    Every kept span says when the budget was spent on it (`order`, from 1) and what it cost (`tokens`, its file's
-    macro summary included the first time), so a reader can cut the pack at any budget."""
+    A result span whose every line an addition spent before it already shows is left out (the definition came
+    forward). Every kept span says when the budget was spent on it (`order`, from 1) and what it cost (`tokens`,
+    its file's macro summary included the first time), so a reader can cut the pack at any budget."""
     macro_by_document = macro_by_document or {}
     groups: dict[tuple[int, str], list[Any]] = {}
     for rank, c in enumerate(chunks, start=1):
@@ -62,23 +63,30 @@ def build_pack(chunks: list[Any], *, budget_tokens: int = DEFAULT_BUDGET,
                       "document_id": first.document_id,
                       "macro_summary": macro_by_document.get(first.document_id, ""),
                       "spans": [{**s, "source": "result"} for s in _merge_file(members)]})
-    for a in additions or []:
+    for seq, a in enumerate(additions or [], start=1):
         if (a.dataset_id, a.path) not in index:
             index[(a.dataset_id, a.path)] = len(files)
             files.append({"dataset_id": a.dataset_id, "repo": a.repo, "path": a.path, "lang": a.lang,
                           "document_id": a.document_id, "macro_summary": macro_by_document.get(a.document_id, ""),
                           "spans": []})
         files[index[(a.dataset_id, a.path)]]["spans"].append(
-            {"start_line": a.start_line, "end_line": a.end_line, "chunk_ids": [], "best_rank": a.from_rank + 0.5,
+            {"start_line": a.start_line, "end_line": a.end_line, "chunk_ids": list(a.chunk_ids),
+             "best_rank": a.from_rank + 0.5, "seq": seq,
              "text": a.text, "source": "graph", "why": a.why})
     # spend the budget in rank order: the best span first (a graph addition right after its result), each file's
     # macro once before its first span
-    units = sorted(((s["best_rank"], fi, si) for fi, f in enumerate(files) for si, s in enumerate(f["spans"])))
+    # (additions of one result in the order the graph gave them)
+    units = sorted(((s["best_rank"], s.get("seq", 0), fi, si) for fi, f in enumerate(files)
+                    for si, s in enumerate(f["spans"])))
     used, order, truncated = 0, 0, False
     keep: dict[int, list[dict[str, Any]]] = {}
     macro_done: set[int] = set()
-    for _, fi, si in units:
+    shown: dict[int, set[int]] = {}  # file -> lines the kept graph additions show
+    for _, _, fi, si in units:
         f, span = files[fi], files[fi]["spans"][si]
+        lines = range(span["start_line"], span["end_line"] + 1)
+        if span["source"] == "result" and all(n in shown.get(fi, ()) for n in lines):
+            continue
         cost = count_tokens(span["text"]) + (0 if fi in macro_done else count_tokens(f["macro_summary"]))
         if used + cost > budget_tokens:
             truncated = True
@@ -87,6 +95,8 @@ def build_pack(chunks: list[Any], *, budget_tokens: int = DEFAULT_BUDGET,
         macro_done.add(fi)
         order += 1
         span["order"], span["tokens"] = order, cost
+        if span["source"] == "graph":
+            shown.setdefault(fi, set()).update(lines)
         keep.setdefault(fi, []).append(span)
     out_files = []
     for fi in sorted(keep, key=lambda i: min(s["best_rank"] for s in keep[i])):
@@ -95,6 +105,7 @@ def build_pack(chunks: list[Any], *, budget_tokens: int = DEFAULT_BUDGET,
         for s in spans:
             s["span"] = f"{f['path']}:{s['start_line']}-{s['end_line']}"
             s.pop("best_rank", None)
+            s.pop("seq", None)
         f["spans"] = spans
         out_files.append(f)
     return {"files": out_files, "tokens": used, "budget": budget_tokens, "truncated": truncated,

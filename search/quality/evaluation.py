@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from search.models import EvaluationRun
 
 PIPELINES = ("default", "sparse", "dense", "fused", "fused+rerank", "fused+graph", "weighted", "trained-rerank",
-             "default+code-graph")
+             "default+code-graph", "default+graph-pack")
 # rules-only and report-only columns, in table order; a column shows when any pipeline has it
 EXTRA_METRICS = ("evaluability", "hit@1_evaluable", "mrr@10_evaluable", "hit@1_expanded", "mrr@10_expanded",
                  "ndcg@10_expanded", "recall@100_expanded", "cross_book_contamination", "answer_similarity",
@@ -396,6 +396,22 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
                     for c in res.candidates]
         return rank
 
+    def graph_pack(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
+        # the API with `graph: true`, ranked as an agent reads the pack: each graph addition's chunks right after
+        # the result they were added for (search.engine.graph_context), the rest in the default's order
+        res = run_query(user=None, project=project, index=None if dense_model else index,
+                        spec=spec(q, extra_filter=extra_filter, filters={"dataset": [str(i) for i in dataset_ids]},
+                                  graph=True))
+        added: dict[int, list[int]] = {}
+        for span in sorted((s for f in res.pack["files"] for s in f["spans"] if s["source"] == "graph"),
+                           key=lambda s: s["order"]):  # in the order the packer spent them
+            added.setdefault(span["why"]["from_rank"], []).extend(span["chunk_ids"])
+        order: list[int] = []
+        for rank, c in enumerate(res.candidates, start=1):
+            order += [c.chunk_id, *added.get(rank, [])]
+        ids = list(dict.fromkeys(order))  # a chunk counts where it first appears
+        return [(cid, float(len(ids) - i)) for i, cid in enumerate(ids)]
+
     out = {"default": default or api(STAGES), "sparse": leg("sparse"), "dense": leg("dense"), "fused": leg("hybrid"),
            "fused+rerank": fused_rerank, "fused+graph": staged((*retrieval, graph_boost), fusion="rrf"),
            "weighted": leg("hybrid", "weighted")}
@@ -404,6 +420,7 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
     if default is None and Dataset.objects.filter(pk__in=dataset_ids, kind="code").exists():
         # the code graph: the callers and callees of the strongest candidates boosted (search.engine.graph_signal)
         out["default+code-graph"] = api(with_stage(STAGES, code_graph_boost, after=path_prior))
+        out["default+graph-pack"] = graph_pack
     return out
 
 

@@ -52,12 +52,16 @@ def test_a_base_class_comes_as_its_header_not_its_whole_body(code_world):
     assert "self.balance = 0" not in wallet[0].text
 
 
-def test_what_the_results_already_show_is_not_added_again(code_world):
+def test_what_a_better_result_shows_is_not_added_but_a_lower_one_comes_forward(code_world):
     from search.engine.graph_context import graph_additions
 
-    adds = graph_additions(_top(code_world["dataset"], ("shop/service.py", "take(wallet"),
-                                ("billing/ledger.py", "def deduct_credits")))
-    assert all(a.why["symbol"] != "deduct_credits" for a in adds)
+    ds = code_world["dataset"]
+    above = graph_additions(_top(ds, ("billing/ledger.py", "def deduct_credits"), ("shop/service.py", "take(wallet")))
+    assert all(a.why["symbol"] != "deduct_credits" for a in above)
+    below = graph_additions(_top(ds, ("shop/service.py", "take(wallet"), ("billing/ledger.py", "def deduct_credits")))
+    [deduct] = [a for a in below if a.why["symbol"] == "deduct_credits"]
+    assert deduct.from_rank == 1 and deduct.chunk_ids == [_top(ds, ("billing/ledger.py", "def deduct_credits"))[0]
+                                                          .chunk_id]
 
 
 def test_an_ambiguous_or_external_name_is_not_guessed(db, edge_index, tmp_path, make_user, make_project):

@@ -65,11 +65,12 @@ def test_a_graph_addition_is_spent_right_after_its_result_and_says_why():
 
     why = {"added_by": "graph", "from_rank": 1, "relation": "calls", "symbol": "helper"}
     add = Addition(dataset_id=1, document_id=3, repo="r", path="lib.py", lang="python", start_line=5, end_line=6,
-                   text="def helper():\n    return 1", from_rank=1, why=why)
+                   text="def helper():\n    return 1", from_rank=1, why=why, chunk_ids=[7])
     pack = build_pack([_chunk(1, 1, 2), _chunk(2, 1, 2, path="b.py", document_id=2)], additions=[add])
     spans = {s["span"]: s for f in pack["files"] for s in f["spans"]}
     assert [spans[k]["order"] for k in ("a.py:1-2", "lib.py:5-6", "b.py:1-2")] == [1, 2, 3]
     assert spans["lib.py:5-6"]["source"] == "graph" and spans["lib.py:5-6"]["why"] == why
+    assert spans["lib.py:5-6"]["chunk_ids"] == [7]
     assert spans["a.py:1-2"]["source"] == "result" and "why" not in spans["a.py:1-2"]
     assert sum(s["tokens"] for s in spans.values()) == pack["tokens"] and pack["graph_spans"] == 1
     assert "(added: calls helper, from result 1)" in render_pack(pack)
@@ -77,3 +78,15 @@ def test_a_graph_addition_is_spent_right_after_its_result_and_says_why():
     tight = build_pack([_chunk(1, 1, 2), _chunk(2, 1, 2, path="b.py", document_id=2)], additions=[add],
                        budget_tokens=spans["a.py:1-2"]["tokens"] + spans["lib.py:5-6"]["tokens"])
     assert [s["span"] for f in tight["files"] for s in f["spans"]] == ["a.py:1-2", "lib.py:5-6"] and tight["truncated"]
+
+
+def test_a_lower_result_an_earlier_graph_addition_already_shows_is_not_packed_twice():
+    from search.engine.graph_context import Addition
+
+    add = Addition(dataset_id=1, document_id=1, repo="r", path="a.py", lang="python", start_line=20, end_line=24,
+                   text="\n".join(FILE[19:24]), from_rank=1, why={"from_rank": 1}, chunk_ids=[3])
+    pack = build_pack([_chunk(1, 1, 2, path="b.py", document_id=2), _chunk(2, 5, 6, path="c.py", document_id=3),
+                       _chunk(3, 20, 24)], additions=[add])
+    spans = [(s["span"], s["source"], s["order"]) for f in pack["files"] for s in f["spans"]]
+    assert ("a.py:20-24", "graph", 2) in spans and ("a.py:20-24", "result", 4) not in spans and len(spans) == 3
+    assert pack["tokens"] == sum(s["tokens"] for f in pack["files"] for s in f["spans"])

@@ -24,6 +24,7 @@ from search.quality.evaluation import (
     ranked_to_run,
     token_f1,
 )
+from tests.search.code_fixtures import code_world  # noqa: F401 - fixture
 from tests.search.ctx_fixtures import edge_index, ingest, write_repo  # noqa: F401 - edge_index: fixture
 
 LOG2_3 = math.log2(3)  # discount at rank 2
@@ -375,3 +376,25 @@ def test_a_code_collection_gets_the_code_graph_row_over_the_same_datasets(make_p
     (site / "page.md").write_text("# Wallets\n\nCredits are deducted from a wallet.\n")
     prose, _ = ingest(web, "docs", site, kind="web")
     assert "default+code-graph" not in make_rankers(project=web, dataset_ids=[prose.pk])
+
+
+def test_the_graph_pack_row_ranks_a_called_definition_right_after_the_result_that_calls_it(code_world):
+    from search.engine.graph_context import MAX_PER_RESULT
+    from search.models import Chunk
+    from search.quality.evaluation import make_rankers
+    from tests.search.code_fixtures import line_of
+
+    ds = code_world["dataset"]
+    rankers = make_rankers(project=code_world["project"], dataset_ids=[ds.pk], extra_filter={"kind": ["code"]})
+    q = "checkout pay take wallet"
+    default = [cid for cid, _ in rankers["default"](q, {})]
+    packed = [cid for cid, _ in rankers["default+graph-pack"](q, {})]
+    line = line_of("shop/service.py", "take(wallet")
+    pay = Chunk.objects.get(dataset=ds, path="shop/service.py", start_line__lte=line, end_line__gte=line).pk
+    line = line_of("billing/ledger.py", "def deduct_credits")
+    deduct = Chunk.objects.get(dataset=ds, path="billing/ledger.py", start_line__lte=line, end_line__gte=line).pk
+    assert default.index(pay) < 5  # a top result, so its calls are followed
+    # the called definition comes forward, among the additions spent right after the result that calls it
+    assert packed.index(pay) < packed.index(deduct) <= packed.index(pay) + MAX_PER_RESULT
+    assert packed.index(deduct) < default.index(deduct)
+    assert sorted(packed) == sorted(default)  # the same chunks, only reordered
