@@ -26,7 +26,9 @@ Method, per repository (a local git directory, bare or not; nothing here touches
    would otherwise be "found" by any chunk of the class.
 4. Rows: dense, sparse, fused (defaults: `legs="hybrid"`, `STAGES`), fused + graph expansion (`graph=True`, when
    QuerySpec has the field), fused + graph boost (`graph_signal.graph_boost` after `path_prior`, when the module
-   exists). Every row runs through `execute` with the same STAGES (so the path prior applies to all of them),
+   exists), and fused with the fusion `choose_fusion --self-judged` picks from the repository's own docstrings
+   at the first measured commit's parent (no commit message takes part: an outside check of the label-free
+   choice). Every row runs through `execute` with the same STAGES (so the path prior applies to all of them),
    top_k 50, candidates 100, budget 64,000 tokens, no logging.
    Metrics: file recall@5/@10 (distinct files in result order), function recall@10 (a gold function is found
    when a top-10 result's chunk span overlaps it in the same file; the graph row also counts the graph spans its
@@ -264,6 +266,7 @@ class Row:
     spec: dict[str, Any]
     stages: tuple[Any, ...]
     graph_fn: bool = False  # also count the graph spans of a top-10 pack for function recall
+    self_judged: bool = False  # run with the fusion `choose_fusion --self-judged` picks at the first parent
 
 
 def measure(*, row: Row, project: Any, commit: Commit, gold_files: list[str], gold_fns: list[dict[str, Any]]
@@ -411,6 +414,10 @@ def rows_available() -> tuple[list[Row], list[str], list[str]]:
     off = {"graph": False} if has_graph else {}
     rows = [Row("dense", {"legs": "dense", **off}, base), Row("sparse", {"legs": "sparse", **off}, base),
             Row("fused", dict(off), base)]
+    if importlib.util.find_spec("search.quality.self_judged") is not None:
+        rows.append(Row("fused, self-judged fusion", dict(off), base, self_judged=True))
+    else:
+        todo.append("fused, self-judged fusion: TODO, not measured (no search.quality.self_judged in this checkout)")
     if has_graph:
         from search.engine.graph_context import graph_wanted
 
@@ -451,8 +458,20 @@ def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: 
     syncs: list[dict[str, Any]] = []
     dropped: list[str] = []
     query_s = 0.0
+    choice: dict[str, Any] = {}
+    judged_project = project
     for c in tqdm(commits, desc=label, unit="commit"):
         syncs.append(sync_to(dataset=dataset, clone=clone, sha=c.parent))
+        if not choice and any(r.self_judged for r in rows):
+            # label-free fusion choice, once, on the code as it stood before the first measured commit (no commit
+            # message or later code takes part); the row runs it on an in-memory copy of the project
+            from search.quality.self_judged import choose_self_judged
+
+            picked = choose_self_judged(project=project, save=False)
+            choice = {"adopted": picked.adopted, "label": picked.setting.label, "reason": picked.reason,
+                      "pairs": picked.evidence.get("pairs")}
+            judged_project = Project.objects.get(pk=project.pk)
+            judged_project.fusion = picked.as_dict()
         indexed = set(Document.objects.filter(dataset=dataset, path__in=c.gold_files).values_list("path", flat=True))
         gold_files = [p for p in c.gold_files if p in indexed]
         if not gold_files:
@@ -461,7 +480,8 @@ def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: 
         c.old_lines = {p: r for p, r in c.old_lines.items() if p in indexed}
         fns = gold_functions(dataset, c)
         t = time.perf_counter()
-        outs = {row.name: measure(row=row, project=project, commit=c, gold_files=gold_files, gold_fns=fns)
+        outs = {row.name: measure(row=row, project=judged_project if row.self_judged else project, commit=c,
+                                  gold_files=gold_files, gold_fns=fns)
                 for row in rows}
         query_s += time.perf_counter() - t
         per_commit.append({"repo": label, "sha": c.sha, "parent": c.parent, "subject": c.subject, "query": c.query,
@@ -484,7 +504,7 @@ def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: 
                                       "median_s": statistics.median(s["s"] for s in later) if later else None,
                                       "median_files": statistics.median(s["files"] for s in later) if later else None,
                                       "total_s": sum(s["s"] for s in later)}},
-            "exact": exact, "query_s": query_s}
+            "exact": exact, "query_s": query_s, "self_judged": choice}
 
 
 # --------------------------------------------------------------------------- report
@@ -592,8 +612,13 @@ def main() -> None:
                   f"{ls['n']} later syncs ({', '.join(ls['modes'])}): median {ls['median_s'] or 0:.1f} s and "
                   f"{ls['median_files'] or 0:g} files re-ingested or deleted each. Gold functions found in "
                   f"{sum(1 for c in r['per_commit'] if c['gold_functions'])} of {r['measured']} commits. "
-                  + exact_line(r["exact"]), "",
-                  summary_table(r["per_commit"], rows), ""]
+                  + exact_line(r["exact"]), ""]
+        sj = r.get("self_judged") or {}
+        if sj:
+            parts += [f"Self-judged fusion (choose_fusion --self-judged at the first parent, {sj['pairs']} documented "
+                      f"functions): {'adopted' if sj['adopted'] else 'kept the default'} {sj['label']}: "
+                      f"{sj['reason']}.", ""]
+        parts += [summary_table(r["per_commit"], rows), ""]
     parts += [f"## Pooled ({len(reports)} repositories, {len(pooled)} commits)", "", summary_table(pooled, rows), ""]
     cis = []
     for other in ("dense", "sparse"):
@@ -602,7 +627,7 @@ def main() -> None:
             if ci:
                 cis.append(f"fused − {other}, {label}: {ci[0]:+.3f} (95 % paired bootstrap {ci[1]:+.3f} to "
                            f"{ci[2]:+.3f}, {ci[3]} commits)")
-    for extra in ("fused + graph expansion", "fused + graph boost"):
+    for extra in ("fused + graph expansion", "fused + graph boost", "fused, self-judged fusion"):
         if any(r.name == extra for r in rows):
             for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
                 ci = paired_ci(pooled, extra, "fused", metric)

@@ -1,6 +1,10 @@
-"""`manage.py choose_fusion --project SLUG [--self-judged] [--min-queries N] [--min-gain X] [--dry-run]`: pick a
-project's fusion from its feedback (search.quality.fusion_choice) or, with --self-judged, from its own docstrings
-(search.quality.self_judged: code, no labels), on evidence, and show the grid and the decision."""
+"""`manage.py choose_fusion --project SLUG [--self-judged [--adopt]] [--min-queries N] [--min-gain X] [--dry-run]`:
+pick a project's fusion from its feedback (search.quality.fusion_choice) or, with --self-judged, from its own
+docstrings (search.quality.self_judged: code, no labels), on evidence, and show the grid and the decision.
+
+Why a self-judged choice is stored only with --adopt: docstring queries are one kind of query. On encode/httpx
+the setting they chose (+0.016 on held-out docstrings) lost on the commit-message queries of
+bench/bench_code_commits.py (file recall@10 0.917 -> 0.892), so it is evidence to read, not to apply unasked."""
 from __future__ import annotations
 
 from typing import Any
@@ -27,6 +31,8 @@ class Command(BaseCommand):
         parser.add_argument("--self-judged", action="store_true",
                             help="code projects without feedback: judge on the project's own docstring -> function "
                                  "queries, searched over its functions without their docstrings")
+        parser.add_argument("--adopt", action="store_true",
+                            help="with --self-judged: store the choice (without it, a self-judged run stores nothing)")
         parser.add_argument("--max-pairs", type=int, default=MAX_PAIRS,
                             help=f"with --self-judged: at most this many queries (default {MAX_PAIRS})")
 
@@ -43,6 +49,7 @@ class Command(BaseCommand):
         if opts["max_pairs"] < 2:
             raise CommandError("--max-pairs must be at least 2")
         if opts["self_judged"]:  # its own evaluation dataset, searched in a throwaway store: fine beside the server
+            opts["dry_run"] = opts["dry_run"] or not opts["adopt"]
             result = choose_self_judged(project=project, min_queries=opts["min_queries"], min_gain=opts["min_gain"],
                                         max_pairs=opts["max_pairs"], save=not opts["dry_run"], progress=True)
             self.stdout.write(f"self-judged queries: {result.evidence['pairs']} documented functions")

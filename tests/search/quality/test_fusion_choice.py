@@ -226,6 +226,11 @@ def test_a_code_project_without_feedback_chooses_on_its_own_docstrings(documente
     ingest(project, "src", documented_repo, repo="billing")
     out = StringIO()
     call_command("choose_fusion", "--project", "books", "--self-judged", "--min-queries", "6", stdout=out)
+    assert "dry run: nothing stored" in out.getvalue()  # a self-judged choice is stored only with --adopt
+    project.refresh_from_db()
+    assert not project.fusion
+    out = StringIO()
+    call_command("choose_fusion", "--project", "books", "--self-judged", "--adopt", "--min-queries", "6", stdout=out)
     text = out.getvalue()
     assert "self-judged queries: 12 documented functions" in text and "pick half: 6 queries" in text
     project.refresh_from_db()
