@@ -12,6 +12,8 @@ queries came from, so the admin shows it.
 
 Why code only: on prose the label-free signals tried here (titles, inverse cloze) disagreed with judged
 queries on SciFact (README, "Embedding adaptation without labels"), so a prose project still needs feedback.
+Why `manage.py choose_fusion --self-judged` stores its choice only with `--adopt`: docstrings are one kind of
+query; on encode/httpx the setting they chose lost on commit-message queries (bench/bench_code_commits.py).
 """
 from __future__ import annotations
 
