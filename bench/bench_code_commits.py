@@ -13,6 +13,8 @@ Method, per repository (a local git directory, bare or not; nothing here touches
    setup.py, ...), at least one of them modified or deleted, whose subject has >= 4 words and is not a
    release/bump/typo/format/lint/merge/pre-commit message. The newest `--commits` of them, run oldest first.
    Query: subject + body, trailers (Signed-off-by, Co-authored-by, ...) and `(#123)` / `#123` refs stripped.
+   The rules are the product's (search.quality.history_pairs.judge, which the label-free fusion choice also
+   uses on a git source's history); this script only reads the log and diffs with the git binary.
 2. Index: one Project and one code Dataset whose git source (file:// URL, local) follows a branch `bench` of a
    local bare clone (hard-linked objects); before each commit the branch is moved to the commit's parent and the
    dataset synced with `start_sync(run_now=True)`: the first sync is full, every later one a fast-forward, so the
@@ -26,9 +28,9 @@ Method, per repository (a local git directory, bare or not; nothing here touches
    would otherwise be "found" by any chunk of the class.
 4. Rows: dense, sparse, fused (defaults: `legs="hybrid"`, `STAGES`), fused + graph expansion (`graph=True`, when
    QuerySpec has the field), fused + graph boost (`graph_signal.graph_boost` after `path_prior`, when the module
-   exists), and fused with the fusion `choose_fusion --self-judged` picks from the repository's own docstrings
-   at the first measured commit's parent (no commit message takes part: an outside check of the label-free
-   choice). Every row runs through `execute` with the same STAGES (so the path prior applies to all of them),
+   exists), and fused with the fusion `choose_fusion --self-judged` picks at the first measured commit's parent
+   from the repository's own docstrings and the commit messages of its history up to that parent (so no
+   measured commit, nor any later one, takes part: an outside check of the label-free choice). Every row runs through `execute` with the same STAGES (so the path prior applies to all of them),
    top_k 50, candidates 100, budget 64,000 tokens, no logging.
    Metrics: file recall@5/@10 (distinct files in result order), function recall@10 (a gold function is found
    when a top-10 result's chunk span overlaps it in the same file; the graph row also counts the graph spans its
@@ -64,6 +66,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import RESULTS, machine, setup_django, table, write_result
+from search.quality.history_pairs import SKIPS, Verdict, judge  # pure: the product's commit filters, one copy
 
 DEFAULT_REPOS = ["/work/.mirror/pallets+click/repo", "/work/.mirror/encode+httpx/repo"]
 BRANCH = "bench"
@@ -71,17 +74,7 @@ TOP_K = 50
 CANDIDATES = 100
 BUDGET = 64_000
 FN_K = 10
-MAX_SOURCE_FILES = 4
 GOLD_FN_KINDS = ("function", "method", "class")
-NON_SOURCE_DIRS = {"test", "tests", "testing", "doc", "docs", "example", "examples", "benchmark", "benchmarks",
-                   "bench", "scripts", ".github", "ci"}
-NON_SOURCE_FILES = {"conftest.py", "setup.py", "noxfile.py", "tasks.py", "conf.py", "fabfile.py"}
-SKIP_SUBJECT = re.compile(
-    r"\b(release[sd]?|releasing|bump(s|ed|ing)?|typos?|format(s|ted|ting|ters?)?|reformat(s|ted|ting)?|lint(s|ed|ing|er)?"
-    r"|merge[sd]?|merging|pre-commit|autoupdate|changelog)\b|^\s*v?\d+(\.\d+)+\s*$", re.I)
-TRAILER = re.compile(r"^\s*(signed-off-by|co-authored-by|reviewed-by|acked-by|tested-by|reported-by|suggested-by"
-                     r"|helped-by|cc|change-id)\s*:.*$", re.I | re.M)
-PR_REF = re.compile(r"\s*\((?:(?:[\w.-]+/[\w.-]+)?#\d+[,\s]*)+\)|(?<![\w/])#\d+\b")
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
 
@@ -117,32 +110,6 @@ class Commit:
     old_lines: dict[str, list[tuple[int, int, bool]]] = field(default_factory=dict)  # (start, end, insertion)
 
 
-def is_source(path: str, parsed_langs: set[str]) -> bool:
-    from search.ingest.code import detect_lang
-
-    if detect_lang(path) not in parsed_langs:
-        return False
-    parts = path.lower().split("/")
-    name = parts[-1]
-    if any(p in NON_SOURCE_DIRS for p in parts[:-1]) or name in NON_SOURCE_FILES:
-        return False
-    return not (name.startswith("test_") or name.endswith(("_test.py", "_tests.py")) or name == "tests.py")
-
-
-def clean_query(message: str) -> str:
-    text = TRAILER.sub("", message)
-    text = PR_REF.sub("", text)
-    lines = [ln.rstrip() for ln in text.splitlines() if not re.fullmatch(r"\s*-{3,}\s*", ln)]  # squash rulers
-    out: list[str] = []
-    for ln in lines:
-        if ln or (out and out[-1]):
-            out.append(ln)
-    q = "\n".join(out).strip()
-    if len(q) > 2000:  # the API's limit (pipeline.MAX_Q)
-        q = q[:2000].rsplit(" ", 1)[0]
-    return q
-
-
 def old_side_lines(repo: Path, parent: str, sha: str, path: str) -> list[tuple[int, int, bool]]:
     """Old-side line ranges the diff changes: (start, end, False), or (after, after, True) for a pure insertion
     after old line `after`."""
@@ -157,7 +124,7 @@ def old_side_lines(repo: Path, parent: str, sha: str, path: str) -> list[tuple[i
 def select_commits(repo: Path, *, n: int, parsed_langs: set[str]) -> tuple[list[Commit], dict[str, int]]:
     """The newest n qualifying first-parent commits, oldest first; -> (commits, why others were skipped)."""
     log = git(repo, "log", "--first-parent", "--format=%x1e%H%x1f%P%x1f%ct%x1f%B", "HEAD")
-    skipped = {"merge or root": 0, "subject": 0, "files": 0, "no modified source file": 0, "empty query": 0}
+    skipped = dict.fromkeys(SKIPS, 0)
     picked: list[Commit] = []
     for rec in log.split("\x1e")[1:]:
         sha, parents, when, body = rec.split("\x1f", 3)
@@ -165,27 +132,18 @@ def select_commits(repo: Path, *, n: int, parsed_langs: set[str]) -> tuple[list[
         if len(parents_l) != 1:
             skipped["merge or root"] += 1
             continue
-        subject = body.strip().splitlines()[0] if body.strip() else ""
-        if len(PR_REF.sub("", subject).split()) < 4 or SKIP_SUBJECT.search(subject):
-            skipped["subject"] += 1
+
+        def changes(parent: str = parents_l[0], sha: str = sha) -> list[tuple[str, str]]:
+            return [(s, p) for s, p in (ln.split("\t", 1) for ln in git(
+                repo, "diff-tree", "--no-renames", "-r", "--name-status", parent, sha).splitlines() if "\t" in ln)]
+
+        v = judge(body, changes, parsed_langs)
+        if not isinstance(v, Verdict):
+            skipped[v] += 1
             continue
-        status = [ln.split("\t", 1) for ln in git(repo, "diff-tree", "--no-renames", "-r", "--name-status",
-                                                   parents_l[0], sha).splitlines() if "\t" in ln]
-        source = [(s, p) for s, p in status if is_source(p, parsed_langs)]
-        if not 1 <= len(source) <= MAX_SOURCE_FILES:
-            skipped["files"] += 1
-            continue
-        gold = sorted(p for s, p in source if s[0] in "MDT")
-        if not gold:
-            skipped["no modified source file"] += 1
-            continue
-        query = clean_query(body)
-        if not query:
-            skipped["empty query"] += 1
-            continue
-        c = Commit(sha=sha, parent=parents_l[0], subject=PR_REF.sub("", subject).strip(), query=query, when=int(when),
-                   gold_files=gold, other_source=sorted(p for s, p in source if s[0] not in "MDT"),
-                   changed_other=len(status) - len(source))
+        gold = list(v.gold)
+        c = Commit(sha=sha, parent=parents_l[0], subject=v.subject, query=v.query, when=int(when),
+                   gold_files=gold, other_source=list(v.added), changed_other=v.other)
         c.old_lines = {p: old_side_lines(repo, c.parent, sha, p) for p in gold}
         picked.append(c)
         if len(picked) >= n:
@@ -469,7 +427,11 @@ def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: 
 
             picked = choose_self_judged(project=project, save=False)
             choice = {"adopted": picked.adopted, "label": picked.setting.label, "reason": picked.reason,
-                      "pairs": picked.evidence.get("pairs")}
+                      "pairs": picked.evidence.get("pairs"), "history": picked.evidence.get("history"),
+                      "git_sources": picked.evidence.get("git_sources"),
+                      "types": picked.evidence.get("types"),
+                      "pick": picked.evidence.get("pick") and {**picked.evidence["pick"],
+                                                               "baseline": picked.evidence.get("baseline")}}
             judged_project = Project.objects.get(pk=project.pk)
             judged_project.fusion = picked.as_dict()
         indexed = set(Document.objects.filter(dataset=dataset, path__in=c.gold_files).values_list("path", flat=True))
@@ -615,9 +577,19 @@ def main() -> None:
                   + exact_line(r["exact"]), ""]
         sj = r.get("self_judged") or {}
         if sj:
+            kinds = "; ".join(
+                f"{name}: {t['queries']} queries" + (
+                    f", its own pick-half best {t['pick_best']} (nDCG@10 {t['grid'][t['pick_best']]:.4f}; the "
+                    f"default {t['grid'][sj['pick']['baseline']]:.4f})" if "grid" in t and sj.get("pick") else "") + (
+                    f", confirm-half gain {t['confirm']['gain']:+.4f} (95 % lower bound "
+                    f"{t['confirm']['gain_lower_95']:+.4f}, {'passes' if t.get('passes') else 'fails'})"
+                    if "confirm" in t else ("" if t.get("used") else ", too few to take part"))
+                for name, t in (sj.get("types") or {}).items())
             parts += [f"Self-judged fusion (choose_fusion --self-judged at the first parent, {sj['pairs']} documented "
-                      f"functions): {'adopted' if sj['adopted'] else 'kept the default'} {sj['label']}: "
-                      f"{sj['reason']}.", ""]
+                      f"functions and {sj.get('history') or 0} commit messages from the history up to that parent, "
+                      f"never a measured commit): {'adopted' if sj['adopted'] else 'kept the default'} "
+                      f"{sj['label']}: {sj['reason']}." + (f" Pick-half best {sj['pick']['best']}; {kinds}."
+                                                           if sj.get("pick") else ""), ""]
         parts += [summary_table(r["per_commit"], rows), ""]
     parts += [f"## Pooled ({len(reports)} repositories, {len(pooled)} commits)", "", summary_table(pooled, rows), ""]
     cis = []

@@ -679,16 +679,33 @@ class RankedProjectAdmin(DeletesOwnedContent, ProjectAdmin):
                     "project without feedback: add --self-judged)")
         ev = choice.get("evidence", {})
         running = choice.get("label") if choice.get("setting") else f"the default, {ev.get('baseline', '')}"
-        if ev.get("source") == "self-judged":  # label-free: the project's own docstrings (search.quality.self_judged)
+        if ev.get("source") == "self-judged":  # label-free: its docstrings and commits (search.quality.self_judged)
             judged = ("judged queries", f"{ev.get('pairs', 0)} self-judged (docstring → function, no feedback; "
                                         f"at least {ev.get('min_queries', '?')})")
+            history = None  # a choice stored before commit messages took part has no "git_sources"
+            if ev.get("git_sources"):
+                history = ("commit-message queries", f"{ev.get('history', 0)} (commit message → changed files, from "
+                                                     f"{len(ev['git_sources'])} git sources' history)")
+            elif "git_sources" in ev:
+                history = ("commit-message queries", "none: no git source, so docstrings decide alone")
         else:
             judged = ("judged queries", f"{ev.get('judged_queries', 0)} (at least {ev.get('min_queries', '?')})")
-        rows = [("runs", running), ("why", choice.get("reason", "")), judged]
+            history = None
+        rows = [("runs", running), ("why", choice.get("reason", "")), judged, *([history] if history else [])]
         if "legs" in ev:
             rows.append(("single legs, nDCG@10", f"dense {ev['legs']['dense']}, sparse {ev['legs']['sparse']}"))
         if "pick" in ev:
             rows.append((f"pick half ({ev['pick']['queries']} q), best", ev["pick"]["best"]))
+        kinds = {name: t for name, t in (ev.get("types") or {}).items() if "legs" in t}
+        for name, t in kinds.items() if len(ev.get("types") or {}) > 1 else ():  # every kind must confirm
+            rows.append((f"{name}: single legs, nDCG@10", f"dense {t['legs']['dense']}, sparse {t['legs']['sparse']}"))
+            if "confirm" not in t:
+                continue
+            c = t["confirm"]
+            rows.append((f"{name} confirm half ({c['queries']} q)",
+                         f"default {c['default']} → best {c['best']} (gain {c['gain']:+}, 95 % lower bound "
+                         f"{c['gain_lower_95']:+}; {c['wins']} wins, {c['losses']} losses): "
+                         f"{'passes' if t.get('passes') else 'fails'}"))
         if "confirm" in ev:
             c = ev["confirm"]
             rows.append((f"confirm half ({c['queries']} q)", f"default {c['default']} → best {c['best']} "

@@ -12,6 +12,10 @@ project runs what it runs.
 A judged query is a context query of the project with feedback: its chunks rated 1-3 are relevant (graded),
 0 is judged not relevant, unrated chunks count as not relevant. The legs are re-run now, over the project's
 current datasets, so the choice reflects today's index.
+
+Label-free queries (search.quality.self_judged) come in kinds that can disagree (docstrings, commit messages):
+`choose_agreed` runs the same rule with one pick over all kinds and a confirm half per kind, each of which must
+pass; a kind judged per file (commit messages) scores rankings with each file once (`as_docs`).
 """
 from __future__ import annotations
 
@@ -89,15 +93,29 @@ def run_legs(*, queries: list[str], dataset_ids: list[int], index: VectorIndex |
     return out
 
 
-def score_setting(setting: FusionSetting, *, legs: Legs, judged: dict[str, dict[int, int]],
-                  queries: list[str]) -> list[float]:
-    """Per-query nDCG@10 of one setting over `queries`."""
+def as_docs(chunk_ids: list[int], to_doc: dict[int, Any] | None) -> list[Any]:
+    """A chunk ranking as judged: itself, or (with `to_doc`, chunk id -> document key) each document once, at its
+    best chunk's rank; a chunk `to_doc` does not know is left out."""
+    if to_doc is None:
+        return chunk_ids
+    seen: dict[Any, None] = {}
+    for cid in chunk_ids:
+        doc = to_doc.get(cid)
+        if doc is not None:
+            seen.setdefault(doc, None)
+    return list(seen)
+
+
+def score_setting(setting: FusionSetting, *, legs: Legs, judged: dict[str, dict[Any, int]],
+                  queries: list[str], to_doc: dict[int, Any] | None = None) -> list[float]:
+    """Per-query nDCG@10 of one setting over `queries`; with `to_doc`, at document level (`judged` then holds
+    document keys), from the fused top DEPTH so ten distinct documents are there to rank."""
     out = []
     for q in queries:
         dense, sparse = legs[q]
         fused = fuse(dense=dense, sparse=sparse, method=setting.method, weights=setting.weights(),
-                     rrf_k=setting.rrf_k, limit=10)
-        out.append(ndcg([c.chunk_id for c in fused], judged[q]))
+                     rrf_k=setting.rrf_k, limit=10 if to_doc is None else DEPTH)
+        out.append(ndcg(as_docs([c.chunk_id for c in fused], to_doc), judged[q]))
     return out
 
 
@@ -143,6 +161,106 @@ def choose(*, legs: Legs, judged: dict[str, dict[int, int]], min_queries: int = 
         return FusionChoice(baseline, False, f"{best.label} is below a single leg on the judged queries", evidence)
     return FusionChoice(best, True, f"{best.label} gains {gain:+.4f} nDCG@10 on {len(confirm)} held-out judged "
                                     f"queries (95 % lower bound {low:+.4f})", evidence)
+
+
+@dataclass
+class JudgedSet:
+    """One kind of judged queries for `choose_agreed`: their legs, their judgments and, for judging at document
+    level, chunk id -> document key (`judged` then holds document keys)."""
+
+    legs: Legs
+    judged: dict[str, dict[Any, int]]
+    to_doc: dict[int, Any] | None = None
+
+
+def _leg_mean(js: JudgedSet, queries: list[str], leg: int) -> float:
+    return statistics.fmean(ndcg(as_docs([i for i, _ in js.legs[q][leg]], js.to_doc), js.judged[q])
+                            for q in queries)
+
+
+def choose_agreed(*, sets: dict[str, JudgedSet], min_queries: int = MIN_QUERIES, min_gain: float = MIN_GAIN,
+                  seed: int = 15, baseline: FusionSetting = DEFAULT) -> FusionChoice:
+    """The rule with several kinds of judged queries that must agree (pure, as `choose`).
+
+    Every kind with at least `min_queries` queries takes part (none: nothing is chosen), each split into its own
+    pick and confirm halves. The grid is scored on the pick halves, each kind weighing the same (the mean of the
+    kinds' means: a project has more docstrings than commits, and a plain union would let the larger kind choose
+    alone). The best setting is adopted only when, on the confirm half of EVERY kind that takes part, it gains at
+    least `min_gain` over `baseline` with the 95 % lower bound above zero, and on every kind's queries it is not
+    below a single leg. With one kind this is `choose`'s rule and decision (same seed, same halves)."""
+    counts = {name: len([q for q in js.judged if q in js.legs]) for name, js in sets.items()}
+    used = [name for name in sets if counts[name] >= min_queries]
+    evidence: dict[str, Any] = {"judged_queries": sum(counts[n] for n in used), "min_queries": min_queries,
+                                "min_gain": min_gain, "baseline": baseline.label,
+                                "computed_at": timezone.now().isoformat(),
+                                "types": {name: {"queries": counts[name], "used": name in used} for name in sets}}
+    if not used:
+        have = ", ".join(f"{counts[n]} {n}" for n in sets) or "no"
+        return FusionChoice(baseline, False, f"{have} judged queries; at least {min_queries} of one kind are "
+                                             f"needed", evidence)
+    halves: dict[str, tuple[list[str], list[str], list[str]]] = {}
+    for name in used:
+        queries = sorted(q for q in sets[name].judged if q in sets[name].legs)
+        random.Random(seed).shuffle(queries)
+        halves[name] = (queries, queries[: len(queries) // 2], queries[len(queries) // 2:])
+    per_kind = {name: {s: statistics.fmean(score_setting(s, legs=sets[name].legs, judged=sets[name].judged,
+                                                         queries=halves[name][1], to_doc=sets[name].to_doc))
+                       for s in GRID} for name in used}
+    grid = {s: statistics.fmean(per_kind[name][s] for name in used) for s in GRID}
+    best = max(GRID, key=lambda s: (grid[s], s == baseline))  # a tie keeps the default
+    evidence["pick"] = {"queries": sum(len(halves[n][1]) for n in used), "kinds": used,
+                        "grid": {s.label: round(v, 4) for s, v in grid.items()}, "best": best.label}
+    single_leg: dict[str, float] = {}
+    for name in used:
+        js, (queries, pick, _) = sets[name], halves[name]
+        dense, sparse = _leg_mean(js, queries, 0), _leg_mean(js, queries, 1)
+        single_leg[name] = max(dense, sparse)
+        evidence["types"][name].update({
+            "pick": len(pick), "pick_best": max(GRID, key=lambda s, n=name: (per_kind[n][s], s == baseline)).label,
+            "legs": {"dense": round(dense, 4), "sparse": round(sparse, 4)}})
+        if len(used) > 1:  # what each kind alone would have picked, and by how much
+            evidence["types"][name]["grid"] = {s.label: round(v, 4) for s, v in per_kind[name].items()}
+    if len(used) == 1:  # the shape `choose` writes, which the command and the admin also read
+        evidence["legs"] = evidence["types"][used[0]]["legs"]
+    if best == baseline:
+        return FusionChoice(baseline, False, f"the default is the best setting on the pick half"
+                                             f"{'s (' + ', '.join(used) + ')' if len(used) > 1 else ''}", evidence)
+    failures: list[str] = []
+    passed: list[str] = []
+    for name in used:
+        js, (queries, _, confirm) = sets[name], halves[name]
+        base = score_setting(baseline, legs=js.legs, judged=js.judged, queries=confirm, to_doc=js.to_doc)
+        cand = score_setting(best, legs=js.legs, judged=js.judged, queries=confirm, to_doc=js.to_doc)
+        deltas = [b - a for a, b in zip(base, cand, strict=True)]
+        gain, low = statistics.fmean(deltas), lower_bound_95(deltas, seed=seed)
+        overall = statistics.fmean(score_setting(best, legs=js.legs, judged=js.judged, queries=queries,
+                                                 to_doc=js.to_doc))
+        confirm_ev = {"queries": len(confirm), "default": round(statistics.fmean(base), 4),
+                      "best": round(statistics.fmean(cand), 4), "gain": round(gain, 4),
+                      "gain_lower_95": round(low, 4), "wins": sum(d > 0 for d in deltas),
+                      "losses": sum(d < 0 for d in deltas)}
+        kind_ev = evidence["types"][name]
+        kind_ev.update({"confirm": confirm_ev, "best_all_queries": round(overall, 4)})
+        on = f" on the {name} confirm half" if len(used) > 1 else " on the confirm half"
+        if gain < min_gain:
+            why = f"{best.label} gains {gain:+.4f}{on}; {min_gain} is needed"
+        elif low <= 0:
+            why = f"{best.label} gains {gain:+.4f}{on}, but its 95 % lower bound is {low:+.4f}"
+        elif overall < single_leg[name]:
+            why = f"{best.label} is below a single leg on the {'' if len(used) == 1 else name + ' '}judged queries"
+        else:
+            why = ""
+            passed.append(f"{gain:+.4f} nDCG@10 on {len(confirm)} held-out {name if len(used) > 1 else 'judged'} "
+                          f"queries (95 % lower bound {low:+.4f})")
+        kind_ev["passes"] = not why
+        if why:
+            failures.append(why)
+    if len(used) == 1:
+        evidence["confirm"] = evidence["types"][used[0]]["confirm"]
+        evidence["best_all_queries"] = evidence["types"][used[0]]["best_all_queries"]
+    if failures:
+        return FusionChoice(baseline, False, "; ".join(failures), evidence)
+    return FusionChoice(best, True, f"{best.label} gains {' and '.join(passed)}", evidence)
 
 
 def choose_for_project(*, project: Project, min_queries: int = MIN_QUERIES, min_gain: float = MIN_GAIN,

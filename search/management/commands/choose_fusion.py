@@ -1,6 +1,7 @@
 """`manage.py choose_fusion --project SLUG [--self-judged [--adopt]] [--min-queries N] [--min-gain X] [--dry-run]`:
 pick a project's fusion from its feedback (search.quality.fusion_choice) or, with --self-judged, from its own
-docstrings (search.quality.self_judged: code, no labels), on evidence, and show the grid and the decision.
+docstrings and, where a dataset follows a git source, its commit messages (search.quality.self_judged: code, no
+labels; every kind of query with enough queries must confirm), on evidence, and show the grid and the decision.
 
 Why a self-judged choice is stored only with --adopt: docstring queries are one kind of query. On encode/httpx
 the setting they chose (+0.016 on held-out docstrings) lost on the commit-message queries of
@@ -15,7 +16,7 @@ from projects.access import accessible_dataset_ids
 from projects.models import Project
 from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES, choose_for_project
 from search.quality.runs import NotReady, check_ready, search_store
-from search.quality.self_judged import MAX_PAIRS, choose_self_judged
+from search.quality.self_judged import MAX_COMMITS, MAX_PAIRS, choose_self_judged
 
 
 class Command(BaseCommand):
@@ -34,7 +35,10 @@ class Command(BaseCommand):
         parser.add_argument("--adopt", action="store_true",
                             help="with --self-judged: store the choice (without it, a self-judged run stores nothing)")
         parser.add_argument("--max-pairs", type=int, default=MAX_PAIRS,
-                            help=f"with --self-judged: at most this many queries (default {MAX_PAIRS})")
+                            help=f"with --self-judged: at most this many docstring queries (default {MAX_PAIRS})")
+        parser.add_argument("--max-commits", type=int, default=MAX_COMMITS,
+                            help=f"with --self-judged: at most this many commit-message queries, the newest "
+                                 f"qualifying commits of each git source's history (default {MAX_COMMITS})")
 
     def handle(self, *args: object, **opts: Any) -> None:
         if opts["min_queries"] < 2:
@@ -51,8 +55,14 @@ class Command(BaseCommand):
         if opts["self_judged"]:  # its own evaluation dataset, searched in a throwaway store: fine beside the server
             opts["dry_run"] = opts["dry_run"] or not opts["adopt"]
             result = choose_self_judged(project=project, min_queries=opts["min_queries"], min_gain=opts["min_gain"],
-                                        max_pairs=opts["max_pairs"], save=not opts["dry_run"], progress=True)
-            self.stdout.write(f"self-judged queries: {result.evidence['pairs']} documented functions")
+                                        max_pairs=opts["max_pairs"], max_commits=opts["max_commits"],
+                                        save=not opts["dry_run"], progress=True)
+            ev = result.evidence
+            self.stdout.write(f"self-judged queries: {ev['pairs']} documented functions, {ev.get('history', 0)} "
+                              f"commit messages ({len(ev.get('git_sources', []))} git sources)")
+            for row in ev.get("git_sources", []):
+                self.stdout.write(f"  dataset {row['dataset']}: " + (row["why"] if "why" in row else
+                                  f"{row['commits']} commits from {row['commit'][:12]} (skipped {row['skipped']})"))
         else:
             # beside the running server this searches a snapshot of the project's datasets (search_store says why)
             with search_store(dataset_ids=sorted(accessible_dataset_ids(project, include_global=True))) as (index, _):
@@ -60,12 +70,30 @@ class Command(BaseCommand):
                                             min_gain=opts["min_gain"], save=not opts["dry_run"], index=index)
         ev = result.evidence
         if "pick" in ev:
-            self.stdout.write(f"pick half: {ev['pick']['queries']} queries, nDCG@10 per setting:")
+            kinds = ev["pick"].get("kinds") or []
+            mean = f" (the mean of the {' and '.join(kinds)} queries' means)" if len(kinds) > 1 else ""
+            self.stdout.write(f"pick half: {ev['pick']['queries']} queries, nDCG@10 per setting{mean}:")
             for label, value in sorted(ev["pick"]["grid"].items(), key=lambda kv: -kv[1]):
                 self.stdout.write(f"  {value:.4f}  {label}")
-            self.stdout.write(f"single legs on all judged queries: dense {ev['legs']['dense']:.4f}, "
-                              f"sparse {ev['legs']['sparse']:.4f}")
-        if "confirm" in ev:
+            if "legs" in ev:
+                self.stdout.write(f"single legs on all judged queries: dense {ev['legs']['dense']:.4f}, "
+                                  f"sparse {ev['legs']['sparse']:.4f}")
+        types = ev.get("types") or {}
+        if len(types) > 1 or any(not t.get("used") for t in types.values()):  # self-judged: each kind of query
+            for name, t in types.items():
+                if not t.get("used"):
+                    self.stdout.write(f"{name} queries: {t['queries']}, too few to take part")
+                    continue
+                line = (f"{name} queries: {t['queries']}, pick-half best {t.get('pick_best', '-')}; single legs "
+                        f"dense {t['legs']['dense']:.4f}, sparse {t['legs']['sparse']:.4f}") if "legs" in t else \
+                    f"{name} queries: {t['queries']}"
+                self.stdout.write(line)
+                if "confirm" in t:
+                    c = t["confirm"]
+                    self.stdout.write(f"  {name} confirm half: {c['queries']} queries, default {c['default']:.4f}, "
+                                      f"best {c['best']:.4f}, gain {c['gain']:+.4f} (95 % lower bound "
+                                      f"{c['gain_lower_95']:+.4f}): {'passes' if t.get('passes') else 'fails'}")
+        elif "confirm" in ev:
             c = ev["confirm"]
             self.stdout.write(f"confirm half: {c['queries']} queries, default {c['default']:.4f}, best "
                               f"{c['best']:.4f}, gain {c['gain']:+.4f} (95 % lower bound {c['gain_lower_95']:+.4f})")

@@ -1,0 +1,192 @@
+"""Commit message -> changed source files: judged queries a repository's history writes for itself.
+
+Why commits: a commit message says, in its author's words, what had to change, and the source files it modified
+are where the change was. Unlike a docstring (search.quality.docstring_pairs), it names identifiers, error
+messages and behaviour as a person asking about the code does; on encode/httpx the two kinds of query preferred
+different fusions (docstrings the dense leg, commit messages the sparse one), so the label-free fusion choice
+(search.quality.self_judged) asks both to agree.
+
+Which commits (the rules of bench/bench_code_commits.py, which imports them from here, so there is one copy):
+first-parent history, non-merge commits changing 1-MAX_SOURCE_FILES source files (a language the code chunker
+parses; not tests, docs, examples, setup.py, ...), at least one of them modified or deleted, whose subject has
+at least MIN_SUBJECT_WORDS words and is not a release/bump/typo/format/lint/merge/pre-commit message. The query
+is the message with trailers (Signed-off-by, ...), `(#123)` refs and squash rulers removed; the gold is the
+modified or deleted source files (added files did not exist for the searcher).
+
+Why from the synced commit backwards: the dataset holds that commit's tree, so every query is about code the
+searcher could find, and no later commit (a benchmark's test commit, say) takes part.
+
+Pure (a dulwich repository in, pairs out): no Django.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from dulwich.diff_tree import CHANGE_ADD, CHANGE_DELETE, tree_changes
+from dulwich.objects import Commit
+
+from search.ingest.code import detect_lang
+from search.ingest.syntax import GRAMMARS
+
+MAX_SOURCE_FILES = 4
+MIN_SUBJECT_WORDS = 4
+MAX_PAIRS = 300  # recent history is enough for a confident choice; more only costs query time
+MAX_WALK = 3000  # first-parent commits looked at, at most (most are skipped: docs, tests, bumps, big changes)
+MAX_QUERY_CHARS = 2000  # the API's limit (search.engine.pipeline.MAX_Q)
+PARSED_LANGS = frozenset({"python", *GRAMMARS})
+NON_SOURCE_DIRS = {"test", "tests", "testing", "doc", "docs", "example", "examples", "benchmark", "benchmarks",
+                   "bench", "scripts", ".github", "ci"}
+NON_SOURCE_FILES = {"conftest.py", "setup.py", "noxfile.py", "tasks.py", "conf.py", "fabfile.py"}
+SKIP_SUBJECT = re.compile(
+    r"\b(release[sd]?|releasing|bump(s|ed|ing)?|typos?|format(s|ted|ting|ters?)?|reformat(s|ted|ting)?|lint(s|ed|ing|er)?"
+    r"|merge[sd]?|merging|pre-commit|autoupdate|changelog)\b|^\s*v?\d+(\.\d+)+\s*$", re.I)
+TRAILER = re.compile(r"^\s*(signed-off-by|co-authored-by|reviewed-by|acked-by|tested-by|reported-by|suggested-by"
+                     r"|helped-by|cc|change-id)\s*:.*$", re.I | re.M)
+PR_REF = re.compile(r"\s*\((?:(?:[\w.-]+/[\w.-]+)?#\d+[,\s]*)+\)|(?<![\w/])#\d+\b")
+_RULER = re.compile(r"\s*-{3,}\s*")
+
+# why a commit was not taken (the keys the benchmark reports)
+SKIPS = ("merge or root", "subject", "files", "no modified source file", "empty query")
+
+
+def is_source(path: str, parsed_langs: Iterable[str] = PARSED_LANGS) -> bool:
+    """A file of a parsed language that is not a test, doc, example, build or CI file."""
+    if detect_lang(path) not in set(parsed_langs):
+        return False
+    parts = path.lower().split("/")
+    name = parts[-1]
+    if any(p in NON_SOURCE_DIRS for p in parts[:-1]) or name in NON_SOURCE_FILES:
+        return False
+    return not (name.startswith("test_") or name.endswith(("_test.py", "_tests.py")) or name == "tests.py")
+
+
+def clean_query(message: str) -> str:
+    """The message as a query: trailers, PR refs and squash rulers out, runs of blank lines squeezed."""
+    text = PR_REF.sub("", TRAILER.sub("", message))
+    out: list[str] = []
+    for ln in (ln.rstrip() for ln in text.splitlines() if not _RULER.fullmatch(ln)):
+        if ln or (out and out[-1]):
+            out.append(ln)
+    q = "\n".join(out).strip()
+    if len(q) > MAX_QUERY_CHARS:
+        q = q[:MAX_QUERY_CHARS].rsplit(" ", 1)[0]
+    return q
+
+
+def subject_of(message: str) -> str:
+    """The first line, PR refs removed."""
+    lines = message.strip().splitlines()
+    return PR_REF.sub("", lines[0]).strip() if lines else ""
+
+
+def subject_ok(message: str) -> bool:
+    subject = message.strip().splitlines()[0] if message.strip() else ""
+    return len(PR_REF.sub("", subject).split()) >= MIN_SUBJECT_WORDS and not SKIP_SUBJECT.search(subject)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A commit that qualifies: its query, gold (modified/deleted source files), added source files, and how many
+    other files (tests, docs, config) it changed."""
+
+    query: str
+    subject: str
+    gold: tuple[str, ...]
+    added: tuple[str, ...]
+    other: int
+
+
+def judge(message: str, changes: Callable[[], list[tuple[str, str]]],
+          parsed_langs: Iterable[str] = PARSED_LANGS) -> Verdict | str:
+    """A non-merge commit's Verdict, or the SKIPS reason it is not taken. `changes`: -> [(status, path)], status
+    "M", "A", "D" or "T" as `git diff-tree --no-renames --name-status` writes it; called only when the subject
+    passes (reading a diff costs more than reading a message)."""
+    if not subject_ok(message):
+        return "subject"
+    status = changes()
+    langs = set(parsed_langs)
+    source = [(s, p) for s, p in status if is_source(p, langs)]
+    if not 1 <= len(source) <= MAX_SOURCE_FILES:
+        return "files"
+    gold = tuple(sorted(p for s, p in source if s[:1] in ("M", "D", "T")))
+    if not gold:
+        return "no modified source file"
+    query = clean_query(message)
+    if not query:
+        return "empty query"
+    return Verdict(query=query, subject=subject_of(message), gold=gold,
+                   added=tuple(sorted(p for s, p in source if s[:1] not in ("M", "D", "T"))),
+                   other=len(status) - len(source))
+
+
+@dataclass(frozen=True)
+class HistoryPair:
+    sha: str
+    query: str
+    gold: tuple[str, ...]  # paths relative to the dataset's root (the source's subdir), that the dataset holds
+
+
+def _status(store: object, parent: Commit, commit: Commit) -> list[tuple[str, str]]:
+    out = []
+    for change in tree_changes(store, parent.tree, commit.tree):  # no rename detection, as --no-renames
+        if change.type == CHANGE_ADD:
+            out.append(("A", change.new.path.decode(errors="replace")))
+        elif change.type == CHANGE_DELETE:
+            out.append(("D", change.old.path.decode(errors="replace")))
+        else:
+            out.append(("M", change.new.path.decode(errors="replace")))
+    return out
+
+
+def history_pairs(store: object, head: str | bytes, *, subdir: str = "",
+                  keep: Callable[[str], bool] | None = None, max_pairs: int = MAX_PAIRS, max_walk: int = MAX_WALK,
+                  parsed_langs: Iterable[str] = PARSED_LANGS,
+                  skipped: dict[str, int] | None = None) -> list[HistoryPair]:
+    """The newest `max_pairs` qualifying first-parent commits from `head` (inclusive), newest first, in a dulwich
+    object store. Gold paths are taken relative to `subdir` (files outside it are not the dataset's) and kept
+    only when `keep(path)` (the dataset holds the file); a commit left without gold is skipped, as is a query
+    text an earlier (newer) commit already gave. `skipped` counts why commits were not taken."""
+    skipped = skipped if skipped is not None else {}
+    prefix = subdir.strip("/") + "/" if subdir.strip("/") else ""
+    langs = frozenset(parsed_langs)
+    sha = head.encode() if isinstance(head, str) else head
+    seen: set[str] = set()
+    out: list[HistoryPair] = []
+    for _ in range(max_walk):
+        if len(out) >= max_pairs:
+            break
+        try:
+            commit = store[sha]  # type: ignore[index]
+        except KeyError:  # a shallow mirror: history ends here
+            break
+        if not isinstance(commit, Commit):
+            break
+        if len(commit.parents) != 1:
+            skipped["merge or root"] = skipped.get("merge or root", 0) + 1
+            if not commit.parents:
+                break
+            sha = commit.parents[0]
+            continue
+        try:
+            parent = store[commit.parents[0]]  # type: ignore[index]
+        except KeyError:
+            break
+        message = commit.message.decode("utf-8", errors="replace")
+        verdict = judge(message, lambda c=commit, p=parent: _status(store, p, c), langs)
+        sha = commit.parents[0]
+        if isinstance(verdict, str):
+            skipped[verdict] = skipped.get(verdict, 0) + 1
+            continue
+        gold = tuple(p[len(prefix):] for p in verdict.gold if p.startswith(prefix))
+        gold = tuple(p for p in gold if keep is None or keep(p))
+        if not gold:
+            skipped["not in the dataset"] = skipped.get("not in the dataset", 0) + 1
+            continue
+        if verdict.query in seen:
+            skipped["duplicate query"] = skipped.get("duplicate query", 0) + 1
+            continue
+        seen.add(verdict.query)
+        out.append(HistoryPair(sha=commit.id.decode(), query=verdict.query, gold=gold))
+    return out
