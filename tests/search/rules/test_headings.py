@@ -110,7 +110,7 @@ def test_the_api_shows_each_results_heading_boost(demo_project, client_for, make
     by_id = {r["chunk_id"]: r for r in results}
     assert by_id[escaping]["heading_boost"] == max(r["heading_boost"] for r in results) > 0  # the exact heading
     assert any(r["heading_boost"] == 0.0 for r in results)   # results whose headings the question does not name
-    direct = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, fusion="rrf", log=False))
+    direct = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False))  # the API's default
     assert {r["chunk_id"]: r["heading_boost"] for r in direct["results"]} == pytest.approx(
         {r["chunk_id"]: r["heading_boost"] for r in results})
     for r in results:
