@@ -109,12 +109,12 @@ def history(tmp_path) -> History:
     h.commit("root", "Start the shop with billing and text helpers", change={
         "billing/ledger.py": _module(LEDGER), "util/text.py": _module(TEXT), "shop/cart.py": _module(CART),
         "shop/mail.py": _module(MAIL), "old/legacy.py": "def legacy():\n    return 'old'\n",
-        "tests/test_ledger.py": "def test_ok():\n    assert True\n", "docs/conf.py": "project = 'shop'\n",
+        "tests/test_ledger.py": "def test_ok():\n    assert ledger.balance() == 0\n", "docs/conf.py": "project = 'shop'\n",
         "README.md": "# Shop\n"})
     h.commit("ledger", "Refuse negative amounts when deducting credits (#12)\n\nA negative amount used to add "
                        "credits.\n\nSigned-off-by: A <a@example.com>\n",
              change={"billing/ledger.py": _module(LEDGER) + "LIMIT = 0\n",
-                     "tests/test_ledger.py": "def test_ok():\n    assert 1\n"})
+                     "tests/test_ledger.py": "def test_ok():\n    assert ledger.balance() >= 0\n"})
     h.commit("bump", "Bump version to 1.2.0", change={"util/text.py": _module(TEXT) + "VERSION = '1.2.0'\n"})
     h.commit("text", "Make slugify drop punctuation from titles",
              change={"util/text.py": _module(TEXT) + "PUNCT = '.,;'\n", "util/extra.py": "X = 1\n"})
