@@ -74,6 +74,8 @@ class AdaptConfig:
     heldout: float = 0.1
     time_budget_s: float = 1200.0
     seed: int = 13
+    judged_share: float = 0.5  # of the steps, when judged queries train (code pairs take the rest)
+    judged_epochs: int = 5  # passes over the judged pairs at most: a few hundred queries overfit past that
 
 
 @dataclass
@@ -276,6 +278,29 @@ def batches(pairs: list[Pair], *, size: int, steps: int, seed: int) -> list[list
     return out[:steps]
 
 
+def plan_batches(*, mined: list[Pair], judged: list[Pair], cfg: AdaptConfig) -> list[list[Pair]]:
+    """The training steps. Without judged pairs: the mined pairs, as before. With them: judged batches take
+    `judged_share` of the steps (at most `judged_epochs` passes over them) and the mined code pairs the rest; the
+    mined prose pairs do not train then, since they were measured to gain nothing or lose on SciFact
+    (bench/results/adapt_probe.md) while judged queries gained +0.13 there. A corpus with no code pairs trains on
+    its judged pairs alone, for as many steps as they allow."""
+    if not judged:
+        return batches(mined, size=cfg.batch, steps=cfg.steps, seed=cfg.seed)
+    code = [p for p in mined if p.type in CODE_TYPES]
+    per_epoch = max(1, len(judged) // cfg.batch)
+    wanted = round(cfg.judged_share * cfg.steps) if code else cfg.steps
+    judged_plan = batches(judged, size=cfg.batch, steps=min(wanted, cfg.judged_epochs * per_epoch), seed=cfg.seed)
+    plan = judged_plan + (batches(code, size=cfg.batch, steps=cfg.steps - wanted, seed=cfg.seed) if code else [])
+    random.Random(cfg.seed).shuffle(plan)
+    return plan
+
+
+def judged_pairs(judged: list[tuple[str, int]]) -> list[Pair]:
+    """(query, chunk id) -> pairs of type "judged": the query against the passage's text as the mined pairs use it."""
+    texts = dict(Chunk.objects.filter(pk__in={cid for _, cid in judged}).values_list("pk", "text"))
+    return [Pair(_anchor(q), texts[cid], cid, "judged") for q, cid in judged if cid in texts and q.strip()]
+
+
 def _train(model: Any, plan: list[list[Pair]], *, cfg: AdaptConfig, progress: bool,
            log: Callable[[str], None]) -> dict[str, Any]:
     """In-batch multiple-negatives ranking loss (each anchor against every positive of its batch), AdamW with warm-up
@@ -345,19 +370,23 @@ def _evidence(base: list[tuple[str, float]], adapted: list[tuple[str, float]], *
 
 
 def adapt(*, name: str, dataset_ids: list[int], cfg: AdaptConfig | None = None, data: dict[str, Any] | None = None,
-          progress: bool = True, log: Callable[[str], None] = print) -> AdaptResult:
-    """Mine, check the base model on the held-out pairs, train a copy, check it again, write model + manifest."""
+          judged: list[tuple[str, int]] | None = None, progress: bool = True,
+          log: Callable[[str], None] = print) -> AdaptResult:
+    """Mine, check the base model on the held-out pairs, train a copy, check it again, write model + manifest.
+    `judged`: (query, chunk id) positives from judged queries the adoption check does not read
+    (search.quality.judged); they join the training pairs (plan_batches says how)."""
     cfg = cfg or AdaptConfig()
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise BadInput("Must be letters, digits, '.', '_' or '-' (at most 64).", field="name")
     t0 = time.perf_counter()
     mined = mine(dataset_ids=dataset_ids, seed=cfg.seed, heldout=cfg.heldout)
-    if len(mined.train) < cfg.batch:
+    from_judged = judged_pairs(judged or [])
+    if len(mined.train) + len(from_judged) < cfg.batch:
         raise BadInput(f"Only {len(mined.train)} training pairs could be mined from these datasets; at least "
                        f"{cfg.batch} are needed.", field="dataset")
     mine_s = time.perf_counter() - t0
     log(f"mined {len(mined.train)} training pairs {mined.by_type(mined.train)} and {len(mined.held)} held out "
-        f"from {sum(mined.kinds.values())} chunks in {mine_s:.1f} s")
+        f"from {sum(mined.kinds.values())} chunks in {mine_s:.1f} s; {len(from_judged)} pairs from judged queries")
     from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - heavy: loads torch and transformers
 
     base_id, base_path = resolve_model()
@@ -365,7 +394,7 @@ def adapt(*, name: str, dataset_ids: list[int], cfg: AdaptConfig | None = None, 
     t1 = time.perf_counter()
     base = heldout_ranks(model, mined)
     check_s = time.perf_counter() - t1
-    plan = batches(mined.train, size=cfg.batch, steps=cfg.steps, seed=cfg.seed)
+    plan = plan_batches(mined=mined.train, judged=from_judged, cfg=cfg)
     trained = _train(model, plan, cfg=cfg, progress=progress, log=log)
     adapted = heldout_ranks(model, mined)
     evidence = _evidence(base, adapted, seed=cfg.seed)
@@ -377,7 +406,9 @@ def adapt(*, name: str, dataset_ids: list[int], cfg: AdaptConfig | None = None, 
     manifest = {"name": name, "kind": "bi-encoder", "base_model": base_id,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seed": cfg.seed,
                 "config": asdict(cfg), "data": {**(data or {}), "chunks_by_kind": mined.kinds,
-                                                "train_pairs": mined.by_type(mined.train),
+                                                "train_pairs": mined.by_type(mined.train + from_judged),
+                                                "judged_train_queries": len({p.anchor for p in from_judged}),
+                                                "steps_by_type": mined.by_type([b[0] for b in plan]),
                                                 "heldout_pairs": mined.by_type(mined.held)},
                 "cost": {"mine_seconds": round(mine_s, 1), "check_seconds": round(2 * check_s, 1),
                          "train_seconds": trained["train_seconds"],

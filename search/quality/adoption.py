@@ -41,9 +41,9 @@ from search.engine.index import (
 from search.engine.pipeline import build_filter, retrieve
 from search.engine.term_stats import lock_dataset_writes
 from search.ingest.maintenance import reembed
-from search.models import Chunk, IndexOutbox
-from search.quality.evaluation import load_beir
-from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES, judged_queries
+from search.models import IndexOutbox
+from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES
+from search.quality.judged import judged_split
 from search.quality.metrics import lower_bound_95, ndcg
 from search.quality.progress import bar as progress_bar
 from search.quality.runs import throwaway_index
@@ -182,24 +182,15 @@ def adopt_if_confirmed(*, name: str, dataset_ids: list[int], manifest: dict[str,
                        log: Callable[[str], None] = print) -> dict[str, Any]:
     """Decide on an adaptation's evidence (the module docstring's rule) and switch the datasets if it holds.
     Judged queries: a BEIR folder's train split (never the test split it is reported on), else the project's
-    feedback. The evidence is kept on the datasets either way (the admin shows it)."""
+    feedback; only their check part (search.quality.judged), never a query the model trained on. The evidence is
+    kept on the datasets either way (the admin shows it)."""
     kinds = set(Dataset.objects.filter(pk__in=dataset_ids).values_list("kind", flat=True))
+    split = judged_split(dataset_ids=dataset_ids, beir=beir, project=None if beir else project, check_max=judged_max)
     judged_ev = None
-    if beir:
-        try:
-            coll = load_beir(beir, split="train")
-        except FileNotFoundError:
-            coll = None
-        if coll is not None and coll.qrels:
-            id_to_doc = dict(Chunk.objects.filter(dataset_id__in=dataset_ids).values_list("id", "path"))
-            judged = {coll.queries[qid]: rels for qid, rels in sorted(coll.qrels.items())[:judged_max]
-                      if qid in coll.queries}
-            judged_ev = judged_gain(dataset_ids=dataset_ids, name=name, judged=judged, progress=progress,
-                                    to_key=lambda ids: [id_to_doc.get(i) for i in ids])
-    elif project is not None:
-        judged = dict(sorted(judged_queries(project=project).items())[:judged_max])
-        if judged:
-            judged_ev = judged_gain(dataset_ids=dataset_ids, name=name, judged=judged, progress=progress)
+    if split.check:
+        judged_ev = judged_gain(dataset_ids=dataset_ids, name=name, judged=split.check, progress=progress,
+                                to_key=split.to_key)
+        judged_ev["source"] = split.source
     if judged_ev is not None:
         log(f"judged queries ({judged_ev['queries']}): nDCG@10 {judged_ev['base_ndcg@10']} -> "
             f"{judged_ev['adapted_ndcg@10']} (95 % lower bound of the gain {judged_ev['gain_lower_95']})")

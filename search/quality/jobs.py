@@ -36,6 +36,7 @@ from search.quality.adaptation import AdaptConfig, adapt
 from search.quality.adoption import adopt_if_confirmed
 from search.quality.evaluation import PIPELINES, save_run, write_report
 from search.quality.fusion_choice import choose_for_project
+from search.quality.judged import judged_split
 from search.quality.progress import reporting_to
 from search.quality.runs import evaluate_beir, evaluate_rules, search_store
 
@@ -184,8 +185,9 @@ def _adapt_embeddings(job: QualityJob) -> dict[str, Any]:
     """Adapt, then (with `activate`) let the adoption rule decide and switch the project's datasets if it holds."""
     project = _project(job.options["project"])
     dataset_ids = list(Dataset.objects.filter(project=project).values_list("id", flat=True))
+    split = judged_split(dataset_ids=dataset_ids, project=project)  # the check's queries never train
     result = adapt(name=job.options["name"], dataset_ids=dataset_ids, data={"project": project.slug}, progress=False,
-                   log=log.info, cfg=AdaptConfig(steps=job.options["steps"]))
+                   judged=split.train, log=log.info, cfg=AdaptConfig(steps=job.options["steps"]))
     h = result.manifest["heldout"]
     out = {"model": result.name, "heldout": {k: h[k] for k in ("base_mrr@10", "adapted_mrr@10", "confirmed")},
            "cost_s": result.manifest["cost"]["total_seconds"],

@@ -7,8 +7,10 @@
 The model and its manifest (pairs, cost, the held-out evidence) go to var/models/embeddings/<name>/; compare it
 with `manage.py evaluate --beir DIR --model-id var/models/embeddings/<name>` (its dense/fused/weighted rows).
 
-Then the adoption rule (search/quality/adoption.py) decides: judged queries where there are some (a project's
-feedback; a BEIR folder's train split, never its test split), else the held-out code pairs for code, else no.
+Judged queries (a project's feedback; a BEIR folder's train split, never its test split) beyond the
+`--judged-max` that the adoption check reads join the training pairs as positives (search/quality/judged.py).
+Then the adoption rule (search/quality/adoption.py) decides: those judged queries where there are some, else the
+held-out code pairs for code, else no.
 Adopted, the datasets are re-embedded with the model and switch to it once its vectors are in the index;
 `--no-adopt` only trains. `manage.py switch_embeddings` switches (or reverts) by hand.
 """
@@ -22,6 +24,7 @@ from config.errors import BadInput, DependencyDown
 from projects.models import Dataset, Project
 from search.quality.adaptation import AdaptConfig, adapt, existing_model
 from search.quality.adoption import adopt_if_confirmed
+from search.quality.judged import CHECK_MAX, judged_split
 from search.quality.runs import NotReady, check_ready, ingest_beir
 
 
@@ -45,8 +48,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-adopt", action="store_true", help="train and report; never switch the datasets")
         parser.add_argument("--existing", action="store_true",
                             help="do not train: decide on the model already adapted under this name (its manifest)")
-        parser.add_argument("--judged-max", type=int, default=300,
-                            help="judged queries (train split / feedback) at most for the adoption check")
+        parser.add_argument("--judged-max", type=int, default=CHECK_MAX,
+                            help="judged queries (train split / feedback) at most for the adoption check; those "
+                                 "beyond it train, as positives")
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: object, **opts: Any) -> None:
@@ -69,8 +73,13 @@ class Command(BaseCommand):
             if opts["existing"]:
                 result = existing_model(name=opts["name"])
             else:
+                split = judged_split(dataset_ids=dataset_ids, beir=opts["beir"],
+                                     project=None if opts["beir"] else project, check_max=opts["judged_max"])
+                if split.train:
+                    data["judged"] = {"source": split.source, "check_queries": len(split.check),
+                                      "train_queries": split.train_queries}
                 result = adapt(name=opts["name"], dataset_ids=dataset_ids, cfg=cfg, data=data, progress=progress,
-                               log=lambda m: self.stderr.write(m))
+                               judged=split.train, log=lambda m: self.stderr.write(m))
             m = result.manifest
             h = m["heldout"]
             verdict = "confirmed on the held-out code pairs" if h["confirmed"] else \

@@ -73,6 +73,23 @@ def test_batches_hold_one_pair_type_and_never_one_chunk_twice():
     assert plan == ad.batches(pairs, size=4, steps=30, seed=3)  # a fixed seed plans the same steps
 
 
+def test_judged_pairs_take_their_share_of_the_steps_and_displace_the_mined_prose_pairs():
+    code = [ad.Pair(f"a{i}", f"p{i}", chunk_id=i, type="name") for i in range(64)]
+    prose = [ad.Pair(f"t{i}", f"x{i}", chunk_id=100 + i, type="title") for i in range(64)]
+    judged = [ad.Pair(f"q{i}", f"j{i}", chunk_id=200 + i, type="judged") for i in range(40)]
+    cfg = ad.AdaptConfig(steps=20, batch=4, judged_share=0.5, judged_epochs=5)
+    plan = ad.plan_batches(mined=code + prose, judged=judged, cfg=cfg)
+    kinds = [b[0].type for b in plan]
+    assert len(plan) == 20 and kinds.count("judged") == 10 and kinds.count("name") == 10 and "title" not in kinds
+    assert plan == ad.plan_batches(mined=code + prose, judged=judged, cfg=cfg)
+    # no code pairs: the judged pairs alone, at most judged_epochs passes over them (40 pairs / 4 = 10 a pass)
+    alone = ad.plan_batches(mined=prose, judged=judged, cfg=ad.AdaptConfig(steps=300, batch=4, judged_epochs=2))
+    assert len(alone) == 20 and {b[0].type for b in alone} == {"judged"}
+    # no judged pairs: the mined pairs, as before
+    assert ad.plan_batches(mined=code + prose, judged=[], cfg=cfg) == ad.batches(code + prose, size=4, steps=20,
+                                                                                  seed=cfg.seed)
+
+
 @pytest.fixture
 def code_dataset(tmp_path, make_user, make_project, edge_index):
     src = tmp_path / "pkg"
@@ -120,6 +137,22 @@ def test_adapt_trains_a_loadable_copy_and_keeps_the_held_out_evidence(code_datas
     again = ad.adapt(name="pkg-again", dataset_ids=[dataset.pk], cfg=cfg, progress=False, log=lambda m: None)
     assert again.manifest["heldout"] == manifest["heldout"]
     assert again.manifest["training"]["loss_last"] == manifest["training"]["loss_last"]
+
+
+def test_judged_queries_train_as_pairs_of_their_own_and_the_manifest_counts_them(code_dataset, settings, tmp_path):
+    from search.models import Chunk
+
+    settings.VAR_DIR = tmp_path / "var"
+    _, dataset = code_dataset
+    chunks = list(Chunk.objects.filter(dataset=dataset).order_by("pk").values_list("pk", "symbol"))
+    judged = [(f"{symbol.replace('_', ' ')} please", pk) for pk, symbol in chunks[:24]]
+    cfg = ad.AdaptConfig(steps=4, batch=8, heldout=0.2)
+    result = ad.adapt(name="pkg-judged", dataset_ids=[dataset.pk], cfg=cfg, judged=judged, progress=False,
+                      log=lambda m: None)
+    data = result.manifest["data"]
+    assert data["train_pairs"]["judged"] == 24 and data["judged_train_queries"] == 24
+    assert data["steps_by_type"]["judged"] == 2 and sum(data["steps_by_type"].values()) == 4
+    assert "judged" not in data["heldout_pairs"]  # the held-out check reads mined pairs only
 
 
 def test_the_command_refuses_bad_arguments_and_too_little_content(code_dataset, make_user, make_project):

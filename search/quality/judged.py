@@ -1,0 +1,68 @@
+"""A corpus's judged queries, split once: a check part that decides whether an adapted model is adopted, and a
+training part that joins the adaptation's pairs as positives.
+
+Why one split, here: the adoption check (search.quality.adoption) must never score a query the model was trained
+on, or it would confirm its own training. So both sides read the same deterministic split: the first `check_max`
+judged queries (BEIR query id order; a project's feedback in query order) are the check, as they were before judged
+queries trained anything, and only the queries beyond them train. A project with few judged queries trains on none
+of them: the check has priority, because it is what keeps a worse model out.
+
+Where judged queries come from (the same sources as fusion choice): a BEIR folder's train split (never its test
+split, which is only reported on), or a project's context feedback.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from projects.models import Project
+from search.models import Chunk
+from search.quality.evaluation import load_beir
+from search.quality.fusion_choice import judged_queries
+
+CHECK_MAX = 300  # judged queries the adoption check reads at most (the command's --judged-max)
+
+
+@dataclass
+class JudgedSplit:
+    """`check`: query -> {judged id: relevance} (ids as `to_key` maps ranked chunk ids, e.g. BEIR documents);
+    `train`: (query, chunk id of a passage judged relevant to it), from queries the check does not hold."""
+
+    check: dict[str, dict[Any, int]] = field(default_factory=dict)
+    train: list[tuple[str, int]] = field(default_factory=list)
+    to_key: Callable[[list[int]], list[Any]] | None = None
+    source: str = ""
+
+    @property
+    def train_queries(self) -> int:
+        return len({q for q, _ in self.train})
+
+
+def judged_split(*, dataset_ids: list[int], beir: str | None = None, project: Project | None = None,
+                 check_max: int = CHECK_MAX) -> JudgedSplit:
+    """The judged queries of a BEIR folder's train split (when `beir`) or of the project's feedback, split into the
+    check (the first `check_max`) and the training pairs (the rest); empty when there are none."""
+    if beir:
+        try:
+            coll = load_beir(beir, split="train")
+        except FileNotFoundError:
+            return JudgedSplit()
+        items = [(coll.queries[qid], rels) for qid, rels in sorted(coll.qrels.items()) if qid in coll.queries]
+        doc_of = dict(Chunk.objects.filter(dataset_id__in=dataset_ids).values_list("id", "path"))
+        first_chunk: dict[str, int] = {}
+        for chunk_id, path in sorted(doc_of.items()):
+            first_chunk.setdefault(path, chunk_id)
+        check = dict(items[:check_max])
+        train = [(q, first_chunk[doc]) for q, rels in items[check_max:] for doc, rel in sorted(rels.items())
+                 if rel > 0 and doc in first_chunk and q not in check]
+        return JudgedSplit(check=check, train=train, to_key=lambda ids: [doc_of.get(i) for i in ids],
+                           source=f"{coll.name} train split")
+    if project is not None:
+        items = sorted(judged_queries(project=project).items())
+        check = dict(items[:check_max])
+        readable = set(Chunk.objects.filter(dataset_id__in=dataset_ids).values_list("id", flat=True))
+        train = [(q, cid) for q, rels in items[check_max:] for cid, rel in sorted(rels.items())
+                 if rel > 0 and cid in readable and q not in check]
+        return JudgedSplit(check=check, train=train, source=f"{project.slug} feedback")
+    return JudgedSplit()

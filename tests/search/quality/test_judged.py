@@ -1,0 +1,63 @@
+"""search.quality.judged: the judged queries that check an adapted model never train it, and the rest do."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from search.models import Chunk, Feedback, QuerySession
+from search.quality.judged import judged_split
+from search.quality.runs import ingest_beir
+from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401 - fixtures
+
+
+@pytest.fixture
+def toy_beir(tmp_path, edge_index):
+    root = tmp_path / "toy"
+    root.mkdir()
+    with (root / "corpus.jsonl").open("w") as fh:
+        for n in range(12):
+            fh.write(json.dumps({"_id": f"d{n}", "title": f"Topic {n}", "text": f"Findings about subject {n}."}) + "\n")
+    with (root / "queries.jsonl").open("w") as fh:
+        for n in range(12):
+            fh.write(json.dumps({"_id": f"q{n:02d}", "text": f"what about subject {n}"}) + "\n")
+    # train: q00..q08 (q03 judges two documents, q04 one not relevant); test: q09..q11
+    train = [f"q{n:02d}\td{n}\t1\n" for n in range(9)] + ["q03\td7\t1\n", "q04\td8\t0\n"]
+    (root / "qrels_train.tsv").write_text("".join(train))
+    (root / "qrels_test.tsv").write_text("".join(f"q{n:02d}\td{n}\t1\n" for n in range(9, 12)))
+    _, dataset, _ = ingest_beir(path=root, progress=False)
+    return root, dataset
+
+
+@pytest.mark.django_db
+def test_the_first_judged_queries_check_and_only_the_queries_beyond_them_train(toy_beir):
+    root, dataset = toy_beir
+    split = judged_split(dataset_ids=[dataset.pk], beir=str(root), check_max=4)
+    assert list(split.check) == [f"what about subject {n}" for n in range(4)]  # query id order, train split only
+    assert split.check["what about subject 3"] == {"d3": 1, "d7": 1}
+    doc_of = dict(Chunk.objects.filter(dataset=dataset).values_list("id", "path"))
+    trained = [(q, doc_of[cid]) for q, cid in split.train]
+    assert trained == [(f"what about subject {n}", f"d{n}") for n in range(4, 9)]  # d8 judged 0 for q04: not a pair
+    assert not set(split.check) & {q for q, _ in split.train}
+    assert split.train_queries == 5 and "train split" in split.source
+    assert split.to_key([cid for cid, path in doc_of.items() if path == "d5"]) == ["d5"]
+    # the test split never appears, and a check as large as the split leaves nothing to train
+    assert not {"what about subject 9", "what about subject 10"} & (set(split.check) | {q for q, _ in split.train})
+    assert judged_split(dataset_ids=[dataset.pk], beir=str(root)).train == []
+
+
+@pytest.mark.django_db
+def test_feedback_beyond_the_check_trains_on_the_chunks_it_judged_relevant(make_user, make_project, code_repo,
+                                                                           edge_index):
+    owner = make_user("owner@example.com")
+    project = make_project("shop", owner)
+    ds, _ = ingest(project, "src", code_repo, repo="shop")
+    chunks = list(Chunk.objects.filter(dataset=ds).order_by("pk"))
+    for n, q in enumerate(["a take credits", "b list products", "c grant bonus", "d cart total", "e routes"]):
+        session = QuerySession.objects.create(project=project, query=q, kind="context")
+        Feedback.objects.create(session=session, chunk=chunks[n], relevance=3 if n != 4 else 0, user=owner)
+    split = judged_split(dataset_ids=[ds.pk], project=project, check_max=2)
+    assert list(split.check) == ["a take credits", "b list products"]
+    assert split.train == [("c grant bonus", chunks[2].pk), ("d cart total", chunks[3].pk)]  # "e" judged 0: none
+    other = make_project("other", make_user("x@example.com"))
+    assert judged_split(dataset_ids=[ds.pk], project=other).check == {}
