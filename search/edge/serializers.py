@@ -176,7 +176,9 @@ class RulesRequestSerializer(InputSerializer):
     graph_strength = NumberField(required=False, min_value=0.0, max_value=1.0)
     top_k = IntField(default=8, min_value=1, max_value=50)
     candidates = IntField(default=100, min_value=1, max_value=200)
-    rerank = FlagField(default=False)
+    rerank = FlagField(default=RULES_DEFAULTS["rerank"],
+                       help_text="Default: on for the rules lawyer (search.rules.search.DEFAULTS); false: the fused "
+                                 "order without the reranker.")
     prefer_kinds = FlagField(default=True, help_text="false: no boost for the content kinds the question's "
                                                      "intents prefer (traversal config policies).")
     audience = FlagField(default=True, help_text="false: no boost for sections written for the detected reader "
@@ -217,7 +219,9 @@ class RulesResultSerializer(ResultSerializer):
     tags = serializers.ListField(child=serializers.CharField())
     traits = serializers.DictField()
     is_rule_bearing = serializers.BooleanField()
-    base_score = serializers.FloatField(help_text="Fused score before the policy, heading and graph boosts.")
+    base_score = serializers.FloatField(help_text="Fused score before the policy, heading and graph boosts; base + the "
+                                                  "three boosts = why.fused_score, which orders the results unless "
+                                                  "the reranker ran (then score is why.rerank_score).")
     policy_boost = serializers.FloatField(help_text="What the traversal policies (preferred kinds, audience) added.")
     heading_boost = serializers.FloatField(help_text="What the heading match added: the question names this "
                                                      "section's heading (0 when it does not, or when it is off).")

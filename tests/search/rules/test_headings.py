@@ -76,7 +76,7 @@ def test_a_well_matched_section_outside_the_candidates_joins_within_the_scope(de
 
 def test_rules_search_applies_it_only_when_switched_on(demo_project):
     q = "escaping a pin"
-    kw = {"q": q, "log": False, "prefer_kinds": False, "audience": False, "graph": False, "top_k": 20}
+    kw = {"q": q, "log": False, "prefer_kinds": False, "audience": False, "graph": False, "top_k": 20, "rerank": False}
     off = rules_search(user=None, project=demo_project, spec=RulesSpec(**kw, heading_strength=0.0))
     on = rules_search(user=None, project=demo_project, spec=RulesSpec(**kw, heading_strength=0.3))
     escaping = chunk_id(book_id="core", symbol="Escaping a Pin")
@@ -113,5 +113,9 @@ def test_the_api_shows_each_results_heading_boost(demo_project, client_for, make
     direct = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False))  # the API's default
     assert {r["chunk_id"]: r["heading_boost"] for r in direct["results"]} == pytest.approx(
         {r["chunk_id"]: r["heading_boost"] for r in results})
+    assert resp.json()["reranker"]  # the rules default reranks: score is the reranker's, the boosts sum to fused
     for r in results:
-        assert r["score"] == pytest.approx(r["base_score"] + r["policy_boost"] + r["heading_boost"] + r["graph_boost"])
+        assert r["why"]["fused_score"] == pytest.approx(
+            r["base_score"] + r["policy_boost"] + r["heading_boost"] + r["graph_boost"])
+        assert r["score"] == pytest.approx(r["why"]["rerank_score"])
+    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)

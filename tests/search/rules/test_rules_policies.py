@@ -78,7 +78,7 @@ def test_graph_relations_come_from_the_config_and_unknown_ones_are_ignored():
 def _search(project, q, **kw):
     from search.rules.search import RulesSpec, rules_search
 
-    kw = {"heading_strength": 0.0, **kw}  # the policies' arithmetic alone (the heading match: test_headings.py)
+    kw = {"heading_strength": 0.0, "rerank": False, **kw}  # the policies' arithmetic alone (headings: test_headings.py)
     return rules_search(user=None, project=project, spec=RulesSpec(q=q, log=False, graph=False, top_k=30, **kw))
 
 

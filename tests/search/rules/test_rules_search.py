@@ -11,10 +11,10 @@ PINNED_Q = "what happens when I'm pinned?"
 
 
 def _search(project, q=PINNED_Q, **kw):
-    """Policies and the heading match off unless a test turns them on: the graph arithmetic here is checked against
-    the fused score alone (the policies' own boosts are pinned in test_rules_policies.py, the heading match's in
+    """Policies, the heading match and the rerank off unless a test turns them on: the graph arithmetic here is
+    checked against the fused score alone (the policies' own boosts are pinned in test_rules_policies.py, the heading match's in
     test_headings.py)."""
-    kw = {"prefer_kinds": False, "audience": False, "heading_strength": 0.0, **kw}
+    kw = {"prefer_kinds": False, "audience": False, "heading_strength": 0.0, "rerank": False, **kw}
     return rules_search(user=None, project=project, spec=RulesSpec(q=q, log=False, **kw))
 
 
