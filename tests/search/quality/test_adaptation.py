@@ -139,6 +139,17 @@ def test_adapt_trains_a_loadable_copy_and_keeps_the_held_out_evidence(code_datas
     assert again.manifest["training"]["loss_last"] == manifest["training"]["loss_last"]
 
 
+def test_with_judged_queries_the_held_out_check_keeps_the_code_pairs_and_drops_the_prose_ones():
+    held = [ad.Pair("a", "p", 1, "name"), ad.Pair("t", "x", 2, "title"), ad.Pair("s", "y", 3, "ict")]
+    mined = ad.Mined(train=[], held=held, pools={"name": {1: "p"}, "title": {2: "x"}, "ict": {3: "y"}},
+                     kinds={"code": 1, "web": 2})
+    assert mined.checked(None) is mined
+    code_only = mined.checked(set(ad.CODE_TYPES))
+    assert [p.type for p in code_only.held] == ["name"] and set(code_only.pools) == {"name"}
+    assert ad._evidence([], [], seed=1)["pairs"] == 0  # nothing left to check: no figures, not confirmed
+    assert ad._evidence([], [], seed=1)["confirmed"] is False
+
+
 def test_judged_queries_train_as_pairs_of_their_own_and_the_manifest_counts_them(code_dataset, settings, tmp_path):
     from search.models import Chunk
 
@@ -153,6 +164,7 @@ def test_judged_queries_train_as_pairs_of_their_own_and_the_manifest_counts_them
     assert data["train_pairs"]["judged"] == 24 and data["judged_train_queries"] == 24
     assert data["steps_by_type"]["judged"] == 2 and sum(data["steps_by_type"].values()) == 4
     assert "judged" not in data["heldout_pairs"]  # the held-out check reads mined pairs only
+    assert "skipped" not in result.manifest["heldout"]  # code pairs are always checked
 
 
 def test_the_command_refuses_bad_arguments_and_too_little_content(code_dataset, make_user, make_project):
