@@ -82,6 +82,9 @@ def test_judged_pairs_take_their_share_of_the_steps_and_displace_the_mined_prose
     kinds = [b[0].type for b in plan]
     assert len(plan) == 20 and kinds.count("judged") == 10 and kinds.count("name") == 10 and "title" not in kinds
     assert plan == ad.plan_batches(mined=code + prose, judged=judged, cfg=cfg)
+    # judged pairs capped by their passes (20 pairs / 4 = 5 a pass): the code pairs fill the other steps
+    capped = ad.plan_batches(mined=code, judged=judged[:20], cfg=ad.AdaptConfig(steps=20, batch=4, judged_epochs=1))
+    assert [b[0].type for b in capped].count("judged") == 5 and len(capped) == 20
     # no code pairs: the judged pairs alone, at most judged_epochs passes over them (40 pairs / 4 = 10 a pass)
     alone = ad.plan_batches(mined=prose, judged=judged, cfg=ad.AdaptConfig(steps=300, batch=4, judged_epochs=2))
     assert len(alone) == 20 and {b[0].type for b in alone} == {"judged"}
