@@ -43,7 +43,7 @@ from search.engine.term_stats import lock_dataset_writes
 from search.ingest.maintenance import reembed
 from search.models import IndexOutbox
 from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES
-from search.quality.judged import judged_split
+from search.quality.judged import CHECK_MAX, judged_split
 from search.quality.metrics import lower_bound_95, ndcg
 from search.quality.progress import bar as progress_bar
 from search.quality.runs import throwaway_index
@@ -178,7 +178,7 @@ def _applied(*, name: str, timeout_s: float) -> bool:
 
 
 def adopt_if_confirmed(*, name: str, dataset_ids: list[int], manifest: dict[str, Any], beir: str | None = None,
-                       project: Project | None = None, judged_max: int = 300, progress: bool = False,
+                       project: Project | None = None, judged_max: int = CHECK_MAX, progress: bool = False,
                        log: Callable[[str], None] = print) -> dict[str, Any]:
     """Decide on an adaptation's evidence (the module docstring's rule) and switch the datasets if it holds.
     Judged queries: a BEIR folder's train split (never the test split it is reported on), else the project's
