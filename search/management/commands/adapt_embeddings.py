@@ -56,6 +56,8 @@ class Command(BaseCommand):
     def handle(self, *args: object, **opts: Any) -> None:
         if opts["steps"] < 1 or opts["batch"] < 2:
             raise CommandError("--steps must be at least 1 and --batch at least 2 (in-batch negatives)")
+        if opts["judged_max"] < 0:
+            raise CommandError("--judged-max must be 0 or more (0: every judged query trains, none checks)")
         cfg = AdaptConfig(steps=opts["steps"], batch=opts["batch"], learning_rate=opts["lr"],
                           doc_tokens=opts["doc_tokens"], time_budget_s=opts["time_budget"], seed=opts["seed"])
         progress = not opts["no_progress"]

@@ -173,6 +173,8 @@ def test_judged_queries_train_as_pairs_of_their_own_and_the_manifest_counts_them
 def test_the_command_refuses_bad_arguments_and_too_little_content(code_dataset, make_user, make_project):
     with pytest.raises(CommandError, match="--steps"):
         call_command("adapt_embeddings", "--project", "tuned", "--name", "x", "--steps", "0")
+    with pytest.raises(CommandError, match="--judged-max"):
+        call_command("adapt_embeddings", "--project", "tuned", "--name", "x", "--judged-max", "-1")
     with pytest.raises(CommandError, match="no project"):
         call_command("adapt_embeddings", "--project", "nope", "--name", "x")
     make_project("bare", make_user())
