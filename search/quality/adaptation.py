@@ -10,7 +10,9 @@ by +0.04 to +0.06 on held-out judged queries of two code collections:
 - where the tenant's code has them, its docstring <-> its code without it (the pair the code search task asks).
 On prose (title <-> text, inverse cloze: a sentence <-> the rest of its passage) and section headings the same
 training gave nothing on SciFact (MiniLM was trained on such pairs); those pairs are mined and measured, and the
-evidence says so. In-batch negatives only: mined hard negatives added no more than noise, at ten times the cost.
+evidence says so. Mined pairs train with in-batch negatives only: mined hard negatives added no more than noise, at
+ten times the cost. Judged queries (search.quality.judged) are another matter: each trains against one passage the
+served retriever ranks high for it that nobody judged relevant (search.quality.hard_negatives).
 
 The held-out check: 10 % of the chunks never train; each held chunk's anchor is searched among the positives of its
 pair type (held and trained chunks alike), base model and adapted, MRR@10. It agreed with the judged queries'
@@ -40,6 +42,7 @@ from config.errors import BadInput
 from search.engine.encoders import adapted_models_dir, precision, resolve_model
 from search.engine.reranker_store import NAME_RE
 from search.models import Chunk
+from search.quality.hard_negatives import hard_negatives
 from search.quality.metrics import lower_bound_95
 from search.quality.progress import bar as progress_bar
 
@@ -49,6 +52,8 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
 _SKIP_COMMENTS = ("type:", "noqa", "pragma", "!", "-*-", "fmt:", "pylint", "xxx")
 MAX_ANCHOR_WORDS = 64
+CHECK_POOL_MAX = 4000  # candidates per pair type the held-out check searches among (every held pair's own included)
+CHECK_HELD_MAX = 1000  # held pairs per type the check scores
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,7 @@ class Pair:
     positive: str
     chunk_id: int
     type: str
+    negative: str = ""  # a hard negative's text (judged pairs; search.quality.hard_negatives), else in-batch only
 
 
 @dataclass
@@ -77,6 +83,7 @@ class AdaptConfig:
     seed: int = 13
     judged_share: float = 0.5  # of the steps, when judged queries train (code pairs take the rest)
     judged_epochs: int = 5  # passes over the judged pairs at most: a few hundred queries overfit past that
+    hard_negatives: bool = True  # judged pairs train against one passage the served retriever ranks high wrongly
 
 
 @dataclass
@@ -214,6 +221,26 @@ class Mined:
         return Mined(train=self.train, held=[p for p in self.held if p.type in types],
                      pools={t: pool for t, pool in self.pools.items() if t in types}, kinds=self.kinds)
 
+    def capped(self, *, pool_max: int = CHECK_POOL_MAX, held_max: int = CHECK_HELD_MAX, seed: int = 13) -> Mined:
+        """At most `held_max` held pairs and `pool_max` candidates per type (a seeded draw; each kept held pair's
+        own positive stays a candidate). Why: the check encodes every candidate twice (base and adapted), so on a
+        large corpus it would cost more than the training; on the collections measured here (3,000 code chunks,
+        the SRD) nothing is dropped, and SciFact's 5,183 abstracts per prose type become 4,000."""
+        rng = random.Random(seed)
+        held: list[Pair] = []
+        pools: dict[str, dict[int, str]] = {}
+        for kind_of_pair, pool in self.pools.items():
+            mine_ = [p for p in self.held if p.type == kind_of_pair]
+            if len(mine_) > held_max:
+                mine_ = sorted(rng.sample(mine_, held_max), key=lambda p: p.chunk_id)
+            keep = {p.chunk_id for p in mine_}
+            others = sorted(set(pool) - keep)
+            room = max(0, pool_max - len(keep))
+            keep |= set(others if len(others) <= room else rng.sample(others, room))
+            held += mine_
+            pools[kind_of_pair] = {cid: text for cid, text in pool.items() if cid in keep}
+        return Mined(train=self.train, held=held, pools=pools, kinds=self.kinds)
+
     def by_type(self, pairs: list[Pair]) -> dict[str, int]:
         counts: dict[str, int] = defaultdict(int)
         for p in pairs:
@@ -305,16 +332,29 @@ def plan_batches(*, mined: list[Pair], judged: list[Pair], cfg: AdaptConfig) -> 
     return plan
 
 
-def judged_pairs(judged: list[tuple[str, int]]) -> list[Pair]:
-    """(query, chunk id) -> pairs of type "judged": the query against the passage's text as the mined pairs use it."""
-    texts = dict(Chunk.objects.filter(pk__in={cid for _, cid in judged}).values_list("pk", "text"))
-    return [Pair(_anchor(q), texts[cid], cid, "judged") for q, cid in judged if cid in texts and q.strip()]
+def judged_pairs(judged: list[tuple[str, int]], *, negatives: dict[str, list[int]] | None = None) -> list[Pair]:
+    """(query, chunk id) -> pairs of type "judged": the query against the passage's text as the mined pairs use it;
+    with `negatives` (query -> chunk ids, search.quality.hard_negatives), each pair of a query takes the next one."""
+    negatives = negatives or {}
+    wanted = {cid for _, cid in judged} | {cid for ids in negatives.values() for cid in ids}
+    texts = dict(Chunk.objects.filter(pk__in=wanted).values_list("pk", "text"))
+    seen: dict[str, int] = defaultdict(int)
+    out = []
+    for q, cid in judged:
+        if cid not in texts or not q.strip():
+            continue
+        negs = [n for n in negatives.get(q, []) if n in texts]
+        negative = texts[negs[seen[q] % len(negs)]] if negs else ""
+        seen[q] += 1
+        out.append(Pair(_anchor(q), texts[cid], cid, "judged", negative))
+    return out
 
 
 def _train(model: Any, plan: list[list[Pair]], *, cfg: AdaptConfig, progress: bool,
            log: Callable[[str], None]) -> dict[str, Any]:
-    """In-batch multiple-negatives ranking loss (each anchor against every positive of its batch), AdamW with warm-up
-    and linear decay, gradients clipped; stops at the time budget."""
+    """Multiple-negatives ranking loss: each anchor against every positive of its batch and the batch's hard
+    negatives (a negative that is another pair's positive in the batch is left out: it would be scored twice, once
+    as wrong); AdamW with warm-up and linear decay, gradients clipped; stops at the time budget."""
     import torch  # noqa: PLC0415 - heavy: torch loads only when a model is adapted
     import torch.nn.functional as F  # noqa: N812, PLC0415 - heavy: as above
 
@@ -338,7 +378,10 @@ def _train(model: Any, plan: list[list[Pair]], *, cfg: AdaptConfig, progress: bo
             break
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=bf16):  # the loss stays fp32
             a = embed([p.anchor for p in batch], cfg.anchor_tokens).float()
-            d = embed([p.positive for p in batch], cfg.doc_tokens).float()
+            positives = [p.positive for p in batch]
+            own = set(positives)
+            d = embed(positives + [p.negative for p in batch if p.negative and p.negative not in own],
+                      cfg.doc_tokens).float()
         loss = F.cross_entropy(cfg.scale * a @ d.T, torch.arange(len(batch)))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -390,7 +433,9 @@ def adapt(*, name: str, dataset_ids: list[int], cfg: AdaptConfig | None = None, 
         raise BadInput("Must be letters, digits, '.', '_' or '-' (at most 64).", field="name")
     t0 = time.perf_counter()
     mined = mine(dataset_ids=dataset_ids, seed=cfg.seed, heldout=cfg.heldout)
-    from_judged = judged_pairs(judged or [])
+    negatives = hard_negatives(judged=judged, dataset_ids=dataset_ids, seed=cfg.seed, progress=progress, log=log) \
+        if judged and cfg.hard_negatives else {}
+    from_judged = judged_pairs(judged or [], negatives=negatives)
     if len(mined.train) + len(from_judged) < cfg.batch:
         raise BadInput(f"Only {len(mined.train)} training pairs could be mined from these datasets; at least "
                        f"{cfg.batch} are needed.", field="dataset")
@@ -404,15 +449,20 @@ def adapt(*, name: str, dataset_ids: list[int], cfg: AdaptConfig | None = None, 
     t1 = time.perf_counter()
     # with judged queries, they decide prose (search.quality.adoption) and the prose pairs' check, which was not shown
     # to predict a gain there, would cost most of the run (SciFact: 27 of 45 minutes encoding 10k positives twice)
-    check = mined.checked(set(CODE_TYPES) if from_judged else None)
+    unchecked = mined.checked(set(CODE_TYPES) if from_judged else None)
+    check = unchecked.capped(seed=cfg.seed)
     base = heldout_ranks(model, check)
     check_s = time.perf_counter() - t1
     plan = plan_batches(mined=mined.train, judged=from_judged, cfg=cfg)
     trained = _train(model, plan, cfg=cfg, progress=progress, log=log)
     adapted = heldout_ranks(model, check)
     evidence = _evidence(base, adapted, seed=cfg.seed)
-    if len(check.held) < len(mined.held):
-        evidence["skipped"] = {"pairs": len(mined.held) - len(check.held), "why": "prose pairs: judged queries decide"}
+    if len(unchecked.held) < len(mined.held):
+        evidence["skipped"] = {"pairs": len(mined.held) - len(unchecked.held), "why": "prose pairs: judged queries decide"}
+    evidence["candidates"] = {t: len(pool) for t, pool in sorted(check.pools.items())}
+    if len(check.held) < len(unchecked.held):
+        evidence["sampled"] = {"held": len(check.held), "of": len(unchecked.held),
+                               "why": f"at most {CHECK_HELD_MAX} held pairs and {CHECK_POOL_MAX} candidates a type"}
     log(f"held-out pairs: MRR@10 {evidence['base_mrr@10']} -> {evidence['adapted_mrr@10']} "
         f"(95 % lower bound of the gain {evidence['gain_lower_95']}; code pairs {evidence['code_gain_lower_95']})")
     out = adapted_models_dir() / name
@@ -423,6 +473,7 @@ def adapt(*, name: str, dataset_ids: list[int], cfg: AdaptConfig | None = None, 
                 "config": asdict(cfg), "data": {**(data or {}), "chunks_by_kind": mined.kinds,
                                                 "train_pairs": mined.by_type(mined.train + from_judged),
                                                 "judged_train_queries": len({p.anchor for p in from_judged}),
+                                                "judged_with_hard_negative": sum(1 for p in from_judged if p.negative),
                                                 "steps_by_type": mined.by_type([b[0] for b in plan]),
                                                 "heldout_pairs": mined.by_type(mined.held)},
                 "cost": {"mine_seconds": round(mine_s, 1), "check_seconds": round(2 * check_s, 1),

@@ -13,7 +13,6 @@ from django.core.management.base import CommandError
 
 from search.engine.encoders import adapted_models_dir
 from search.quality import adaptation as ad
-from tests.search.ctx_fixtures import edge_index, ingest  # noqa: F401 - fixture
 
 FUNCTION = '''def parse_retry_after(header, default=30):
     """Read the Retry-After header as a number of seconds, falling back to the default."""
@@ -93,23 +92,18 @@ def test_judged_pairs_take_their_share_of_the_steps_and_displace_the_mined_prose
                                                                                   seed=cfg.seed)
 
 
-@pytest.fixture
-def code_dataset(tmp_path, make_user, make_project, edge_index):
-    src = tmp_path / "pkg"
-    src.mkdir()
-    verbs = ["read", "write", "parse", "format", "check", "merge", "split", "count", "load", "store"]
-    nouns = ["config", "header", "ledger", "invoice", "session", "token"]
-    for n, (verb, noun) in enumerate((v, o) for v in verbs for o in nouns):
-        (src / f"m{n}.py").write_text(
-            f"def {verb}_{noun}_entries(items, limit=10):\n"
-            f"    # {verb} each {noun} entry and keep at most the limit\n"
-            f"    out = [x for x in items if x][:limit]\n"
-            f"    if not out:\n"
-            f"        raise ValueError('no {noun} entries to {verb} here')\n"
-            f"    return out\n")
-    project = make_project("tuned", make_user())
-    dataset, _ = ingest(project, "pkg", src)
-    return project, dataset
+def test_judged_pairs_of_one_query_take_its_negatives_in_turn_and_a_query_without_any_trains_in_batch(code_dataset):
+    from search.models import Chunk
+
+    _, dataset = code_dataset
+    pk = dict(Chunk.objects.filter(dataset=dataset).values_list("symbol", "pk"))
+    text = dict(Chunk.objects.filter(dataset=dataset).values_list("pk", "text"))
+    judged = [("read a config", pk["read_config_entries"]), ("read a config", pk["load_config_entries"]),
+              ("count tokens", pk["count_token_entries"])]
+    negatives = {"read a config": [pk["write_config_entries"], pk["check_config_entries"]]}
+    pairs = ad.judged_pairs(judged, negatives=negatives)
+    assert [p.negative for p in pairs] == [text[pk["write_config_entries"]], text[pk["check_config_entries"]], ""]
+    assert all(p.type == "judged" for p in pairs) and pairs[0].positive == text[pk["read_config_entries"]]
 
 
 def test_adapt_trains_a_loadable_copy_and_keeps_the_held_out_evidence(code_dataset, settings, tmp_path):
@@ -153,6 +147,18 @@ def test_with_judged_queries_the_held_out_check_keeps_the_code_pairs_and_drops_t
     assert ad._evidence([], [], seed=1)["confirmed"] is False
 
 
+def test_the_check_on_a_large_corpus_samples_its_held_pairs_and_candidates_but_keeps_each_held_pairs_answer():
+    pool = {i: f"p{i}" for i in range(50)}
+    held = [ad.Pair(f"a{i}", f"p{i}", i, "title") for i in range(0, 50, 2)]  # 25 held pairs
+    mined = ad.Mined(train=[], held=held, pools={"title": pool, "name": {1: "x"}}, kinds={"web": 50})
+    small = mined.capped(pool_max=20, held_max=10, seed=4)
+    assert len(small.held) == 10 and len(small.pools["title"]) == 20
+    assert all(p.chunk_id in small.pools["title"] for p in small.held)  # every scored anchor can find its answer
+    assert small.pools["name"] == {1: "x"} and small == mined.capped(pool_max=20, held_max=10, seed=4)
+    assert mined.capped(pool_max=100, held_max=100).held == held  # under the caps nothing is dropped
+    assert mined.capped(pool_max=100, held_max=100).pools == mined.pools
+
+
 def test_judged_queries_train_as_pairs_of_their_own_and_the_manifest_counts_them(code_dataset, settings, tmp_path):
     from search.models import Chunk
 
@@ -165,6 +171,7 @@ def test_judged_queries_train_as_pairs_of_their_own_and_the_manifest_counts_them
                       log=lambda m: None)
     data = result.manifest["data"]
     assert data["train_pairs"]["judged"] == 24 and data["judged_train_queries"] == 24
+    assert data["judged_with_hard_negative"] == 24  # each judged query trains against a passage ranked near it
     assert data["steps_by_type"]["judged"] == 2 and sum(data["steps_by_type"].values()) == 4
     assert "judged" not in data["heldout_pairs"]  # the held-out check reads mined pairs only
     assert "skipped" not in result.manifest["heldout"]  # code pairs are always checked
