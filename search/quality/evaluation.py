@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from search.engine.index import VectorIndex
     from search.models import EvaluationRun
 
-PIPELINES = ("default", "sparse", "dense", "fused", "fused+rerank", "fused+graph", "weighted", "trained-rerank",
+PIPELINES = ("default", "default-fusion", "sparse", "dense", "fused", "fused+rerank", "fused+graph", "weighted", "trained-rerank",
              "default+code-graph", "default+graph-pack")
 # rules-only and report-only columns, in table order; a column shows when any pipeline has it
 EXTRA_METRICS = ("evaluability", "hit@1_evaluable", "mrr@10_evaluable", "hit@1_expanded", "mrr@10_expanded",
@@ -412,7 +412,9 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
         ids = list(dict.fromkeys(order))  # a chunk counts where it first appears
         return [(cid, float(len(ids) - i)) for i, cid in enumerate(ids)]
 
-    out = {"default": default or api(STAGES), "sparse": leg("sparse"), "dense": leg("dense"), "fused": leg("hybrid"),
+    # `default-fusion`: the fusion the default runs (the project's adopted setting, else the kinds' default), without
+    # the stages after it; its `@<model>` row is what the default would rank with an adapted model before adoption
+    out = {"default": default or api(STAGES), "default-fusion": staged(retrieval), "sparse": leg("sparse"), "dense": leg("dense"), "fused": leg("hybrid"),
            "fused+rerank": fused_rerank, "fused+graph": staged((*retrieval, graph_boost), fusion="rrf"),
            "weighted": leg("hybrid", "weighted")}
     if trained is not None:

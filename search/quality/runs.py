@@ -95,7 +95,7 @@ def check_ready() -> None:
 
 # `--model-id`: the pipelines whose ranking depends on the embedding model, repeated as `<name>@<model id>` rows
 # (sparse is model-independent; the API default always runs the live configuration)
-MODEL_PIPELINES = ("dense", "fused", "weighted", "fused+rerank", "fused+graph")
+MODEL_PIPELINES = ("default-fusion", "dense", "fused", "weighted", "fused+rerank", "fused+graph")
 _POINTS_BATCH = 2000
 
 

@@ -26,7 +26,7 @@ from tests.search.rules_fixtures import demo_project, emberfall, rules_index  # 
 TINY = Path(__file__).parents[1] / "fixtures" / "tiny_beir"
 COPY = "minilm-copy"
 CLS = "minilm-cls"
-SIDE = ("dense", "fused", "weighted")
+SIDE = ("default-fusion", "dense", "fused", "weighted")
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,8 @@ def models(tmp_path_factory) -> dict[str, str]:
 
 def _evaluate_beir(model: str, report_dir: Path) -> dict:
     out = StringIO()
-    call_command("evaluate", "--beir", str(TINY), "--model-id", model, "--pipelines", "sparse,dense,fused,weighted",
+    call_command("evaluate", "--beir", str(TINY), "--model-id", model, "--pipelines",
+                 "default-fusion,sparse,dense,fused,weighted",
                  "--json", "--no-progress", "--no-save", "--report-dir", str(report_dir), stdout=out)
     return json.loads(out.getvalue())
 
@@ -60,7 +61,7 @@ def test_beir_model_id_rows_equal_the_configured_model_reuse_the_cache_and_leave
     live_points = edge_index.count()
     assert live_points == 0  # neither the evaluation corpus nor the other model's points ever join the live store
     rows = first["pipelines"]
-    assert list(rows) == ["sparse", "dense", "fused", "weighted", *(f"{p}@{COPY}" for p in SIDE)]
+    assert list(rows) == ["default-fusion", "sparse", "dense", "fused", "weighted", *(f"{p}@{COPY}" for p in SIDE)]
     for p in SIDE:
         assert rows[f"{p}@{COPY}"] == rows[p], p
     assert first["extra"]["other_model"] == {"model_id": COPY, "embedded": 5, "cached": 0, "points": 5}

@@ -355,6 +355,9 @@ def test_the_default_row_searches_only_the_evaluated_datasets_like_every_other_r
     default = rankers["default"]("deduct credits from a wallet", {})
     assert default and {cid for cid, _ in default} <= ours_ids
     assert [cid for cid, _ in default] == [cid for cid, _ in rankers["weighted"]("deduct credits from a wallet", {})]
+    # the default's fusion alone is the code default's (weighted), the row an adapted model's default is read from
+    assert rankers["default-fusion"]("deduct credits from a wallet", {}) == rankers["weighted"](
+        "deduct credits from a wallet", {})
 
 
 def test_a_code_collection_gets_the_code_graph_row_over_the_same_datasets(make_project, edge_index, tmp_path):
