@@ -24,7 +24,7 @@ from config.errors import BadInput, DependencyDown
 from projects.models import Dataset, Project
 from search.quality.adaptation import AdaptConfig, adapt, existing_model
 from search.quality.adoption import adopt_if_confirmed
-from search.quality.judged import CHECK_MAX, judged_split
+from search.quality.judged import CHECK_MAX, JudgedSplit, judged_split
 from search.quality.runs import NotReady, check_ready, ingest_beir
 
 
@@ -45,21 +45,31 @@ class Command(BaseCommand):
         parser.add_argument("--time-budget", type=float, default=defaults.time_budget_s,
                             help="seconds of training at most")
         parser.add_argument("--seed", type=int, default=defaults.seed)
+        parser.add_argument("--judged-epochs", type=int, default=defaults.judged_epochs,
+                            help="passes over the judged training pairs at most")
+        parser.add_argument("--no-hard-negatives", action="store_true",
+                            help="judged pairs train with in-batch negatives only (no retrieval beforehand)")
         parser.add_argument("--no-adopt", action="store_true", help="train and report; never switch the datasets")
         parser.add_argument("--existing", action="store_true",
                             help="do not train: decide on the model already adapted under this name (its manifest)")
         parser.add_argument("--judged-max", type=int, default=CHECK_MAX,
                             help="judged queries (train split / feedback) at most for the adoption check; those "
                                  "beyond it train, as positives")
+        parser.add_argument("--label-free", action="store_true",
+                            help="judged queries neither train nor decide: the mined pairs alone, and the held-out "
+                                 "pairs' rule (code adopts on them; prose is not adopted)")
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: object, **opts: Any) -> None:
         if opts["steps"] < 1 or opts["batch"] < 2:
             raise CommandError("--steps must be at least 1 and --batch at least 2 (in-batch negatives)")
+        if opts["judged_epochs"] < 1:
+            raise CommandError("--judged-epochs must be at least 1")
         if opts["judged_max"] < 0:
             raise CommandError("--judged-max must be 0 or more (0: every judged query trains, none checks)")
         cfg = AdaptConfig(steps=opts["steps"], batch=opts["batch"], learning_rate=opts["lr"],
-                          doc_tokens=opts["doc_tokens"], time_budget_s=opts["time_budget"], seed=opts["seed"])
+                          doc_tokens=opts["doc_tokens"], time_budget_s=opts["time_budget"], seed=opts["seed"],
+                          judged_epochs=opts["judged_epochs"], hard_negatives=not opts["no_hard_negatives"])
         progress = not opts["no_progress"]
         try:
             check_ready()
@@ -75,8 +85,9 @@ class Command(BaseCommand):
             if opts["existing"]:
                 result = existing_model(name=opts["name"])
             else:
-                split = judged_split(dataset_ids=dataset_ids, beir=opts["beir"],
-                                     project=None if opts["beir"] else project, check_max=opts["judged_max"])
+                split = JudgedSplit() if opts["label_free"] else judged_split(
+                    dataset_ids=dataset_ids, beir=opts["beir"], project=None if opts["beir"] else project,
+                    check_max=opts["judged_max"])
                 if split.train:
                     data["judged"] = {"source": split.source, "check_queries": len(split.check),
                                       "train_queries": split.train_queries}
@@ -91,8 +102,9 @@ class Command(BaseCommand):
                               f"{h['adapted_mrr@10']}: {verdict}")
             self.stdout.write(f"model: {result.path}")
             if not opts["no_adopt"]:
-                outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=m,
-                                             beir=opts["beir"], project=None if opts["beir"] else project,
+                judged_from = {} if opts["label_free"] else {"beir": opts["beir"],
+                                                             "project": None if opts["beir"] else project}
+                outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=m, **judged_from,
                                              judged_max=opts["judged_max"], progress=progress,
                                              log=lambda msg: self.stderr.write(msg))
                 self.stdout.write(("adopted: " if outcome["adopted"] else "not adopted: ") + outcome["reason"])

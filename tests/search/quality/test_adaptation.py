@@ -175,11 +175,31 @@ def test_judged_queries_train_as_pairs_of_their_own_and_the_manifest_counts_them
     assert data["steps_by_type"]["judged"] == 2 and sum(data["steps_by_type"].values()) == 4
     assert "judged" not in data["heldout_pairs"]  # the held-out check reads mined pairs only
     assert "skipped" not in result.manifest["heldout"]  # code pairs are always checked
+    plain = ad.adapt(name="pkg-judged-plain", dataset_ids=[dataset.pk], judged=judged, progress=False,
+                     cfg=ad.AdaptConfig(steps=4, batch=8, heldout=0.2, hard_negatives=False), log=lambda m: None)
+    assert plain.manifest["data"]["judged_with_hard_negative"] == 0  # in-batch negatives only
+
+
+def test_label_free_adaptation_neither_trains_on_nor_decides_by_the_judged_queries(toy_beir, settings, tmp_path):
+    settings.VAR_DIR = tmp_path / "var"
+    root, _ = toy_beir
+    args = ["adapt_embeddings", "--beir", str(root), "--batch", "4", "--steps", "2", "--judged-max", "4",
+            "--no-progress"]
+    out = StringIO()
+    call_command(*args, "--name", "toy-free", "--label-free", stdout=out, stderr=StringIO())
+    manifest = json.loads((adapted_models_dir() / "toy-free" / "manifest.json").read_text())
+    assert "judged" not in manifest["data"] and manifest["data"]["judged_train_queries"] == 0
+    assert "not adopted: prose without judged queries" in out.getvalue()
+    call_command(*args, "--name", "toy-judged", "--no-adopt", stdout=StringIO(), stderr=StringIO())
+    manifest = json.loads((adapted_models_dir() / "toy-judged" / "manifest.json").read_text())
+    assert manifest["data"]["judged_train_queries"] == 5  # without the flag the queries beyond the check train
 
 
 def test_the_command_refuses_bad_arguments_and_too_little_content(code_dataset, make_user, make_project):
     with pytest.raises(CommandError, match="--steps"):
         call_command("adapt_embeddings", "--project", "tuned", "--name", "x", "--steps", "0")
+    with pytest.raises(CommandError, match="--judged-epochs"):
+        call_command("adapt_embeddings", "--project", "tuned", "--name", "x", "--judged-epochs", "0")
     with pytest.raises(CommandError, match="--judged-max"):
         call_command("adapt_embeddings", "--project", "tuned", "--name", "x", "--judged-max", "-1")
     with pytest.raises(CommandError, match="no project"):

@@ -1,32 +1,11 @@
 """search.quality.judged: the judged queries that check an adapted model never train it, and the rest do."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from search.models import Chunk, Feedback, QuerySession
 from search.quality.judged import judged_split
-from search.quality.runs import ingest_beir
-from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401 - fixtures
-
-
-@pytest.fixture
-def toy_beir(tmp_path, edge_index):
-    root = tmp_path / "toy"
-    root.mkdir()
-    with (root / "corpus.jsonl").open("w") as fh:
-        for n in range(12):
-            fh.write(json.dumps({"_id": f"d{n}", "title": f"Topic {n}", "text": f"Findings about subject {n}."}) + "\n")
-    with (root / "queries.jsonl").open("w") as fh:
-        for n in range(12):
-            fh.write(json.dumps({"_id": f"q{n:02d}", "text": f"what about subject {n}"}) + "\n")
-    # train: q00..q08 (q03 judges two documents, q04 one not relevant); test: q09..q11
-    train = [f"q{n:02d}\td{n}\t1\n" for n in range(9)] + ["q03\td7\t1\n", "q04\td8\t0\n"]
-    (root / "qrels_train.tsv").write_text("".join(train))
-    (root / "qrels_test.tsv").write_text("".join(f"q{n:02d}\td{n}\t1\n" for n in range(9, 12)))
-    _, dataset, _ = ingest_beir(path=root, progress=False)
-    return root, dataset
+from tests.search.ctx_fixtures import code_repo, ingest  # noqa: F401 - fixtures
 
 
 @pytest.mark.django_db
