@@ -8,7 +8,10 @@ The model and its manifest (pairs, cost, the held-out evidence) go to var/models
 with `manage.py evaluate --beir DIR --model-id var/models/embeddings/<name>` (its dense/fused/weighted rows).
 
 Judged queries (a project's feedback; a BEIR folder's train split, never its test split) beyond the
-`--judged-max` that the adoption check reads join the training pairs as positives (search/quality/judged.py).
+`--judged-max` that the adoption check reads join the training pairs as positives (search/quality/judged.py), each
+against a hard negative the served retriever ranks high (search/quality/hard_negatives.py; `--no-hard-negatives`
+trains them in-batch only), for at most `--judged-epochs` passes. `--label-free` leaves the judged queries out of
+both the training and the decision: the corpus alone.
 Then the adoption rule (search/quality/adoption.py) decides: those judged queries where there are some, else the
 held-out code pairs for code, else no.
 Adopted, the datasets are re-embedded with the model and switch to it once its vectors are in the index;
