@@ -36,8 +36,14 @@ def test_the_window_skips_the_top_ranks_and_every_judged_passage_of_a_query_is_e
     by_name = {s: pk for pk, s in symbols.items()}
     q = "merge each ledger entry"
     judged = [(q, by_name["merge_ledger_entries"]), (q, by_name["merge_invoice_entries"])]
-    wide = hard_negatives(judged=judged, dataset_ids=[dataset.pk], window=(0, 20), log=lambda m: None)[q]
-    skipped = hard_negatives(judged=judged, dataset_ids=[dataset.pk], window=(5, 20), log=lambda m: None)[q]
+    # The window reaches past the whole collection (60 functions), so the skipped ranks are all that differ
+    # between the two draws: the sixty functions are near copies, and ties at a window's edge may order
+    # differently from one snapshot to the next.
+    wide = hard_negatives(judged=judged, dataset_ids=[dataset.pk], window=(0, 100), log=lambda m: None)[q]
+    skipped = hard_negatives(judged=judged, dataset_ids=[dataset.pk], window=(5, 100), log=lambda m: None)[q]
     assert not {by_name["merge_ledger_entries"], by_name["merge_invoice_entries"]} & set(wide)
-    assert set(skipped) < set(wide) and len(skipped) <= 15
+    assert len(wide) == len(symbols) - 2
+    assert set(skipped) < set(wide) and 3 <= len(wide) - len(skipped) <= 5
+    # what the skip took away were the near misses at the top: other merges and other ledger functions
+    assert all("merge" in symbols[pk] or "ledger" in symbols[pk] for pk in set(wide) - set(skipped))
     assert hard_negatives(judged=[], dataset_ids=[dataset.pk]) == {}
