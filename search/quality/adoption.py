@@ -29,7 +29,6 @@ from projects.models import Dataset, Project
 from search.engine.applier import running_applier
 from search.engine.dataset_models import CONFIGURED, model_arg
 from search.engine.encoders import adapted_model_path, dense_model_id
-from search.engine.fusion_settings import kind_default
 from search.engine.index import (
     apply_until_indexed,
     get_index,
@@ -38,7 +37,6 @@ from search.engine.index import (
     searchable_here,
     wait_until_indexed,
 )
-from search.engine.pipeline import build_filter, retrieve
 from search.engine.term_stats import lock_dataset_writes
 from search.ingest.maintenance import reembed
 from search.models import IndexOutbox
@@ -46,7 +44,7 @@ from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES
 from search.quality.judged import CHECK_MAX, judged_split
 from search.quality.metrics import lower_bound_95, ndcg
 from search.quality.progress import bar as progress_bar
-from search.quality.runs import throwaway_index
+from search.quality.runs import served_ranking
 
 MIN_JUDGED = MIN_QUERIES  # fusion choice's rule, and its numbers (MIN_GAIN too)
 CODE_KINDS = {"code"}
@@ -88,25 +86,22 @@ def judged_gain(*, dataset_ids: list[int], name: str, judged: dict[str, dict[Any
     """Per-query nDCG@10 of the datasets' served fusion with the current vectors against `name`'s, on judged queries
     (query text -> {id: relevance}; `to_key` maps ranked chunk ids to the ids judged, e.g. BEIR documents).
     Searched in snapshots built from Postgres, so it runs beside the server and writes nothing."""
-    kinds = frozenset(Dataset.objects.filter(pk__in=dataset_ids).values_list("kind", flat=True))
-    setting = kind_default(kinds)
-    flt = build_filter(dataset_ids=dataset_ids)
     queries = sorted(judged)
     scores: dict[str, list[float]] = {}
-    for label, model in (("base", None), ("adapted", model_arg(name))):
-        with throwaway_index(dataset_ids=dataset_ids, model=model) as (index, _):
+    label = ""
+    for which, model in (("base", None), ("adapted", model_arg(name))):
+        with served_ranking(dataset_ids=dataset_ids, model=model) as served:
+            label = served.label
             out = []
-            bar = progress_bar(total=len(queries), desc=f"judged queries ({label})", unit="q", enabled=progress)
+            bar = progress_bar(total=len(queries), desc=f"judged queries ({which})", unit="q", enabled=progress)
             for q in queries:
-                cands = retrieve(q=q, flt=flt, candidates=50, fusion=setting.method, index=index, dense_model=model,
-                                 fusion_weights=setting.weights(), rrf_k=setting.rrf_k, kinds=kinds)
-                ids = [c.chunk_id for c in cands]
+                ids = served.rank(q, 50)
                 out.append(ndcg(_dedupe(to_key(ids)) if to_key else ids, judged[q]))
                 bar.update(1)
             bar.close()
-            scores[label] = out
+            scores[which] = out
     deltas = [a - b for b, a in zip(scores["base"], scores["adapted"], strict=True)]
-    return {"queries": len(queries), "fusion": setting.label,
+    return {"queries": len(queries), "fusion": label,
             "base_ndcg@10": round(statistics.fmean(scores["base"]), 4) if queries else None,
             "adapted_ndcg@10": round(statistics.fmean(scores["adapted"]), 4) if queries else None,
             "gain": round(statistics.fmean(deltas), 4) if deltas else 0.0,

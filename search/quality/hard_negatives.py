@@ -15,12 +15,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from projects.models import Dataset
-from search.engine.fusion_settings import kind_default
-from search.engine.pipeline import build_filter, retrieve
 from search.models import Chunk
 from search.quality.progress import bar as progress_bar
-from search.quality.runs import throwaway_index
+from search.quality.runs import served_ranking
 
 WINDOW = (2, 32)  # 0-based ranks [2, 32): the probe's [3, 33) counted from 1
 
@@ -37,21 +34,17 @@ def hard_negatives(*, judged: list[tuple[str, int]], dataset_ids: list[int], see
     if not gold:
         return {}
     doc_of = dict(Chunk.objects.filter(dataset_id__in=dataset_ids).values_list("pk", "document_id"))
-    kinds = frozenset(Dataset.objects.filter(pk__in=dataset_ids).values_list("kind", flat=True))
-    setting = kind_default(kinds)
-    flt = build_filter(dataset_ids=dataset_ids)
     out: dict[str, list[int]] = {}
-    with throwaway_index(dataset_ids=dataset_ids) as (index, _):
+    with served_ranking(dataset_ids=dataset_ids) as served:
         bar = progress_bar(total=len(gold), desc="hard negatives", unit="q", enabled=progress)
         for q in sorted(gold):
             judged_docs = {doc_of.get(c) for c in gold[q]}
-            ranked = retrieve(q=q, flt=flt, candidates=window[1], fusion=setting.method, index=index,
-                              fusion_weights=setting.weights(), rrf_k=setting.rrf_k, kinds=kinds)
-            picks = [c.chunk_id for c in ranked[window[0]:window[1]] if doc_of.get(c.chunk_id) not in judged_docs]
+            ranked = served.rank(q, window[1])
+            picks = [c for c in ranked[window[0]:window[1]] if doc_of.get(c) not in judged_docs]
             random.Random(f"{seed}-{q}").shuffle(picks)
             out[q] = picks
             bar.update(1)
         bar.close()
     log(f"hard negatives: {sum(1 for v in out.values() if v)} of {len(out)} judged queries have some "
-        f"(served {setting.label} ranks {window[0] + 1}-{window[1]})")
+        f"(served {served.label} ranks {window[0] + 1}-{window[1]})")
     return out

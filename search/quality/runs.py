@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,9 @@ from search.engine.encoders import (
     fill_embedding_cache,
     resolve_model,
 )
+from search.engine.fusion_settings import kind_default
 from search.engine.index import build_points, get_index, model_index, open_index, searchable_here
+from search.engine.pipeline import build_filter, retrieve
 from search.engine.rerank import load_reranker
 from search.ingest.maintenance import chunk_embed_input
 from search.ingest.writer import sync_documents
@@ -169,6 +172,32 @@ def throwaway_index(*, dataset_ids: list[int], kinds: list[str] | None = None, m
                 for store in stores or [index]:
                     store.drop()
             index.close()
+
+
+@dataclass(frozen=True)
+class ServedRanking:
+    """The datasets' served fusion (their kinds' default) over a snapshot; `label` names the fusion for reports."""
+
+    label: str
+    rank: Callable[[str, int], list[int]]
+
+
+@contextmanager
+def served_ranking(*, dataset_ids: list[int], model: str | None = None) -> Iterator[ServedRanking]:
+    """Rank queries as the platform serves these datasets (their kinds' default fusion, the vectors they are served
+    with, or `model`'s), in a throwaway snapshot: `rank(query, candidates)` -> chunk ids, best first.
+
+    Why one helper: adaptation's hard negatives (the mistakes made now) and the adoption check (the gain on judged
+    queries) must read the same ranking the users get, and neither may write to the live index."""
+    kinds = frozenset(Dataset.objects.filter(pk__in=dataset_ids).values_list("kind", flat=True))
+    setting = kind_default(kinds)
+    flt = build_filter(dataset_ids=dataset_ids)
+    with throwaway_index(dataset_ids=dataset_ids, model=model) as (index, _):
+        def rank(q: str, candidates: int) -> list[int]:
+            return [c.chunk_id for c in retrieve(q=q, flt=flt, candidates=candidates, fusion=setting.method,
+                                                 index=index, dense_model=model, fusion_weights=setting.weights(),
+                                                 rrf_k=setting.rrf_k, kinds=kinds)]
+        yield ServedRanking(label=setting.label, rank=rank)
 
 
 @contextmanager
