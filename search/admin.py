@@ -105,12 +105,21 @@ class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
         held, judged, cost = ev.get("heldout") or {}, ev.get("judged") or {}, ev.get("cost") or {}
         return format_html(
             "<b>{}</b> {}: {}<br>held-out pairs MRR@10 {} → {} (code pairs' 95 % lower bound {})<br>"
-            "judged queries: {}<br>cost: {} s adapting, {} s re-embedding",
+            "judged queries: {}<br>cost: {} s adapting, {} s re-embedding{}",
             ev.get("model", "?"), "adopted" if ev.get("adopted") else "not adopted", ev.get("reason", ""),
             held.get("base_mrr@10", "-"), held.get("adapted_mrr@10", "-"), held.get("code_gain_lower_95", "-"),
             (f"{judged.get('queries')} queries, nDCG@10 {judged.get('base_ndcg@10')} → {judged.get('adapted_ndcg@10')}"
              f" (95 % lower bound {judged.get('gain_lower_95')})") if judged else "none",
-            cost.get("total_seconds", "-"), (ev.get("reembed") or {}).get("seconds", "-"))
+            cost.get("total_seconds", "-"), (ev.get("reembed") or {}).get("seconds", "-"), self._last_rejected(ev))
+
+    @staticmethod
+    def _last_rejected(ev: dict) -> str:
+        """A later adaptation that was not adopted, shown under the evidence of the model that still serves."""
+        rejected = ev.get("last_rejected") or {}
+        if not rejected:
+            return ""
+        return format_html("<br>since then: <b>{}</b> not adopted ({}): {}", rejected.get("model", "?"),
+                           (rejected.get("decided_at") or "")[:16], rejected.get("reason", ""))
     actions = ["reingest", "recompute_embeddings", "reindex"]
 
     @admin.display(description="content")

@@ -199,5 +199,18 @@ def adopt_if_confirmed(*, name: str, dataset_ids: list[int], manifest: dict[str,
         evidence["reembed"] = out["switch"]
         Dataset.objects.filter(pk__in=dataset_ids).update(embedding_evidence=evidence)
     else:
-        Dataset.objects.filter(pk__in=dataset_ids).update(embedding_evidence=evidence)
+        record_rejection(dataset_ids=dataset_ids, evidence=evidence)
     return out
+
+
+def record_rejection(*, dataset_ids: list[int], evidence: dict[str, Any]) -> None:
+    """Keep a rejected model's evidence without hiding why a dataset serves what it serves: a dataset on an adopted
+    model keeps that model's evidence and gains `last_rejected`; any other dataset takes the rejection as its
+    evidence. Why: the admin explains the vectors a dataset is searched with, and a later "no" does not change them."""
+    with transaction.atomic():
+        for ds in Dataset.objects.select_for_update().filter(pk__in=dataset_ids).only("pk", "embedding_model",
+                                                                                      "embedding_evidence"):
+            current = ds.embedding_evidence or {}
+            serving = bool(ds.embedding_model) and current.get("adopted") and current.get("model") == ds.embedding_model
+            kept = {**current, "last_rejected": evidence} if serving else evidence
+            Dataset.objects.filter(pk=ds.pk).update(embedding_evidence=kept)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from django.urls import reverse
 
 from config.errors import BadInput
 from projects.models import Dataset
@@ -124,6 +125,33 @@ def test_a_rebuild_and_an_evaluation_snapshot_hold_each_dataset_in_its_models_co
 def test_the_adoption_rule(kinds, heldout, judged, adopt):
     decided, why = adoption.decide(kinds=kinds, heldout=heldout, judged=judged)
     assert decided is adopt and why
+
+
+def test_a_rejected_model_leaves_the_evidence_of_the_one_that_serves_and_the_admin_shows_both(
+        two_tenants, client, make_user):
+    _, _, ds_a, ds_b = two_tenants
+    adopted = {"model": MODEL, "adopted": True, "reason": "held-out code pairs: 95 % lower bound of the gain 0.01"}
+    adoption.switch_model(dataset_ids=[ds_a.pk], name=MODEL, evidence=adopted, log=lambda m: None)
+
+    out = adoption.adopt_if_confirmed(name="later-try", dataset_ids=[ds_a.pk, ds_b.pk],
+                                      manifest={"heldout": {"confirmed": False, "code_gain_lower_95": -0.02}},
+                                      log=lambda m: None)
+
+    assert out["adopted"] is False
+    ds_a.refresh_from_db()
+    ds_b.refresh_from_db()
+    # A still serves the adopted model, so its evidence still says why; the "no" is kept beside it
+    assert ds_a.embedding_model == MODEL
+    assert {k: ds_a.embedding_evidence[k] for k in adopted} == adopted
+    assert ds_a.embedding_evidence["last_rejected"]["model"] == "later-try"
+    # B serves the configured model: the rejection is its evidence
+    assert ds_b.embedding_model == "" and ds_b.embedding_evidence["model"] == "later-try"
+    assert ds_b.embedding_evidence["adopted"] is False and "last_rejected" not in ds_b.embedding_evidence
+
+    client.force_login(make_user("staff@example.com", staff=True))
+    html = client.get(reverse("admin:projects_dataset_change", args=[ds_a.pk])).content.decode()
+    assert f"<b>{MODEL}</b> adopted" in html and "since then: <b>later-try</b> not adopted" in html
+    assert "held-out code pairs do not confirm a gain" in html
 
 
 def test_an_adapted_model_named_like_the_configured_one_is_refused(settings, tmp_path):
