@@ -95,7 +95,7 @@ def judged_gain(*, dataset_ids: list[int], name: str, judged: dict[str, dict[Any
             out = []
             bar = progress_bar(total=len(queries), desc=f"judged queries ({which})", unit="q", enabled=progress)
             for q in queries:
-                ids = served.rank(q, 50)
+                ids = served.rank(q)
                 out.append(ndcg(_dedupe(to_key(ids)) if to_key else ids, judged[q]))
                 bar.update(1)
             bar.close()

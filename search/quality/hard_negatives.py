@@ -39,7 +39,7 @@ def hard_negatives(*, judged: list[tuple[str, int]], dataset_ids: list[int], see
         bar = progress_bar(total=len(gold), desc="hard negatives", unit="q", enabled=progress)
         for q in sorted(gold):
             judged_docs = {doc_of.get(c) for c in gold[q]}
-            ranked = served.rank(q, window[1])
+            ranked = served.rank(q, window[1])  # legs as deep as served: no tie is cut near the window
             picks = [c for c in ranked[window[0]:window[1]] if doc_of.get(c) not in judged_docs]
             random.Random(f"{seed}-{q}").shuffle(picks)
             out[q] = picks

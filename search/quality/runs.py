@@ -31,7 +31,7 @@ from search.engine.encoders import (
 )
 from search.engine.fusion_settings import kind_default
 from search.engine.index import build_points, get_index, model_index, open_index, searchable_here
-from search.engine.pipeline import build_filter, retrieve
+from search.engine.pipeline import QuerySpec, build_filter, retrieve
 from search.engine.rerank import load_reranker
 from search.ingest.maintenance import chunk_embed_input
 from search.ingest.writer import sync_documents
@@ -179,24 +179,29 @@ class ServedRanking:
     """The datasets' served fusion (their kinds' default) over a snapshot; `label` names the fusion for reports."""
 
     label: str
-    rank: Callable[[str, int], list[int]]
+    rank: Callable[..., list[int]]  # rank(query, depth=SERVED_DEPTH) -> chunk ids, best first
+
+
+SERVED_DEPTH = QuerySpec.candidates  # each leg's depth as the API serves it (DBSF and min-max normalise over it)
 
 
 @contextmanager
 def served_ranking(*, dataset_ids: list[int], model: str | None = None) -> Iterator[ServedRanking]:
-    """Rank queries as the platform serves these datasets (their kinds' default fusion, the vectors they are served
-    with, or `model`'s), in a throwaway snapshot: `rank(query, candidates)` -> chunk ids, best first.
+    """Rank queries as the platform serves these datasets (their kinds' default fusion over legs as deep as the
+    API's, the vectors they are served with, or `model`'s), in a throwaway snapshot.
 
     Why one helper: adaptation's hard negatives (the mistakes made now) and the adoption check (the gain on judged
-    queries) must read the same ranking the users get, and neither may write to the live index."""
+    queries) must read the same ranking the users get, and neither may write to the live index. The depth matters:
+    the fusions normalise each leg over its hits, and a shallow leg also cuts ties at random (which of the points
+    with equal scores Qdrant keeps differs from one snapshot to the next)."""
     kinds = frozenset(Dataset.objects.filter(pk__in=dataset_ids).values_list("kind", flat=True))
     setting = kind_default(kinds)
     flt = build_filter(dataset_ids=dataset_ids)
     with throwaway_index(dataset_ids=dataset_ids, model=model) as (index, _):
-        def rank(q: str, candidates: int) -> list[int]:
-            return [c.chunk_id for c in retrieve(q=q, flt=flt, candidates=candidates, fusion=setting.method,
-                                                 index=index, dense_model=model, fusion_weights=setting.weights(),
-                                                 rrf_k=setting.rrf_k, kinds=kinds)]
+        def rank(q: str, depth: int = SERVED_DEPTH) -> list[int]:
+            return [c.chunk_id for c in retrieve(q=q, flt=flt, candidates=max(depth, SERVED_DEPTH),
+                                                 fusion=setting.method, index=index, dense_model=model,
+                                                 fusion_weights=setting.weights(), rrf_k=setting.rrf_k, kinds=kinds)]
         yield ServedRanking(label=setting.label, rank=rank)
 
 
