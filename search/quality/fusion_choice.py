@@ -65,11 +65,12 @@ class FusionChoice:
                 "label": self.setting.label, "reason": self.reason, "evidence": self.evidence}
 
 
-def judged_queries(*, project: Project) -> dict[str, dict[int, int]]:
-    """query text -> {chunk id: relevance} from the project's context feedback; several sessions of one query
-    merge (the highest rating of a chunk wins)."""
+def judged_queries(*, project: Project, kinds: tuple[str, ...] = ("context",)) -> dict[str, dict[int, int]]:
+    """query text -> {chunk id: relevance} from the project's feedback on queries of `kinds` (fusion choice reads
+    context queries, the fusion it picks serves only those); several sessions of one query merge (the highest
+    rating of a chunk wins)."""
     out: dict[str, dict[int, int]] = {}
-    rows = (Feedback.objects.filter(session__project=project, session__kind="context", chunk__isnull=False)
+    rows = (Feedback.objects.filter(session__project=project, session__kind__in=kinds, chunk__isnull=False)
             .values_list("session__query", "chunk_id", "relevance"))
     for query, chunk_id, rel in rows:
         judged = out.setdefault(query.strip(), {})

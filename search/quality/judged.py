@@ -7,8 +7,9 @@ judged queries (BEIR query id order; a project's feedback in query order) are th
 queries trained anything, and only the queries beyond them train. A project with few judged queries trains on none
 of them: the check has priority, because it is what keeps a worse model out.
 
-Where judged queries come from (the same sources as fusion choice): a BEIR folder's train split (never its test
-split, which is only reported on), or a project's context feedback.
+Where judged queries come from: a BEIR folder's train split (never its test split, which is only reported on), or
+a project's feedback on its context and its rules queries. Fusion choice reads only the context ones (the fusion it
+picks serves only those); the embedding model serves both products, so both judge it.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from search.models import Chunk
 from search.quality.evaluation import load_beir
 from search.quality.fusion_choice import judged_queries
 
+FEEDBACK_KINDS = ("context", "rules")  # the logged queries whose feedback judges an adapted model
 CHECK_MAX = 300  # judged queries the adoption check reads at most (the command's --judged-max)
 
 
@@ -59,7 +61,8 @@ def judged_split(*, dataset_ids: list[int], beir: str | None = None, project: Pr
         return JudgedSplit(check=check, train=train, to_key=lambda ids: [doc_of.get(i) for i in ids],
                            source=f"{coll.name} train split")
     if project is not None:
-        items = sorted(judged_queries(project=project).items())
+        # both products' questions: the embedding model serves the rules search as well as context retrieval
+        items = sorted(judged_queries(project=project, kinds=FEEDBACK_KINDS).items())
         check = dict(items[:check_max])
         readable = set(Chunk.objects.filter(dataset_id__in=dataset_ids).values_list("id", flat=True))
         train = [(q, cid) for q, rels in items[check_max:] for cid, rel in sorted(rels.items())

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from search.models import Chunk, Feedback, QuerySession
+from search.quality.fusion_choice import judged_queries
 from search.quality.judged import judged_split
 from tests.search.ctx_fixtures import code_repo, ingest  # noqa: F401 - fixtures
 
@@ -40,3 +41,19 @@ def test_feedback_beyond_the_check_trains_on_the_chunks_it_judged_relevant(make_
     assert split.train == [("c grant bonus", chunks[2].pk), ("d cart total", chunks[3].pk)]  # "e" judged 0: none
     other = make_project("other", make_user("x@example.com"))
     assert judged_split(dataset_ids=[ds.pk], project=other).check == {}
+
+
+@pytest.mark.django_db
+def test_feedback_on_rules_questions_judges_the_model_too_but_not_the_context_fusion(make_user, make_project,
+                                                                                     code_repo, edge_index):
+    owner = make_user("owner@example.com")
+    project = make_project("table", owner)
+    ds, _ = ingest(project, "src", code_repo, repo="shop")
+    chunks = list(Chunk.objects.filter(dataset=ds).order_by("pk"))
+    for n, (q, kind) in enumerate([("a asked in context", "context"), ("b asked of the rules", "rules")]):
+        session = QuerySession.objects.create(project=project, query=q, kind=kind)
+        Feedback.objects.create(session=session, chunk=chunks[n], relevance=2, user=owner)
+    split = judged_split(dataset_ids=[ds.pk], project=project, check_max=1)
+    assert list(split.check) == ["a asked in context"]
+    assert split.train == [("b asked of the rules", chunks[1].pk)]  # the embedding model serves both products
+    assert list(judged_queries(project=project)) == ["a asked in context"]  # fusion choice: context queries only
