@@ -7,12 +7,15 @@ Run: VAR_DIR=... .venv/bin/python manage.py shell -c "exec(open('bench/results/s
 in a throwaway store only: it writes query sessions and feedback into project srd.
 """
 import json
+
 from django.test import Client
-from accounts.models import User
+
 from accounts.apikeys import issue_api_key
-from projects.models import Project, Membership
+from accounts.models import User
 from projects.access import accessible_dataset_ids
+from projects.models import Membership, Project
 from search.quality.evaluation import load_rules_queries, resolve_expected
+
 project = Project.objects.get(slug="srd")
 user, _ = User.objects.get_or_create(email="judge@example.com")
 Membership.objects.get_or_create(project=project, user=user, defaults={"role": "editor"})
