@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from celery import current_app
 from django.conf import settings
-from django.db.models import Count, Max
+from django.db.models import Count, Exists, Max, OuterRef
 
 from projects.models import Dataset
-from search.engine.dataset_models import model_arg, model_id_of
+from search.engine.dataset_models import model_arg, model_id_of, writing_models
 from search.engine.encoders import fill_embedding_cache
 from search.engine.index import rebuild
 from search.ingest.base import ChunkDraft, embed_input
@@ -37,6 +37,10 @@ def last_ingest(*, dataset: Dataset) -> IngestJob | None:
     return IngestJob.objects.filter(dataset=dataset).order_by("-created_at").first()
 
 
+# the Chunk fields embed_input reads: a query that embeds stored chunks loads these (`.only(*EMBED_FIELDS)`)
+EMBED_FIELDS = ("text", "micro_summary", "kind", "heading_path")
+
+
 def reembed(*, dataset_id: int, force: bool = False, model: str | None = None,
             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Fill (or with force, recompute) a model's vectors for a dataset, then queue its index upserts.
@@ -50,8 +54,7 @@ def reembed(*, dataset_id: int, force: bool = False, model: str | None = None,
     dataset = Dataset.objects.get(pk=dataset_id)
     name = dataset.embedding_model if model is None else model
     model_id = model_id_of(name)
-    chunks = list(Chunk.objects.filter(dataset_id=dataset_id).order_by("pk").only("pk", "text_hash", "text",
-                                                                                 "micro_summary"))
+    chunks = list(Chunk.objects.filter(dataset_id=dataset_id).order_by("pk").only("pk", "text_hash", *EMBED_FIELDS))
     stats = {"embedded": 0, "cached": 0}
     for i in range(0, len(chunks), REEMBED_BATCH):
         part = fill_embedding_cache([chunk_embed_input(c) for c in chunks[i:i + REEMBED_BATCH]], refresh=force,
@@ -69,10 +72,37 @@ def reembed(*, dataset_id: int, force: bool = False, model: str | None = None,
 REEMBED_BATCH = 1024
 
 
+def embed_missing(*, dataset: Dataset) -> int:
+    """Embed the dataset's chunks that have no vector under their text hash for a model it is written with, and
+    queue their index upserts; -> how many vectors it computed.
+
+    Why: a vector is keyed by the hash of what the dense model reads (base.embed_input), so a change to that input
+    (a rules section's headings, migration 0015) leaves stored chunks with a new hash and no vector, while their old
+    points keep serving. Every sync of a source ends here (writer.sync_documents), so re-running an ingest, or
+    `manage.py demo` at `make run`, brings them up to date without re-chunking: chunk ids, and the feedback and
+    logged rankings that name them, stay as they are. Cheap when nothing is missing: one anti-join per model."""
+    names = writing_models(dataset=dataset)
+    missing: set[int] = set()
+    embedded = 0
+    for name in names:
+        have = EmbeddingCache.objects.filter(model_id=model_id_of(name), text_hash=OuterRef("text_hash"))
+        chunks = list(Chunk.objects.filter(dataset=dataset).exclude(Exists(have)).order_by("pk")
+                      .only("pk", "text_hash", *EMBED_FIELDS))
+        for i in range(0, len(chunks), REEMBED_BATCH):
+            embedded += fill_embedding_cache([chunk_embed_input(c) for c in chunks[i:i + REEMBED_BATCH]],
+                                             model=model_arg(name))["embedded"]
+        missing.update(c.pk for c in chunks)
+    if missing and not dataset.is_evaluation:
+        IndexOutbox.objects.bulk_create([IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=pk, model_id=model_id_of(n))
+                                         for pk in sorted(missing) for n in names], batch_size=1000)
+    return embedded
+
+
 def chunk_embed_input(chunk: Chunk) -> str:
     """The exact text ingestion embedded, so the recomputed vector matches the chunk's text hash (re-embedding,
     and `evaluate --model-id` embedding stored chunks with another model)."""
-    return embed_input(ChunkDraft(text=chunk.text, start_line=1, end_line=1, micro_summary=chunk.micro_summary))
+    return embed_input(ChunkDraft(text=chunk.text, start_line=1, end_line=1, micro_summary=chunk.micro_summary,
+                                  kind=chunk.kind, heading_path=list(chunk.heading_path)))
 
 
 def reindex(*, background: bool = True) -> str:

@@ -25,14 +25,12 @@ from search.engine.sparse import document_term_ids, sparse_document_text
 from search.engine.term_stats import lock_dataset_writes
 from search.ingest.base import DocumentDraft, embed_input
 from search.ingest.code_facts import write_code_facts
+from search.ingest.maintenance import embed_missing
 from search.models import Chunk, Document, IndexOutbox, IngestJob
 
 if TYPE_CHECKING:
     from projects.models import Dataset
     from search.models import IngestJob
-
-log = logging.getLogger(__name__)
-
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +176,7 @@ def sync_documents(*, dataset: Dataset, drafts: Iterable[DocumentDraft | Skip], 
         if progress:
             progress({"path": item.path, "skipped": skipped, "files": stats["files"]})
     flush()
+    stats["embedded"] += embed_missing(dataset=dataset)  # chunks left without a vector, e.g. by a new embed input
     if delete_missing:
         stats["deleted"] = delete_documents(dataset=dataset, paths=[p for p in existing if p not in seen])
         if job is not None:

@@ -33,7 +33,7 @@ from search.engine.fusion_settings import kind_default
 from search.engine.index import build_points, get_index, model_index, open_index, searchable_here
 from search.engine.pipeline import QuerySpec, build_filter, retrieve
 from search.engine.rerank import load_reranker
-from search.ingest.maintenance import chunk_embed_input
+from search.ingest.maintenance import EMBED_FIELDS, chunk_embed_input
 from search.ingest.writer import sync_documents
 from search.models import Chunk
 from search.quality.evaluation import (
@@ -138,7 +138,7 @@ def throwaway_index(*, dataset_ids: list[int], kinds: list[str] | None = None, m
     stats: dict[str, Any] = {}
     if model:
         model_id, dim = resolve_other_model(model)
-        chunks = list(qs.order_by("pk").only("pk", "text", "micro_summary"))
+        chunks = list(qs.order_by("pk").only("pk", *EMBED_FIELDS))
         stats = fill_embedding_cache([chunk_embed_input(c) for c in chunks], model=model)
         groups = {CONFIGURED: [c.pk for c in chunks]}
     else:  # each dataset with the model it is served with (search.engine.dataset_models), as the live store holds it

@@ -112,3 +112,25 @@ def test_json_records_keep_publisher_kind_and_classify_the_rest():
     out = chunk_json_records(records=recs, source="book.json", ruleset_id="r", book_id="b")
     assert [c.content_kind for c in out] == ["spell", "narrative"]
     assert out[0].traits["level"] == 3 and out[1].page == "12" and not out[1].is_rule_bearing
+
+
+def test_a_rules_section_is_embedded_under_the_headings_above_it_below_the_chapter():
+    from search.ingest.base import embed_input
+
+    (grappled,) = _by_symbol(_chunks("Gamemastering/Conditions.md"), "Grappled")
+    text = embed_input(grappled)
+    assert text.startswith("Conditions > Grappled\n")  # "Gamemastering", the chapter (a folder), is left out
+    assert text.endswith(grappled.text) and text.count("speed becomes 0") == 1
+
+
+def test_a_summary_line_still_leads_and_other_kinds_gain_no_headings():
+    from search.ingest.base import ChunkDraft, embed_input
+
+    web = ChunkDraft(text="body", start_line=1, end_line=1, kind="web", heading_path=["Guide", "Install"],
+                     micro_summary="Guide > Install: first sentence.")
+    code = ChunkDraft(text="def f(): pass", start_line=1, end_line=1, kind="code", heading_path=["f"])
+    rules = ChunkDraft(text="## Dodge\nbody", start_line=1, end_line=1, kind="rules",
+                       heading_path=["Actions in Combat", "Dodge"], micro_summary="a publisher's summary")
+    assert embed_input(web) == "Guide > Install: first sentence.\nbody"
+    assert embed_input(code) == "def f(): pass"
+    assert embed_input(rules) == "a publisher's summary\n## Dodge\nbody"
