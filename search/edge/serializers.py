@@ -176,9 +176,9 @@ class RulesRequestSerializer(InputSerializer):
     graph_strength = NumberField(required=False, min_value=0.0, max_value=1.0)
     top_k = IntField(default=8, min_value=1, max_value=50)
     candidates = IntField(default=100, min_value=1, max_value=200)
-    rerank = FlagField(default=RULES_DEFAULTS["rerank"],
-                       help_text="Default: on for the rules lawyer (search.rules.search.DEFAULTS); false: the fused "
-                                 "order without the reranker.")
+    rerank = FlagField(required=False, allow_null=True, default=RULES_DEFAULTS["rerank"],
+                       help_text="Default: on only with a trained reranker (the project's, or RERANKER_MODEL), as for "
+                                 "context search; true also asks for the embedded one; false: the fused order.")
     prefer_kinds = FlagField(default=True, help_text="false: no boost for the content kinds the question's "
                                                      "intents prefer (traversal config policies).")
     audience = FlagField(default=True, help_text="false: no boost for sections written for the detected reader "

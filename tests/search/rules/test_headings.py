@@ -113,9 +113,18 @@ def test_the_api_shows_each_results_heading_boost(demo_project, client_for, make
     direct = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False))  # the API's default
     assert {r["chunk_id"]: r["heading_boost"] for r in direct["results"]} == pytest.approx(
         {r["chunk_id"]: r["heading_boost"] for r in results})
-    assert resp.json()["reranker"]  # the rules default reranks: score is the reranker's, the boosts sum to fused
+    # no trained reranker here, so by default none runs (as for context search): the fused score orders the results
+    assert resp.json()["reranker"] is None
     for r in results:
         assert r["why"]["fused_score"] == pytest.approx(
             r["base_score"] + r["policy_boost"] + r["heading_boost"] + r["graph_boost"])
-        assert r["score"] == pytest.approx(r["why"]["rerank_score"])
+        assert r["why"]["rerank_score"] is None and r["score"] == pytest.approx(r["why"]["fused_score"], abs=1e-4)
     assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+    # rerank: true asks for the embedded reranker; its score then orders them, and the boosts still sum to fused
+    asked = client_for(member).post(f"/api/projects/{demo_project.slug}/rules/search", {"q": q, "rerank": True},
+                                    format="json").json()
+    assert asked["reranker"] == "embedded:coverage-v1"
+    for r in asked["results"]:
+        assert r["why"]["fused_score"] == pytest.approx(
+            r["base_score"] + r["policy_boost"] + r["heading_boost"] + r["graph_boost"])
+        assert r["score"] == pytest.approx(r["why"]["rerank_score"])
