@@ -41,6 +41,7 @@ from typing import Any
 from config.errors import BadInput
 from search.engine.encoders import adapted_models_dir, precision, resolve_model
 from search.engine.reranker_store import NAME_RE
+from search.ingest.maintenance import EMBED_FIELDS, chunk_embed_input
 from search.models import Chunk
 from search.quality.hard_negatives import hard_negatives
 from search.quality.metrics import lower_bound_95
@@ -336,11 +337,13 @@ def plan_batches(*, mined: list[Pair], judged: list[Pair], cfg: AdaptConfig) -> 
 
 
 def judged_pairs(judged: list[tuple[str, int]], *, negatives: dict[str, list[int]] | None = None) -> list[Pair]:
-    """(query, chunk id) -> pairs of type "judged": the query against the passage's text as the mined pairs use it;
-    with `negatives` (query -> chunk ids, search.quality.hard_negatives), each pair of a query takes the next one."""
+    """(query, chunk id) -> pairs of type "judged": the query against the passage as the index embeds it (its
+    summary line or, for a rules section, its headings, then its text: search.ingest.base.embed_input), since that is
+    what the query will be compared with once the model serves; with `negatives` (query -> chunk ids,
+    search.quality.hard_negatives), each pair of a query takes the next one."""
     negatives = negatives or {}
     wanted = {cid for _, cid in judged} | {cid for ids in negatives.values() for cid in ids}
-    texts = dict(Chunk.objects.filter(pk__in=wanted).values_list("pk", "text"))
+    texts = {c.pk: chunk_embed_input(c) for c in Chunk.objects.filter(pk__in=wanted).only("pk", *EMBED_FIELDS)}
     seen: dict[str, int] = defaultdict(int)
     out = []
     for q, cid in judged:

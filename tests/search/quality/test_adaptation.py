@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from search.engine.encoders import adapted_models_dir
+from search.ingest.maintenance import chunk_embed_input
 from search.quality import adaptation as ad
 
 FUNCTION = '''def parse_retry_after(header, default=30):
@@ -92,18 +93,20 @@ def test_judged_pairs_take_their_share_of_the_steps_and_displace_the_mined_prose
                                                                                   seed=cfg.seed)
 
 
-def test_judged_pairs_of_one_query_take_its_negatives_in_turn_and_a_query_without_any_trains_in_batch(code_dataset):
+def test_judged_pairs_read_the_passage_as_served_take_its_negatives_in_turn_and_a_query_without_any_trains_in_batch(code_dataset):
     from search.models import Chunk
 
     _, dataset = code_dataset
     pk = dict(Chunk.objects.filter(dataset=dataset).values_list("symbol", "pk"))
-    text = dict(Chunk.objects.filter(dataset=dataset).values_list("pk", "text"))
+    text = {c.pk: chunk_embed_input(c) for c in Chunk.objects.filter(dataset=dataset)}  # as the index embeds them
     judged = [("read a config", pk["read_config_entries"]), ("read a config", pk["load_config_entries"]),
               ("count tokens", pk["count_token_entries"])]
     negatives = {"read a config": [pk["write_config_entries"], pk["check_config_entries"]]}
     pairs = ad.judged_pairs(judged, negatives=negatives)
     assert [p.negative for p in pairs] == [text[pk["write_config_entries"]], text[pk["check_config_entries"]], ""]
     assert all(p.type == "judged" for p in pairs) and pairs[0].positive == text[pk["read_config_entries"]]
+    micro = Chunk.objects.get(pk=pk["read_config_entries"]).micro_summary
+    assert micro and pairs[0].positive.startswith(micro + "\n")  # the summary line the served vector reads too
 
 
 def test_adapt_trains_a_loadable_copy_and_keeps_the_held_out_evidence(code_dataset, settings, tmp_path):
