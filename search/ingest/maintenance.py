@@ -25,6 +25,8 @@ from search.ingest.base import ChunkDraft, embed_input
 from search.models import Chunk, Document, EmbeddingCache, IndexOutbox, IngestJob
 
 if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
     from projects.models import Dataset
     from search.models import Chunk, IngestJob
 
@@ -72,6 +74,18 @@ def reembed(*, dataset_id: int, force: bool = False, model: str | None = None,
 REEMBED_BATCH = 1024
 
 
+def fill_missing_vectors(*, chunks: QuerySet[Chunk], name: str) -> tuple[list[int], int]:
+    """Cache a vector for dataset model `name` (search.engine.dataset_models) of each of `chunks` that has none under
+    its text hash; -> (their ids, vectors computed). One anti-join finds them, so it is cheap when none is missing."""
+    have = EmbeddingCache.objects.filter(model_id=model_id_of(name), text_hash=OuterRef("text_hash"))
+    rows = list(chunks.exclude(Exists(have)).order_by("pk").only("pk", "text_hash", *EMBED_FIELDS))
+    embedded = 0
+    for i in range(0, len(rows), REEMBED_BATCH):
+        embedded += fill_embedding_cache([chunk_embed_input(c) for c in rows[i:i + REEMBED_BATCH]],
+                                         model=model_arg(name))["embedded"]
+    return [c.pk for c in rows], embedded
+
+
 def embed_missing(*, dataset: Dataset) -> int:
     """Embed the dataset's chunks that have no vector under their text hash for a model it is written with, and
     queue their index upserts; -> how many vectors it computed.
@@ -80,18 +94,14 @@ def embed_missing(*, dataset: Dataset) -> int:
     (a rules section's headings, migration 0015) leaves stored chunks with a new hash and no vector, while their old
     points keep serving. Every sync of a source ends here (writer.sync_documents), so re-running an ingest, or
     `manage.py demo` at `make run`, brings them up to date without re-chunking: chunk ids, and the feedback and
-    logged rankings that name them, stay as they are. Cheap when nothing is missing: one anti-join per model."""
+    logged rankings that name them, stay as they are."""
     names = writing_models(dataset=dataset)
     missing: set[int] = set()
     embedded = 0
     for name in names:
-        have = EmbeddingCache.objects.filter(model_id=model_id_of(name), text_hash=OuterRef("text_hash"))
-        chunks = list(Chunk.objects.filter(dataset=dataset).exclude(Exists(have)).order_by("pk")
-                      .only("pk", "text_hash", *EMBED_FIELDS))
-        for i in range(0, len(chunks), REEMBED_BATCH):
-            embedded += fill_embedding_cache([chunk_embed_input(c) for c in chunks[i:i + REEMBED_BATCH]],
-                                             model=model_arg(name))["embedded"]
-        missing.update(c.pk for c in chunks)
+        ids, n = fill_missing_vectors(chunks=Chunk.objects.filter(dataset=dataset), name=name)
+        missing.update(ids)
+        embedded += n
     if missing and not dataset.is_evaluation:
         IndexOutbox.objects.bulk_create([IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=pk, model_id=model_id_of(n))
                                          for pk in sorted(missing) for n in names], batch_size=1000)

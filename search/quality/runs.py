@@ -33,7 +33,7 @@ from search.engine.fusion_settings import kind_default
 from search.engine.index import build_points, get_index, model_index, open_index, searchable_here
 from search.engine.pipeline import QuerySpec, build_filter, retrieve
 from search.engine.rerank import load_reranker
-from search.ingest.maintenance import EMBED_FIELDS, chunk_embed_input
+from search.ingest.maintenance import EMBED_FIELDS, chunk_embed_input, fill_missing_vectors
 from search.ingest.writer import sync_documents
 from search.models import Chunk
 from search.quality.evaluation import (
@@ -130,7 +130,10 @@ def throwaway_index(*, dataset_ids: list[int], kinds: list[str] | None = None, m
     sentence-transformers folder, `evaluate --model-id`) the points carry that model's vectors, through its
     embedding cache (a second run embeds nothing); without it, the configured model's vectors, cached at ingest.
     The store is an embedded one in a temporary folder, or, with QDRANT_URL, uniquely named collections on that
-    server, deleted afterwards. stats: model_id, points, build_s, and (with `model`) embedded, cached."""
+    server, deleted afterwards. A chunk with no vector under its text hash (its embed input changed since it was
+    embedded: a migration such as 0015, before the next sync heals the live store) is embedded into the cache first,
+    so the snapshot scores what the platform now embeds rather than leaving it out; the live index is not touched.
+    stats: model_id, points, build_s, embedded, and (with `model`) cached."""
     t0 = time.perf_counter()
     qs = Chunk.objects.filter(dataset_id__in=dataset_ids)
     if kinds:
@@ -144,6 +147,9 @@ def throwaway_index(*, dataset_ids: list[int], kinds: list[str] | None = None, m
     else:  # each dataset with the model it is served with (search.engine.dataset_models), as the live store holds it
         model_id, dim = dense_model_id(), embedding_dim()
         by_model = serving_groups(dataset_ids=dataset_ids)
+        for name, ids in by_model.items():  # a chunk whose embed input changed (a migration) has no vector yet
+            stats["embedded"] = stats.get("embedded", 0) + fill_missing_vectors(
+                chunks=qs.filter(dataset_id__in=ids), name=name)[1]
         groups = {name: list(qs.filter(dataset_id__in=ids).order_by("pk").values_list("pk", flat=True))
                   for name, ids in by_model.items()}
     total = sum(map(len, groups.values()))

@@ -48,3 +48,16 @@ def test_the_migration_rehashes_rules_sections_to_their_new_embed_input_and_back
     migration.forwards(apps, None)
     assert dict(chunks.values_list("pk", "text_hash")) == new
     assert all(new[c.pk] == text_hash(chunk_embed_input(c)) for c in chunks.only("pk", *EMBED_FIELDS))
+
+
+def test_an_evaluation_snapshot_embeds_chunks_without_a_vector_and_leaves_the_live_index_alone(emberfall):
+    from search.quality.runs import throwaway_index
+
+    dataset_id = emberfall["dataset_id"]
+    hashes = list(Chunk.objects.filter(dataset_id=dataset_id).order_by("pk").values_list("text_hash", flat=True)[:2])
+    EmbeddingCache.objects.filter(text_hash__in=hashes).delete()
+    queued = IndexOutbox.objects.count()
+    with throwaway_index(dataset_ids=[dataset_id]) as (_, stats):
+        assert stats["points"] == Chunk.objects.filter(dataset_id=dataset_id).count()  # none left out
+        assert stats["embedded"] == len(set(hashes))
+    assert IndexOutbox.objects.count() == queued
