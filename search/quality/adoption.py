@@ -76,8 +76,11 @@ def decide(*, kinds: set[str], heldout: dict[str, Any], judged: dict[str, Any] |
             return True, f"held-out code pairs: 95 % lower bound of the gain {heldout.get('code_gain_lower_95')}"
         return False, (f"held-out code pairs do not confirm a gain (95 % lower bound "
                        f"{heldout.get('code_gain_lower_95')})")
-    return False, ("prose without judged queries: the held-out pairs were not shown to predict a gain there, so "
-                   "it is not adopted on them (add feedback, or judged queries, and decide again)")
+    few = judged.get("queries", 0) if judged is not None else 0
+    # a check of fewer than MIN_JUDGED queries is kept as evidence but decides nothing: say so, not "none"
+    lead = (f"only {few} judged queries ({MIN_JUDGED} decide), so prose" if few else "prose without judged queries")
+    return False, (f"{lead}: the held-out pairs were not shown to predict a gain there, so it is not adopted on "
+                   "them (add feedback, or judged queries, and decide again)")
 
 
 def judged_gain(*, dataset_ids: list[int], name: str, judged: dict[str, dict[Any, int]],

@@ -177,3 +177,10 @@ def test_reconcile_checks_and_repairs_each_models_collections(two_tenants):
     assert scan(index=get_index()).missing == []
     fixed = reconcile_all(fix=True, record=False)
     assert all(r.exact for r in fixed) and store.count() == ds_a.chunks.count()
+
+
+def test_prose_with_too_few_judged_queries_is_not_adopted_and_the_reason_says_how_many():
+    few = {"queries": 20, "gain": -0.013, "gain_lower_95": -0.06}
+    decided, why = adoption.decide(kinds={"rules"}, heldout={}, judged=few)
+    assert decided is False and why.startswith(f"only 20 judged queries ({adoption.MIN_JUDGED} decide)")
+    assert adoption.decide(kinds={"rules"}, heldout={}, judged=None)[1].startswith("prose without judged queries")
