@@ -97,7 +97,8 @@ def check_ready() -> None:
 
 
 # `--model-id`: the pipelines whose ranking depends on the embedding model, repeated as `<name>@<model id>` rows
-# (sparse is model-independent; the API default always runs the live configuration)
+# (sparse is model-independent; the API default runs the live configuration, except for rulebooks, whose
+# `default@<model id>` row is the whole rules search over the model's vectors: what adopting it would serve)
 MODEL_PIPELINES = ("default-fusion", "dense", "fused", "weighted", "fused+rerank", "fused+graph")
 _POINTS_BATCH = 2000
 
@@ -193,17 +194,30 @@ SERVED_DEPTH = QuerySpec.candidates  # each leg's depth as the API serves it (DB
 
 @contextmanager
 def served_ranking(*, dataset_ids: list[int], model: str | None = None) -> Iterator[ServedRanking]:
-    """Rank queries as the platform serves these datasets (their kinds' default fusion over legs as deep as the
-    API's, the vectors they are served with, or `model`'s), in a throwaway snapshot.
+    """Rank queries as the platform serves these datasets, in a throwaway snapshot with the vectors they are served
+    with, or `model`'s: rulebooks through the rules search with its defaults (search.rules.search: fusion, heading
+    match, policies, graph; the owning project's rerank default), anything else through its kinds' default fusion
+    over legs as deep as the API's.
 
     Why one helper: adaptation's hard negatives (the mistakes made now) and the adoption check (the gain on judged
     queries) must read the same ranking the users get, and neither may write to the live index. The depth matters:
     the fusions normalise each leg over its hits, and a shallow leg also cuts ties at random (which of the points
     with equal scores Qdrant keeps differs from one snapshot to the next)."""
     kinds = frozenset(Dataset.objects.filter(pk__in=dataset_ids).values_list("kind", flat=True))
-    setting = kind_default(kinds)
-    flt = build_filter(dataset_ids=dataset_ids)
+    owners = set(Dataset.objects.filter(pk__in=dataset_ids).values_list("project_id", flat=True))
     with throwaway_index(dataset_ids=dataset_ids, model=model) as (index, _):
+        if kinds == {"rules"} and len(owners) == 1:
+            project = Project.objects.get(pk=owners.pop())
+
+            def rank_rules(q: str, depth: int = SERVED_DEPTH) -> list[int]:
+                spec = RulesSpec(q=q, log=False, top_k=1, candidates=max(depth, SERVED_DEPTH), dense_model=model)
+                return rules_search(user=None, project=project, spec=spec, index=index)["candidate_ids"]
+            yield ServedRanking(label=f"rules search ({RulesSpec.fusion} fusion, heading match, graph)",
+                                rank=rank_rules)
+            return
+        setting = kind_default(kinds)
+        flt = build_filter(dataset_ids=dataset_ids)
+
         def rank(q: str, depth: int = SERVED_DEPTH) -> list[int]:
             return [c.chunk_id for c in retrieve(q=q, flt=flt, candidates=max(depth, SERVED_DEPTH),
                                                  fusion=setting.method, index=index, dense_model=model,
@@ -232,10 +246,12 @@ def run_pipelines_with_model(*, model: str | None, project: Project, dataset_ids
                               extra_filter: dict[str, Any], rankers: dict[str, Ranker], pipelines: list[str],
                               queries: dict[str, str], qrels: dict[str, dict[str, int]],
                               to_doc: Callable[[list[int]], dict[int, str]] | None = None, progress: bool = True,
+                              model_default: Callable[[VectorIndex, str], Ranker] | None = None,
                               ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
     """run_pipelines, plus `<pipeline>@<model id>` rows for MODEL_PIPELINES when `model` is given: the same
     rankers over `model`'s throwaway index, queries embedded by `model`. -> (metrics, ranked, timings, extra);
-    extra = {"other_model": the index stats} or {}."""
+    extra = {"other_model": the index stats} or {}. `model_default(index, model)`: the collection's own default
+    pipeline over that index (rulebooks: the rules search), added as `default@<model id>` when "default" runs."""
     extra: dict[str, Any] = {}
     with ExitStack() as stack:
         if model:
@@ -244,7 +260,10 @@ def run_pipelines_with_model(*, model: str | None, project: Project, dataset_ids
             extra["other_model"] = {k: v for k, v in built.items() if k not in ("build_s", "models")}
             other = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter=extra_filter, index=index,
                                  dense_model=model)
-            added = {f"{p}@{extra['other_model']['model_id']}": other[p] for p in MODEL_PIPELINES if p in pipelines}
+            names = MODEL_PIPELINES
+            if model_default is not None:  # else the API default runs the live configuration only
+                other["default"], names = model_default(index, model), ("default", *MODEL_PIPELINES)
+            added = {f"{p}@{extra['other_model']['model_id']}": other[p] for p in names if p in pipelines}
             rankers, pipelines = {**rankers, **added}, [*pipelines, *added]
         metrics, ranked, timings = run_pipelines(queries=queries, qrels=qrels, rankers=rankers, to_doc=to_doc,
                                                  pipelines=pipelines, progress=progress)
@@ -387,10 +406,11 @@ def _evaluate_rules_on(*, index: VectorIndex, queries: list[Any], project: Proje
             expanded[rq.id] = {str(c): 1 for c in expand_gold(expected, dataset_ids=dataset_ids)}
     routed: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (pipeline, query) -> chapters searched
 
-    def variant(name: str, **overrides: Any) -> Callable[[str, dict[str, Any]], list[tuple[int, float]]]:
+    def variant(name: str, *, on: VectorIndex = index, dense_model: str | None = None,
+                **overrides: Any) -> Callable[[str, dict[str, Any]], list[tuple[int, float]]]:
         def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-            found = rules_search(user=None, project=project, spec=RulesSpec(q=q, log=False, top_k=50, **overrides),
-                                 index=index)
+            spec = RulesSpec(q=q, log=False, top_k=50, dense_model=dense_model, **overrides)
+            found = rules_search(user=None, project=project, spec=spec, index=on)
             routed[(name, q)] = {(c["book_id"], c["chapter"]) for c in found["routing"]["chapters"]}
             scores = {r["chunk_id"]: r["score"] for r in found["results"]}
             return [(cid, scores.get(cid, 0.0)) for cid in found["candidate_ids"]]
@@ -404,7 +424,8 @@ def _evaluate_rules_on(*, index: VectorIndex, queries: list[Any], project: Proje
         names = list(dict.fromkeys([*names, "default", *ROUTING_PIPELINES]))
     metrics, ranked, timings, extra = run_pipelines_with_model(
         model=model, project=project, dataset_ids=dataset_ids, extra_filter=RULES_FILTER, rankers=rankers,
-        pipelines=names, queries=texts, qrels=qrels, progress=progress)
+        pipelines=names, queries=texts, qrels=qrels, progress=progress,
+        model_default=lambda other, name: variant(f"default@{name}", on=other, dense_model=name))
     runs = {name: {qid: ranked_to_run(docs) for qid, docs in per.items()} for name, per in ranked.items()}
     if expand:
         for name in ranked:

@@ -164,6 +164,7 @@ class RulesSpec:
     heading_recall: int = DEFAULT_RECALL_MAX
     log: bool = True
     source: str = "api"
+    dense_model: str | None = None  # embed the query with this local model (a snapshot built with it; not an API field)
 
     def __post_init__(self) -> None:
         for name in ("books", "rulesets", "relations"):
@@ -237,7 +238,7 @@ def rules_search(*, user: User | None, project: Project, spec: RulesSpec,
 
     query = QuerySpec(q=q, top_k=spec.top_k, candidates=spec.candidates, fusion=fusion, rerank=spec.rerank,
                       extra_filter=extra, log=spec.log, kind="rules", source=spec.source,
-                      sparse_q=sparse_q if sparse_q != q else None)
+                      sparse_q=sparse_q if sparse_q != q else None, dense_model=spec.dense_model)
     res = run_query(user=user, project=project, spec=query, index=index,
                     stages=with_stage(STAGES, rules_stage, after=fuse_legs))
     by_id = {c.chunk_id: c for c in res.candidates}

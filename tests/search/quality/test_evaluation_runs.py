@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from projects.models import Dataset
+from search.engine.fusion_settings import kind_default
+from search.models import Chunk
 from search.quality.evaluation import answer_cosine
+from search.quality.runs import served_ranking
+from search.rules.search import RulesSpec, rules_search
 from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture behind rules_index
 from tests.search.rules_fixtures import demo_project, emberfall, rules_index  # noqa: F401 - fixtures
 
@@ -215,3 +220,17 @@ def test_a_code_collection_is_ingested_as_code_chunks_in_its_own_dataset(tmp_pat
     assert prose.collection == "beir:funcs"
     assert set(Chunk.objects.filter(dataset__name="beir:funcs").values_list("kind", flat=True)) == {"beir"}
     assert Chunk.objects.filter(dataset=ds).count() == len(CORPUS)  # the code dataset is untouched
+
+
+def test_served_ranking_of_a_rulebook_is_the_rules_search_not_the_context_fusion(demo_project, emberfall):
+    """Hard negatives and the adoption check for rules questions must read what a rules tenant is served: the rules
+    search (weighted fusion, heading match, policies, graph), over a snapshot, with the served vectors."""
+    rules = sorted(Dataset.objects.filter(kind="rules", project=demo_project).values_list("pk", flat=True))
+    q = "escaping a pin"
+    live = rules_search(user=None, project=demo_project, spec=RulesSpec(q=q, log=False, top_k=1))["candidate_ids"]
+    with served_ranking(dataset_ids=rules) as served:
+        ranked = served.rank(q)
+    assert served.label.startswith("rules search") and served.label != kind_default(frozenset({"rules"})).label
+    assert ranked[:5] == live[:5]  # the same stages over a snapshot of the same vectors
+    escaping = Chunk.objects.get(book_id="core", symbol="Escaping a Pin").pk
+    assert ranked[0] == escaping  # the heading match (a rules stage) puts the section the question names first
