@@ -4,9 +4,15 @@
 on those judgments (bench/results/srd_full_adaptation.md).
 
 Run: VAR_DIR=... .venv/bin/python manage.py shell -c "exec(open('bench/results/srd_judge_dev_via_api.py').read())"
-in a throwaway store only: it writes query sessions and feedback into project srd.
+in a throwaway store only: it writes query sessions and feedback into project srd. SRD_QUERIES names another
+question file (the second dev set: search/rules/demo_rules/srd51_dev2_queries.json); never the 99 test questions.
+
+A question whose gold section is also a gold section of a test question is not judged (9 of the first dev set's 60;
+none of the second's): training on it, however it is worded, would teach the test. The test file is read for that
+screen only.
 """
 import json
+import os
 
 from django.test import Client
 
@@ -22,8 +28,14 @@ Membership.objects.get_or_create(project=project, user=user, defaults={"role": "
 key = issue_api_key(user=user).secret
 c = Client(HTTP_AUTHORIZATION=f"Bearer {key}", SERVER_NAME="127.0.0.1")
 ids = sorted(accessible_dataset_ids(project))
+path = os.environ.get("SRD_QUERIES", "search/rules/demo_rules/srd51_dev_queries.json")
+assert "eval" not in os.path.basename(path), "the test questions are reported on, never judged for training"
+test_gold = {tuple(s) for rq in load_rules_queries("search/rules/demo_rules/srd51_eval_queries.json")
+             for s in rq.expected_sections}
+every = load_rules_queries(path)
+questions = [rq for rq in every if not any(tuple(s) in test_gold for s in rq.expected_sections)]
 judged = found = 0
-for rq in load_rules_queries("search/rules/demo_rules/srd51_dev_queries.json"):
+for rq in questions:
     r = c.post("/api/projects/srd/rules/search", data=json.dumps({"q": rq.query, "top_k": 50}), content_type="application/json")
     assert r.status_code == 200, (r.status_code, r.content[:300])
     body = r.json()
@@ -36,4 +48,5 @@ for rq in load_rules_queries("search/rules/demo_rules/srd51_dev_queries.json"):
             assert f.status_code == 201, f.content[:300]
             judged += 1
     found += any(cid in gold for cid in shown)
-print(f"judged {judged} results relevant on {found} of 60 questions (gold among the 50 shown)")
+print(f"judged {judged} results relevant on {found} of {len(questions)} questions (gold among the 50 shown); "
+      f"{len(every) - len(questions)} not judged (their gold is a test question's)")
