@@ -195,7 +195,7 @@ def _adapt_embeddings(job: QualityJob) -> dict[str, Any]:
                       f"with evaluate --model-id {result.path}"}
     if job.options.get("activate", True):
         outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=result.manifest,
-                                     project=project, log=log.info)
+                                     project=project, split=split, log=log.info)
         out["adopted"] = outcome["adopted"]
         out["verdict"] = ("adopted: " if outcome["adopted"] else "not adopted: ") + outcome["reason"]
     return out

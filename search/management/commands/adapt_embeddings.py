@@ -56,8 +56,9 @@ class Command(BaseCommand):
         parser.add_argument("--existing", action="store_true",
                             help="do not train: decide on the model already adapted under this name (its manifest)")
         parser.add_argument("--judged-max", type=int, default=CHECK_MAX,
-                            help="judged queries (train split / feedback) at most for the adoption check; those "
-                                 "beyond it train, as positives")
+                            help="judged queries (train split / feedback) at most for the adoption check (up to "
+                                 "30 judged, all check; beyond, half, at least 30); those beyond it train, as "
+                                 "positives")
         parser.add_argument("--label-free", action="store_true",
                             help="judged queries neither train nor decide: the mined pairs alone, and the held-out "
                                  "pairs' rule (code adopts on them; prose is not adopted)")
@@ -85,6 +86,7 @@ class Command(BaseCommand):
                     raise CommandError(f"no project {opts['project']!r}")
                 dataset_ids = list(Dataset.objects.filter(project=project).values_list("id", flat=True))
                 data = {"project": project.slug}
+            split: JudgedSplit | None = None  # the split the model trained with: the check reads the same one
             if opts["existing"]:
                 result = existing_model(name=opts["name"])
             else:
@@ -109,6 +111,7 @@ class Command(BaseCommand):
                                                              "project": None if opts["beir"] else project}
                 outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=m, **judged_from,
                                              judged_max=opts["judged_max"], progress=progress,
+                                             split=None if opts["label_free"] else split,
                                              log=lambda msg: self.stderr.write(msg))
                 self.stdout.write(("adopted: " if outcome["adopted"] else "not adopted: ") + outcome["reason"])
                 if outcome["adopted"]:

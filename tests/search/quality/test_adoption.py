@@ -11,8 +11,9 @@ from projects.models import Dataset
 from search.engine.encoders import adapted_models_dir, resolve_model
 from search.engine.index import apply_outbox, get_index, model_index, rebuild
 from search.engine.pipeline import QuerySpec, run_query
-from search.models import IndexOutbox
+from search.models import Chunk, Feedback, IndexOutbox, QuerySession
 from search.quality import adoption
+from search.quality.judged import JudgedSplit
 from search.quality.runs import throwaway_index
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest, write_repo  # noqa: F401 - fixtures
 
@@ -152,6 +153,21 @@ def test_a_rejected_model_leaves_the_evidence_of_the_one_that_serves_and_the_adm
     html = client.get(reverse("admin:projects_dataset_change", args=[ds_a.pk])).content.decode()
     assert f"<b>{MODEL}</b> adopted" in html and "since then: <b>later-try</b> not adopted" in html
     assert "held-out code pairs do not confirm a gain" in html
+
+
+def test_the_check_reads_the_split_the_model_trained_with_not_the_feedback_as_it_is_now(two_tenants):
+    """Judgments added while a model trains move the split (half of them check); the check must read the split the
+    training read, or a query the model trained on could join the check and confirm its own training."""
+    a, _, ds_a, _ = two_tenants
+    chunk = Chunk.objects.filter(dataset=ds_a).order_by("pk").first()
+    for n in range(40):
+        session = QuerySession.objects.create(project=a, query=f"question {n:02d}", kind="context")
+        Feedback.objects.create(session=session, chunk=chunk, relevance=2, user=None)
+    trained_with = JudgedSplit(train=[(f"question {n:02d}", chunk.pk) for n in range(40)])  # --judged-max 0
+    out = adoption.adopt_if_confirmed(name="all-trained", dataset_ids=[ds_a.pk], project=a, split=trained_with,
+                                      manifest={"heldout": {"confirmed": False}}, log=lambda m: None)
+    assert out["adopted"] is False and out["evidence"]["judged"] is None  # nothing checks a model trained on all
+    assert "held-out code pairs" in out["reason"]  # the code rule decided: no judged check ran
 
 
 def test_an_adapted_model_named_like_the_configured_one_is_refused(settings, tmp_path):

@@ -5,7 +5,7 @@ import pytest
 
 from search.models import Chunk, Feedback, QuerySession
 from search.quality.fusion_choice import judged_queries
-from search.quality.judged import judged_split
+from search.quality.judged import check_size, judged_split
 from tests.search.ctx_fixtures import code_repo, ingest  # noqa: F401 - fixtures
 
 
@@ -57,3 +57,31 @@ def test_feedback_on_rules_questions_judges_the_model_too_but_not_the_context_fu
     assert list(split.check) == ["a asked in context"]
     assert split.train == [("b asked of the rules", chunks[1].pk)]  # the embedding model serves both products
     assert list(judged_queries(project=project)) == ["a asked in context"]  # fusion choice: context queries only
+
+
+@pytest.mark.parametrize(("judged", "check_max", "check"), [
+    (20, 300, 20),    # fewer than decide: all check, none train (the check keeps a worse model out)
+    (30, 300, 30),
+    (40, 300, 30),    # the 30 that decide check, the other 10 train
+    (95, 300, 47),    # half and half (the SRD tenant's 95 judged questions)
+    (807, 300, 300),  # a large set: the cap (SciFact's train split, as before)
+    (95, 30, 30),     # an explicit cap wins
+    (95, 0, 0),       # --judged-max 0: every judged query trains
+])
+def test_half_of_a_tenants_judged_queries_check_and_at_least_the_thirty_that_decide(judged, check_max, check):
+    assert check_size(judged=judged, check_max=check_max) == check
+
+
+@pytest.mark.django_db
+def test_a_tenant_with_forty_judged_questions_trains_on_the_ten_beyond_the_check_by_default(
+        make_user, make_project, code_repo, edge_index):
+    owner = make_user("owner@example.com")
+    project = make_project("forty", owner)
+    ds, _ = ingest(project, "src", code_repo, repo="shop")
+    chunk = Chunk.objects.filter(dataset=ds).order_by("pk").first()
+    for n in range(40):
+        session = QuerySession.objects.create(project=project, query=f"question {n:02d}", kind="rules")
+        Feedback.objects.create(session=session, chunk=chunk, relevance=2, user=owner)
+    split = judged_split(dataset_ids=[ds.pk], project=project)  # no cap given: the admin job's call
+    assert list(split.check) == [f"question {n:02d}" for n in range(30)]
+    assert split.train == [(f"question {n:02d}", chunk.pk) for n in range(30, 40)]
