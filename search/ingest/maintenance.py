@@ -57,13 +57,7 @@ def reembed(*, dataset_id: int, force: bool = False, model: str | None = None,
     name = dataset.embedding_model if model is None else model
     model_id = model_id_of(name)
     chunks = list(Chunk.objects.filter(dataset_id=dataset_id).order_by("pk").only("pk", "text_hash", *EMBED_FIELDS))
-    stats = {"embedded": 0, "cached": 0}
-    for i in range(0, len(chunks), REEMBED_BATCH):
-        part = fill_embedding_cache([chunk_embed_input(c) for c in chunks[i:i + REEMBED_BATCH]], refresh=force,
-                                    model=model_arg(name))
-        stats = {k: stats[k] + part[k] for k in stats}
-        if progress is not None:
-            progress(min(i + REEMBED_BATCH, len(chunks)), len(chunks))
+    stats = _embed_chunks(chunks, name=name, refresh=force, progress=progress)
     if not dataset.is_evaluation:
         IndexOutbox.objects.bulk_create(
             [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=model_id) for c in chunks],
@@ -74,16 +68,25 @@ def reembed(*, dataset_id: int, force: bool = False, model: str | None = None,
 REEMBED_BATCH = 1024
 
 
+def _embed_chunks(chunks: list[Chunk], *, name: str, refresh: bool = False,
+                  progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+    """Cache dataset model `name`'s vectors of stored chunks, in batches -> {"embedded", "cached"}."""
+    stats = {"embedded": 0, "cached": 0}
+    for i in range(0, len(chunks), REEMBED_BATCH):
+        part = fill_embedding_cache([chunk_embed_input(c) for c in chunks[i:i + REEMBED_BATCH]], refresh=refresh,
+                                    model=model_arg(name))
+        stats = {k: stats[k] + part[k] for k in stats}
+        if progress is not None:
+            progress(min(i + REEMBED_BATCH, len(chunks)), len(chunks))
+    return stats
+
+
 def fill_missing_vectors(*, chunks: QuerySet[Chunk], name: str) -> tuple[list[int], int]:
     """Cache a vector for dataset model `name` (search.engine.dataset_models) of each of `chunks` that has none under
     its text hash; -> (their ids, vectors computed). One anti-join finds them, so it is cheap when none is missing."""
     have = EmbeddingCache.objects.filter(model_id=model_id_of(name), text_hash=OuterRef("text_hash"))
     rows = list(chunks.exclude(Exists(have)).order_by("pk").only("pk", "text_hash", *EMBED_FIELDS))
-    embedded = 0
-    for i in range(0, len(rows), REEMBED_BATCH):
-        embedded += fill_embedding_cache([chunk_embed_input(c) for c in rows[i:i + REEMBED_BATCH]],
-                                         model=model_arg(name))["embedded"]
-    return [c.pk for c in rows], embedded
+    return [c.pk for c in rows], _embed_chunks(rows, name=name)["embedded"]
 
 
 def embed_missing(*, dataset: Dataset) -> int:
@@ -99,12 +102,12 @@ def embed_missing(*, dataset: Dataset) -> int:
     missing: set[int] = set()
     embedded = 0
     for name in names:
-        ids, n = fill_missing_vectors(chunks=Chunk.objects.filter(dataset=dataset), name=name)
+        ids, computed = fill_missing_vectors(chunks=Chunk.objects.filter(dataset=dataset), name=name)
         missing.update(ids)
-        embedded += n
+        embedded += computed
     if missing and not dataset.is_evaluation:
-        IndexOutbox.objects.bulk_create([IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=pk, model_id=model_id_of(n))
-                                         for pk in sorted(missing) for n in names], batch_size=1000)
+        IndexOutbox.objects.bulk_create([IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=pk, model_id=model_id_of(name))
+                                         for pk in sorted(missing) for name in names], batch_size=1000)
     return embedded
 
 

@@ -203,8 +203,8 @@ def served_ranking(*, dataset_ids: list[int], model: str | None = None) -> Itera
     queries) must read the same ranking the users get, and neither may write to the live index. The depth matters:
     the fusions normalise each leg over its hits, and a shallow leg also cuts ties at random (which of the points
     with equal scores Qdrant keeps differs from one snapshot to the next)."""
-    kinds = frozenset(Dataset.objects.filter(pk__in=dataset_ids).values_list("kind", flat=True))
-    owners = set(Dataset.objects.filter(pk__in=dataset_ids).values_list("project_id", flat=True))
+    rows = list(Dataset.objects.filter(pk__in=dataset_ids).values_list("kind", "project_id"))
+    kinds, owners = frozenset(k for k, _ in rows), {p for _, p in rows}
     with throwaway_index(dataset_ids=dataset_ids, model=model) as (index, _):
         if kinds == {"rules"} and len(owners) == 1:
             project = Project.objects.get(pk=owners.pop())

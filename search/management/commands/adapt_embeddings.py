@@ -111,7 +111,7 @@ class Command(BaseCommand):
                                                              "project": None if opts["beir"] else project}
                 outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=m, **judged_from,
                                              judged_max=opts["judged_max"], progress=progress,
-                                             split=None if opts["label_free"] else split,
+                                             split=split,
                                              log=lambda msg: self.stderr.write(msg))
                 self.stdout.write(("adopted: " if outcome["adopted"] else "not adopted: ") + outcome["reason"])
                 if outcome["adopted"]:
