@@ -7,9 +7,9 @@ Run: VAR_DIR=... .venv/bin/python manage.py shell -c "exec(open('bench/results/s
 in a throwaway store only: it writes query sessions and feedback into project srd. SRD_QUERIES names another
 question file (the second dev set: search/rules/demo_rules/srd51_dev2_queries.json); never the 99 test questions.
 
-A question whose gold section is also a gold section of a test question is not judged (9 of the first dev set's 60;
-none of the second's): training on it, however it is worded, would teach the test. The test file is read for that
-screen only.
+A question whose gold sections (the chunks its paths resolve to) include a test question's is not judged (9 of the
+first dev set's 60; none of the second's or third's): training on it, however it is worded, would teach the test.
+The test file is read for that screen only.
 """
 import json
 import os
@@ -30,10 +30,10 @@ c = Client(HTTP_AUTHORIZATION=f"Bearer {key}", SERVER_NAME="127.0.0.1")
 ids = sorted(accessible_dataset_ids(project))
 path = os.environ.get("SRD_QUERIES", "search/rules/demo_rules/srd51_dev_queries.json")
 assert "eval" not in os.path.basename(path), "the test questions are reported on, never judged for training"
-test_gold = {tuple(s) for rq in load_rules_queries("search/rules/demo_rules/srd51_eval_queries.json")
-             for s in rq.expected_sections}
+test_gold = {cid for rq in load_rules_queries("search/rules/demo_rules/srd51_eval_queries.json")
+             for cid in resolve_expected(rq, dataset_ids=ids)}
 every = load_rules_queries(path)
-questions = [rq for rq in every if not any(tuple(s) in test_gold for s in rq.expected_sections)]
+questions = [rq for rq in every if not set(resolve_expected(rq, dataset_ids=ids)) & test_gold]
 judged = found = 0
 for rq in questions:
     r = c.post("/api/projects/srd/rules/search", data=json.dumps({"q": rq.query, "top_k": 50}), content_type="application/json")
