@@ -358,6 +358,9 @@ class QualityJobForm(forms.Form):
                                   help_text="adopt the trained reranker if it beats fusion on the held-out slice; "
                                             "adopt the adapted embedding model if the adoption rule holds")
     max_queries = forms.IntegerField(required=False, min_value=0, help_text="evaluate at most this many (0: all)")
+    judged_max = forms.IntegerField(required=False, min_value=0,
+                                    help_text="adapt: at most this many judged queries check the model, the rest "
+                                              "train (blank: half of them, at least 30, at most 300; 0: all train)")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -370,7 +373,7 @@ class QualityJobForm(forms.Form):
         return {"collection": d.get("collection") or None, "queries": d.get("queries") or "demo",
                 "project": project.slug if project else None, "name": d.get("name") or None,
                 "pseudo": d.get("pseudo", False), "activate": d.get("activate", False),
-                "max_queries": d.get("max_queries") or 0}
+                "max_queries": d.get("max_queries") or 0, "judged_max": d.get("judged_max")}
 
 
 @admin.register(QualityJob)

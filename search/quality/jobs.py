@@ -36,7 +36,7 @@ from search.quality.adaptation import AdaptConfig, adapt
 from search.quality.adoption import adopt_if_confirmed
 from search.quality.evaluation import PIPELINES, save_run, write_report
 from search.quality.fusion_choice import choose_for_project
-from search.quality.judged import judged_split
+from search.quality.judged import CHECK_MAX, judged_split
 from search.quality.progress import reporting_to
 from search.quality.runs import evaluate_beir, evaluate_rules, search_store
 
@@ -121,8 +121,12 @@ def check_options(*, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             raise BadInput("Name the model: letters, digits, '.', '_' or '-' (at most 64).", field="name")
         steps = _count(options.get("steps"), field="steps") or AdaptConfig().steps
+        # judged_max: at most this many judged queries check the model (0: none, all train); unset, the default
+        # split (search.quality.judged.check_size), as `adapt_embeddings --judged-max`
+        judged_max = CHECK_MAX if options.get("judged_max") in (None, "") else _count(options["judged_max"],
+                                                                                      field="judged_max")
         return {"project": _project(options.get("project")).slug, "name": name, "steps": steps,
-                "activate": bool(options.get("activate", True))}
+                "activate": bool(options.get("activate", True)), "judged_max": judged_max}
     raise BadInput(f"Unknown job kind; choose from {', '.join(QualityJob.Kind.values)}.", field="kind")
 
 
@@ -185,12 +189,14 @@ def _adapt_embeddings(job: QualityJob) -> dict[str, Any]:
     """Adapt, then (with `activate`) let the adoption rule decide and switch the project's datasets if it holds."""
     project = _project(job.options["project"])
     dataset_ids = list(Dataset.objects.filter(project=project).values_list("id", flat=True))
-    split = judged_split(dataset_ids=dataset_ids, project=project)  # the check's queries never train
+    split = judged_split(dataset_ids=dataset_ids, project=project,  # the check's queries never train
+                         check_max=job.options.get("judged_max", CHECK_MAX))
     result = adapt(name=job.options["name"], dataset_ids=dataset_ids, data={"project": project.slug}, progress=False,
                    judged=split.train, log=log.info, cfg=AdaptConfig(steps=job.options["steps"]))
     h = result.manifest["heldout"]
     out = {"model": result.name, "heldout": {k: h[k] for k in ("base_mrr@10", "adapted_mrr@10", "confirmed")},
            "cost_s": result.manifest["cost"]["total_seconds"],
+           "judged": {"check": len(split.check), "train": split.train_queries},
            "verdict": ("confirmed on the held-out code pairs" if h["confirmed"] else "not confirmed") + "; compare "
                       f"with evaluate --model-id {result.path}"}
     if job.options.get("activate", True):

@@ -16,10 +16,10 @@ from django.urls import reverse
 
 from config.errors import BadInput
 from search.ingest.locks import hold_job_lock
-from search.models import EvaluationRun, QualityJob
+from search.models import Chunk, EvaluationRun, Feedback, QualityJob, QuerySession
 from search.quality import jobs
 from search.quality.progress import bar, reporting_to
-from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture
+from tests.search.ctx_fixtures import edge_index, ingest  # noqa: F401 - fixture
 
 TINY = Path(__file__).parents[1] / "fixtures" / "tiny_beir"
 
@@ -66,6 +66,7 @@ def test_bad_options_are_refused_by_field_and_store_no_job(db, data_dir):
              ("train_reranker", {"project": "x", "name": "bad name!"}, "name"),
              ("adapt_embeddings", {"project": "x", "name": "../up"}, "name"),
              ("adapt_embeddings", {"project": "x", "name": "ok", "steps": "many"}, "steps"),
+             ("adapt_embeddings", {"project": "x", "name": "ok", "judged_max": -1}, "judged_max"),
              ("unknown", {}, "kind")]
     for kind, options, field in cases:
         with pytest.raises(BadInput) as err:
@@ -153,23 +154,43 @@ def test_choose_fusion_as_a_job_keeps_the_default_without_judged_queries(db, mak
     assert job.result["store"] == "live"  # this process holds the store, as the web process does
 
 
-def test_an_adaptation_job_writes_the_model_and_reports_its_held_out_check(db, make_user, make_project, edge_index,
-                                                                          tmp_path, settings):
-    from tests.search.ctx_fixtures import ingest
-
-    settings.VAR_DIR = tmp_path / "var"
-    src = tmp_path / "pkg"
+def _code_package(src: Path) -> Path:
+    """24 small functions: enough mined pairs for an adaptation to run."""
     src.mkdir()
     pairs = [(v, o) for v in ("read", "write", "parse", "merge")
              for o in ("config", "ledger", "invoice", "session", "token", "header")]
     for n, (verb, noun) in enumerate(pairs):
         (src / f"m{n}.py").write_text(f"def {verb}_{noun}_items(items):\n    # {verb} every {noun} item we were given\n"
                                       f"    return [x for x in items if x]\n")
+    return src
+
+
+def test_an_adaptation_job_writes_the_model_and_reports_its_held_out_check(db, make_user, make_project, edge_index,
+                                                                          tmp_path, settings):
+    settings.VAR_DIR = tmp_path / "var"
     project = make_project("tuned", make_user())
-    ingest(project, "pkg", src)
+    ingest(project, "pkg", _code_package(tmp_path / "pkg"))
     job = jobs.submit(kind="adapt_embeddings", options={"project": project.slug, "name": "tuned-adapted", "steps": 2},
                       background=False)
     assert job.status == "done", job.error
     assert job.result["model"] == "tuned-adapted" and isinstance(job.result["heldout"]["confirmed"], bool)
     assert (settings.VAR_DIR / "models" / "embeddings" / "tuned-adapted" / "manifest.json").is_file()
     assert job.stage == "adapt" and job.done == job.total == 2  # the training bar reported to the row
+
+
+def test_an_adaptation_job_checks_with_at_most_the_judged_queries_it_is_told_and_trains_on_the_rest(
+        db, make_user, make_project, edge_index, tmp_path, settings):
+    """The admin's "judged max" is the command's --judged-max: without it 70 judged questions split 35 / 35."""
+    settings.VAR_DIR = tmp_path / "var"
+    owner = make_user()
+    project = make_project("judged", owner)
+    ds, _ = ingest(project, "pkg", _code_package(tmp_path / "pkg"))
+    chunk = Chunk.objects.filter(dataset=ds).order_by("pk").first()
+    for n in range(70):
+        session = QuerySession.objects.create(project=project, query=f"how do I read file {n:02d}", kind="context")
+        Feedback.objects.create(session=session, chunk=chunk, relevance=2, user=owner)
+    job = jobs.submit(kind="adapt_embeddings", options={"project": project.slug, "name": "judged-30", "steps": 1,
+                                                        "judged_max": 30, "activate": False}, background=False)
+    assert job.status == "done", job.error
+    assert job.options["judged_max"] == 30
+    assert job.result["judged"] == {"check": 30, "train": 40}
