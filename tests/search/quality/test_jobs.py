@@ -15,6 +15,7 @@ from django.test import override_settings
 from django.urls import reverse
 
 from config.errors import BadInput
+from search.admin import QualityJobForm
 from search.ingest.locks import hold_job_lock
 from search.models import Chunk, EvaluationRun, Feedback, QualityJob, QuerySession
 from search.quality import jobs
@@ -144,6 +145,16 @@ def test_a_user_without_the_permission_cannot_queue_a_job(db, make_user, client)
     client.force_login(user)
     response = client.post(reverse("admin:search_qualityjob_queue"), {"kind": "choose_fusion", "project": "x"})
     assert response.status_code == 302 and not QualityJob.objects.exists()
+
+
+@pytest.mark.parametrize(("typed", "judged_max"), [("", 300), ("30", 30), ("0", 0)])
+def test_the_admin_forms_judged_max_reaches_the_adaptation_job_and_blank_is_the_default_split(
+        db, make_user, make_project, typed, judged_max):
+    project = make_project("formed", make_user())
+    form = QualityJobForm(data={"kind": "adapt_embeddings", "project": project.slug, "name": "formed-adapted",
+                                "judged_max": typed, "queries": "demo"})
+    assert form.is_valid(), form.errors
+    assert jobs.check_options(kind="adapt_embeddings", options=form.options())["judged_max"] == judged_max
 
 
 def test_choose_fusion_as_a_job_keeps_the_default_without_judged_queries(db, make_user, make_project, edge_index):
