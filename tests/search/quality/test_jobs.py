@@ -157,6 +157,18 @@ def test_the_admin_forms_judged_max_reaches_the_adaptation_job_and_blank_is_the_
     assert jobs.check_options(kind="adapt_embeddings", options=form.options())["judged_max"] == judged_max
 
 
+def test_the_admin_queue_page_shows_judged_max_and_refuses_a_negative_one_on_its_field(db, make_user, make_project,
+                                                                                      client):
+    project = make_project("formed", make_user())
+    client.force_login(make_user("boss@example.com", staff=True))
+    page = client.get(reverse("admin:search_qualityjob_queue"))
+    assert page.status_code == 200 and b'name="judged_max"' in page.content
+    bad = client.post(reverse("admin:search_qualityjob_queue"), {"kind": "adapt_embeddings", "project": project.slug,
+                                                                 "name": "formed-adapted", "judged_max": "-1"})
+    assert bad.status_code == 200 and not QualityJob.objects.exists()
+    assert "judged_max" in bad.context["form"].errors
+
+
 def test_choose_fusion_as_a_job_keeps_the_default_without_judged_queries(db, make_user, make_project, edge_index):
     project = make_project("fuse", make_user())
     job = jobs.submit(kind="choose_fusion", options={"project": project.slug}, background=False)
