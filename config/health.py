@@ -15,7 +15,7 @@ from django.db import connection
 
 from config.celery import app
 from config.heartbeat import read, redis_client
-from search.engine.encoders import describe_configuration
+from search.engine.encoders import describe_configuration, describe_devices
 from search.engine.index import get_index, index_status
 
 
@@ -52,8 +52,9 @@ def check_qdrant_deep() -> str:
 
 
 def check_embeddings() -> str:
-    """Resolves the model path and precision without loading weights: a typo in EMBEDDING_MODEL or
-    EMBEDDING_PRECISION shows here before the first query fails on it."""
+    """Resolves the model path, precision and devices without loading weights: a typo in EMBEDDING_MODEL or
+    EMBEDDING_PRECISION, or EMBEDDING_DEVICE=cuda on a machine without a GPU, shows here before the first query
+    fails on it. The detail says where batches and queries are encoded ("batches on cuda fp16, batch 256")."""
     return describe_configuration()
 
 
@@ -82,6 +83,8 @@ def health_report(*, include_worker: bool = True, deep: bool = False) -> dict[st
     checks = {"postgres": _timed(check_postgres), "redis": _timed(check_redis),
               "qdrant": _timed(check_qdrant_deep if deep else check_qdrant),
               "embeddings": _timed(check_embeddings)}
+    if checks["embeddings"]["ok"]:  # the devices as fields too (staff only, as every detail): device, precision, ...
+        checks["embeddings"].update(describe_devices())
     if include_worker:
         checks["worker"] = _timed(check_worker_ping if deep else check_worker)
     return {"ok": all(c["ok"] for c in checks.values()), "checks": checks}

@@ -267,6 +267,18 @@ ALLOW_SIGNUP = env_bool("ALLOW_SIGNUP", True)  # self-serve sign-up (POST /api/s
 SIGNUP_FREE_CREDITS = env_int("SIGNUP_FREE_CREDITS", 0)  # credits granted to each new self-serve account
 # A sign-up is answered the same whether or not the address has an account; the account exists once its owner opens
 # the emailed link, valid this long (accounts/signup.py).
+# where the encoders run (search.engine.devices): auto = a CUDA GPU when torch sees one, else cpu; or cpu, cuda,
+# cuda:N. Batches (ingest, re-embedding, adaptation and reranker training, the reranker) run on EMBEDDING_DEVICE;
+# single queries on EMBEDDING_QUERY_DEVICE (cpu: a GPU's launch cost can lose for one short text). A GPU encodes
+# EMBEDDING_GPU_BATCH_SIZE texts per pass in fp16 autocast (EMBEDDING_PRECISION=fp32 forces full precision).
+# A value that is not a device stops start-up; a GPU that is not there is a 503 naming the setting at first use.
+EMBEDDING_DEVICE = env_str("EMBEDDING_DEVICE", "auto").strip().lower()
+EMBEDDING_QUERY_DEVICE = env_str("EMBEDDING_QUERY_DEVICE", "cpu").strip().lower()
+EMBEDDING_GPU_BATCH_SIZE = max(1, env_int("EMBEDDING_GPU_BATCH_SIZE", 256))
+for _name, _value in (("EMBEDDING_DEVICE", EMBEDDING_DEVICE), ("EMBEDDING_QUERY_DEVICE", EMBEDDING_QUERY_DEVICE)):
+    _index = _value[5:] if _value.startswith("cuda:") else ""
+    if not (_value in ("auto", "cpu", "cuda") or (_index.isascii() and _index.isdigit() and len(_index) <= 3)):
+        raise ImproperlyConfigured(f"{_name}={_value!r} is not a device: use auto, cpu, cuda or cuda:N")
 SIGNUP_CONFIRM_MAX_AGE_S = env_int("SIGNUP_CONFIRM_MAX_AGE_S", 24 * 3600)
 # Outgoing mail (sign-up links). Unset EMAIL_HOST: the console backend, so `make run` prints the link in its log.
 EMAIL_HOST = env_str("EMAIL_HOST", "")

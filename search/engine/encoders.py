@@ -20,9 +20,20 @@ from django.conf import settings
 from django.db import transaction
 
 from config.errors import DependencyDown
+from search.engine.devices import PRECISIONS as PRECISIONS
+from search.engine.devices import (
+    DeviceError,
+    EncodingPlan,
+    choose_encoding,
+    cuda_devices,
+    resolve_device,
+)
+from search.engine.devices import resolve_precision as _precision_for
 from search.models import EmbeddingCache
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from sentence_transformers import SentenceTransformer
 
 _lock = threading.Lock()
@@ -87,19 +98,20 @@ def dense_model_id(*, model: str | None = None) -> str:
         raise DependencyDown("embeddings", str(exc)) from exc
 
 
-@lru_cache(maxsize=4)
-def _load(name: str) -> SentenceTransformer:
+@lru_cache(maxsize=8)
+def _load(name: str, device: str = "cpu") -> SentenceTransformer:
+    """One copy of a model per (model, device): a second copy exists only when queries and batches run on
+    different devices (EMBEDDING_QUERY_DEVICE and EMBEDDING_DEVICE)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - heavy: loads torch and transformers; only encoding needs it
 
     _, path = _resolve_model_path(name)
     try:
-        return SentenceTransformer(path, device="cpu")
+        return SentenceTransformer(path, device=device)
     except Exception as exc:
-        raise EmbeddingModelError(f"could not load embedding model at {path}: {exc}") from exc
+        raise EmbeddingModelError(f"could not load embedding model at {path} on {device}: {exc}") from exc
 
 
-PRECISIONS = ("auto", "fp32", "bf16")
 # Below ~250 characters in one call (a query) fp32 is faster: 6.4 vs 8.2 ms at 60 chars, 13.0 vs 12.2 at 300.
 BF16_MIN_CHARS = 256
 _NATIVE_BF16_FLAGS = {"amx_bf16", "avx512_bf16"}
@@ -118,67 +130,116 @@ def cpu_has_native_bf16() -> bool:
 
 
 def resolve_precision(setting: str) -> str:
-    """'fp32' or 'bf16'; an unknown setting is a configuration error named like a bad model path."""
-    value = (setting or "auto").strip().lower()
-    if value not in PRECISIONS:
-        raise EmbeddingModelError(f"EMBEDDING_PRECISION={setting!r} is not one of {', '.join(PRECISIONS)}.")
-    if value == "auto":
-        return "bf16" if cpu_has_native_bf16() else "fp32"
-    return value
+    """The CPU's dtype, 'fp32' or 'bf16'; an unknown setting is a configuration error named like a bad model path."""
+    try:
+        return _precision_for(setting, device="cpu", cpu_native_bf16=cpu_has_native_bf16())
+    except DeviceError as exc:
+        raise EmbeddingModelError(str(exc)) from exc
 
 
 def precision() -> str:
+    """The CPU's dtype (the query path, and the reranker on a CPU)."""
     try:
         return resolve_precision(settings.EMBEDDING_PRECISION)
     except EmbeddingModelError as exc:
         raise DependencyDown("embeddings", str(exc)) from exc
 
 
+def resolve_plan(*, query: bool = False) -> EncodingPlan:
+    """The device, dtype and batch size batches (or, with `query`, single queries) are encoded with, from
+    EMBEDDING_DEVICE / EMBEDDING_QUERY_DEVICE, EMBEDDING_PRECISION and the batch sizes; raises
+    EmbeddingModelError on a device or precision this machine cannot run (search.engine.devices)."""
+    setting = "EMBEDDING_QUERY_DEVICE" if query else "EMBEDDING_DEVICE"
+    try:
+        count = cuda_devices()
+        device = resolve_device(getattr(settings, setting), cuda_available=count > 0, cuda_count=count,
+                                setting=setting)
+        return choose_encoding(device=device, precision=settings.EMBEDDING_PRECISION,
+                               cpu_native_bf16=cpu_has_native_bf16() if device == "cpu" else False,
+                               cpu_batch=settings.EMBEDDING_BATCH_SIZE, gpu_batch=settings.EMBEDDING_GPU_BATCH_SIZE)
+    except DeviceError as exc:
+        raise EmbeddingModelError(str(exc)) from exc
+
+
+def encoding_plan(*, query: bool = False) -> EncodingPlan:
+    """resolve_plan, with a bad setting as a 503 naming it (like a bad model path)."""
+    try:
+        return resolve_plan(query=query)
+    except EmbeddingModelError as exc:
+        raise DependencyDown("embeddings", str(exc)) from exc
+
+
+def training_device() -> str:
+    """The device embedding adaptation and reranker training run on: EMBEDDING_DEVICE's."""
+    return encoding_plan().device
+
+
 def describe_configuration() -> str:
-    """'model id, precision' from the settings alone (no weights loaded); raises EmbeddingModelError."""
+    """'model id, precision; device' from the settings alone (no weights loaded); raises EmbeddingModelError."""
     model_id, _ = _resolve_model_path(settings.EMBEDDING_MODEL)
     resolved = resolve_precision(settings.EMBEDDING_PRECISION)
-    return f"{model_id}, {resolved}" + ("" if settings.EMBEDDING_PRECISION in ("fp32", "bf16") else " (auto)")
+    batches, queries = resolve_plan(), resolve_plan(query=True)
+    where = f"batches on {batches.describe()}"
+    where += "" if queries == batches else f"; queries on {queries.device} {queries.dtype}"
+    return (f"{model_id}, {resolved}" + ("" if settings.EMBEDDING_PRECISION in ("fp32", "bf16") else " (auto)")
+            + f"; {where}")
 
 
-def inference_context(mode: str) -> contextlib.AbstractContextManager:
+def describe_devices() -> dict[str, object]:
+    """The encoders' devices and precisions as fields (/healthz, `platform status`, the admin); a setting this
+    machine cannot run reads as {"error": ...} rather than raising."""
+    try:
+        batches, queries = resolve_plan(), resolve_plan(query=True)
+    except EmbeddingModelError as exc:
+        return {"error": str(exc)}
+    return {"device": batches.device, "precision": batches.dtype, "batch_size": batches.batch_size,
+            "query_device": queries.device, "query_precision": queries.dtype}
+
+
+def inference_context(mode: str, *, device: str = "cpu") -> contextlib.AbstractContextManager:
     """bf16 autocast keeps the fp32 weights and LayerNorm/softmax in fp32 and runs the matmuls in bf16: on
     AMX cores that is ~3x the fp32 speed with vectors at cosine >= 0.9999 to fp32 (bench_embedding.py),
-    so cached fp32 and bf16 vectors can share one collection and one cache key."""
-    if mode == "bf16":
+    so cached fp32 and bf16 vectors can share one collection and one cache key. On a GPU, fp16 (or a forced
+    bf16) is the same autocast on the CUDA device (search.engine.devices says what bar it keeps)."""
+    if mode in ("bf16", "fp16"):
         import torch  # noqa: PLC0415 - heavy: torch takes seconds to load and only encoding needs it
 
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+        kind = "cuda" if device.startswith("cuda") else "cpu"
+        return torch.autocast(kind, dtype=torch.bfloat16 if mode == "bf16" else torch.float16)
     return contextlib.nullcontext()
 
 
-def get_dense_model(*, model: str | None = None) -> SentenceTransformer:
+def get_dense_model(*, model: str | None = None, query: bool = False) -> SentenceTransformer:
+    """The model on the batch device, or with `query` on the query device (the same copy when they agree)."""
     try:
+        device = resolve_plan(query=query).device
         with _lock:
-            return _load(_model_name(model))
+            return _load(_model_name(model), device)
     except EmbeddingModelError as exc:
         raise DependencyDown("embeddings", str(exc)) from exc
 
 
 def embed_texts(texts: list[str], *, batch_size: int | None = None, show_progress: bool = False,
-                model: str | None = None) -> np.ndarray:
+                model: str | None = None, query: bool = False) -> np.ndarray:
     """L2-normalised float32 vectors, shape (n, dim). Sorting by length is done by sentence-transformers.
 
-    `model`: a local model path instead of EMBEDDING_MODEL (evaluation compares models side by side)."""
+    `model`: a local model path instead of EMBEDDING_MODEL (evaluation compares models side by side).
+    `query`: encode on EMBEDDING_QUERY_DEVICE (one short text: a GPU's launch and copy cost can lose to the CPU)."""
     if not texts:
         return np.zeros((0, embedding_dim(model=model)), dtype=np.float32)
-    encoder = get_dense_model(model=model)
-    mode = precision()
-    if mode == "bf16" and sum(map(len, texts)) < BF16_MIN_CHARS:
+    plan = encoding_plan(query=query)
+    encoder = get_dense_model(model=model, query=query)
+    mode = plan.dtype
+    if mode == "bf16" and not plan.is_cuda and sum(map(len, texts)) < BF16_MIN_CHARS:
         mode = "fp32"  # a short query: autocast's per-call weight cast costs more than bf16 saves
-    with inference_context(mode):
-        vecs = encoder.encode(texts, batch_size=batch_size or settings.EMBEDDING_BATCH_SIZE,
+    with inference_context(mode, device=plan.device):
+        vecs = encoder.encode(texts, batch_size=batch_size or plan.batch_size,
                             normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=show_progress)
     return vecs.astype(np.float32, copy=False)
 
 
 def embed_query(text: str, *, model: str | None = None) -> np.ndarray:
-    return embed_texts([text], model=model)[0]
+    return embed_texts([text], model=model, query=True)[0]
 
 
 def embedding_dim(*, model: str | None = None) -> int:
@@ -210,11 +271,14 @@ def _embed_with_retry(texts: list[str], *, show_progress: bool, model: str | Non
 
 
 def _fill_cache(texts: list[str], *, refresh: bool, load: bool, show_progress: bool,
-                model: str | None = None) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+                model: str | None = None, reuse: Collection[str] | None = None,
+                ) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """The one embedding-cache fill behind embed_cached and fill_embedding_cache.
 
     Returns ({hash: vector} for the texts, loaded only when `load`) and {"embedded", "cached"} counts of
-    distinct texts. `refresh` recomputes cached vectors too (rows are replaced, not duplicated)."""
+    distinct texts. `refresh` recomputes cached vectors too (rows are replaced, not duplicated). `reuse`: the
+    only hashes whose cached vectors may be reused; every other text is embedded again, whether or not the cache
+    holds it, so neither the counts nor the time tell whether someone else stored that text."""
     model_id = dense_model_id(model=model)
     unique: dict[str, str] = {text_hash(t): t for t in texts}
     keys = list(unique)
@@ -229,6 +293,8 @@ def _fill_cache(texts: list[str], *, refresh: bool, load: bool, show_progress: b
                     present.add(h)
             else:
                 present.update(rows.values_list("text_hash", flat=True))
+    if reuse is not None:
+        present &= set(reuse)
     missing = [h for h in keys if h not in present]
     for i in range(0, len(missing), CACHE_BATCH):
         part = missing[i:i + CACHE_BATCH]
@@ -256,12 +322,16 @@ def embed_cached(texts: list[str], *, show_progress: bool = False) -> np.ndarray
 
 
 def fill_embedding_cache(texts: list[str], *, refresh: bool = False, show_progress: bool = False,
-                         model: str | None = None) -> dict[str, int]:
+                         model: str | None = None, reuse: Collection[str] | None = None) -> dict[str, int]:
     """Make sure every text has a cached vector for the current model, without loading the vectors back.
 
     For ingestion and re-embedding, which only need the cache filled (the index applier reads it later).
     `refresh` recomputes vectors already cached. `model`: fill another local model's cache (keyed by its id)
-    instead of the configured one's. -> {"embedded": computed, "cached": reused} (distinct texts)."""
+    instead of the configured one's. `reuse`: with a tenant's write, the hashes its own content already holds
+    (search.ingest.writer): only those count as cached, the rest is embedded again (the cache is shared by every
+    tenant, and a hit on another tenant's text must look and take exactly like a miss).
+    -> {"embedded": computed, "cached": reused} (distinct texts)."""
     if not texts:
         return {"embedded": 0, "cached": 0}
-    return _fill_cache(texts, refresh=refresh, load=False, show_progress=show_progress, model=model)[1]
+    return _fill_cache(texts, refresh=refresh, load=False, show_progress=show_progress, model=model,
+                       reuse=reuse)[1]

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from config.errors import BadInput, DependencyDown
-from search.engine.encoders import inference_context, precision
+from search.engine.encoders import encoding_plan, inference_context, precision
 from search.engine.reranker_store import NAME_RE, blend_scores, model_path, models_dir
 from search.engine.sparse import tokenize
 
@@ -58,7 +58,8 @@ class CrossEncoderReranker:
         from sentence_transformers import CrossEncoder  # noqa: PLC0415 - heavy: loads torch and transformers; only encoding needs it
 
         self.name = f"cross-encoder:{Path(path).name}"
-        self.model = CrossEncoder(path, device="cpu", max_length=settings.RERANK_MAX_LENGTH)
+        self.plan = encoding_plan()  # EMBEDDING_DEVICE's device and dtype: the CPU's bf16-or-fp32 rule there
+        self.model = CrossEncoder(path, device=self.plan.device, max_length=settings.RERANK_MAX_LENGTH)
         self._cache: OrderedDict[tuple[str, bytes], float] = OrderedDict()
         self.scored = 0  # pairs the model has scored (cache misses)
         self.blend: float | None = None
@@ -76,7 +77,8 @@ class CrossEncoderReranker:
             todo = list(dict.fromkeys(k for k in keys if k not in self._cache))
             if todo:
                 text = dict(zip(keys, docs, strict=True))
-                with inference_context(precision()):
+                mode = self.plan.dtype if self.plan.is_cuda else precision()  # the CPU's rule read per call
+                with inference_context(mode, device=self.plan.device):
                     fresh = self.model.predict([(query, text[k]) for k in todo], show_progress_bar=False)
                 self.scored += len(todo)
                 self._cache.update((k, float(v)) for k, v in zip(todo, fresh, strict=True))

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from config.errors import BadInput
 from projects.models import Dataset
-from search.engine.encoders import inference_context, precision, resolve_model
+from search.engine.encoders import inference_context, precision, resolve_model, training_device
 from search.engine.pipeline import build_filter, retrieve
 from search.engine.rerank import rerank_text
 from search.engine.reranker_store import BLENDS, NAME_RE, blend_scores, models_dir
@@ -213,7 +213,7 @@ def score_held_out(model: Any, held: HeldOut, *, batch: int = 64) -> tuple[float
     model.model.eval()
     alone = 0.0
     by_blend = dict.fromkeys(BLENDS, 0.0)
-    with torch.inference_mode(), inference_context(precision()):
+    with torch.inference_mode(), inference_context(_mode(model.model.device.type)):
         for q, docs, rel, prior in zip(held.queries, held.candidates, held.relevant, held.priors, strict=True):
             if not docs:
                 continue
@@ -228,6 +228,12 @@ def score_held_out(model: Any, held: HeldOut, *, batch: int = 64) -> tuple[float
     return alone / n, by_blend[best] / n, best
 
 
+def _mode(device: str) -> str:
+    """bf16 autocast on a CPU that has it (EMBEDDING_PRECISION); a GPU trains and scores in fp32 (fp16 training
+    would need loss scaling, and the held-out check must score as training did)."""
+    return precision() if device == "cpu" else "fp32"
+
+
 def base_model_path() -> tuple[str, str]:
     """(model id, local folder) of the configured embedding model: the cross-encoder starts from its weights."""
     return resolve_model()
@@ -240,14 +246,14 @@ def _group_loss(ce: Any, batch: list[Group], *, cfg: TrainConfig, mode: str) -> 
     pairs = [(g.query, d) for g in batch for d in (g.positive, *g.negatives[: cfg.negatives])]
     sizes = [1 + min(cfg.negatives, len(g.negatives)) for g in batch]
     enc = ce.tokenizer([p[0] for p in pairs], [p[1] for p in pairs], padding=True, truncation="only_second",
-                       max_length=cfg.max_length, return_tensors="pt")
+                       max_length=cfg.max_length, return_tensors="pt").to(ce.model.device)
     with inference_context(mode):  # bf16 matmuls where the CPU has them (EMBEDDING_PRECISION), fp32 loss
         logits = ce.model(**enc).logits.view(-1).float()
     loss_fn = torch.nn.CrossEntropyLoss()
-    loss = torch.zeros(())
+    loss = torch.zeros((), device=logits.device)
     start = 0
     for size in sizes:
-        loss = loss + loss_fn(logits[start:start + size].unsqueeze(0), torch.zeros(1, dtype=torch.long))
+        loss = loss + loss_fn(logits[start:start + size].unsqueeze(0), torch.zeros(1, dtype=torch.long, device=logits.device))
         start += size
     return loss / len(sizes), len(pairs)
 
@@ -260,9 +266,10 @@ def train_cross_encoder(*, groups: list[Group], held: HeldOut, cfg: TrainConfig,
 
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
-    mode = precision()
+    device = training_device()  # EMBEDDING_DEVICE: a GPU when there is one
+    mode = _mode(device)
     model_id, base = base_model_path()
-    ce = CrossEncoder(base, num_labels=1, max_length=cfg.max_length, device="cpu")
+    ce = CrossEncoder(base, num_labels=1, max_length=cfg.max_length, device=device)
     group_size = 1 + cfg.negatives
     max_groups = max(1, cfg.max_pairs // group_size)
     order = list(range(len(groups)))
@@ -322,7 +329,7 @@ def train_cross_encoder(*, groups: list[Group], held: HeldOut, cfg: TrainConfig,
             "heldout": {"queries": len(held.queries), "fused_ndcg@10": round(fused, 4),
                         "reranked_ndcg@10": round(best["ndcg@10"], 4),
                         "cross_encoder_alone_ndcg@10": round(best["alone"], 4)},
-            "precision": mode, "history": history, "config": asdict(cfg)}
+            "precision": mode, "device": device, "history": history, "config": asdict(cfg)}
 
 
 def train_reranker(*, name: str, examples: list[Example], dataset_ids: list[int], cfg: TrainConfig,
