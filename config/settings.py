@@ -201,6 +201,10 @@ SOURCES_PER_HOST_CONCURRENCY = env_int("SOURCES_PER_HOST_CONCURRENCY", 2)
 SOURCES_MAX_PAGE_BYTES = env_int("SOURCES_MAX_PAGE_BYTES", 2_000_000)  # a larger page is skipped
 SOURCES_MAX_TOTAL_BYTES = env_int("SOURCES_MAX_TOTAL_BYTES", 200_000_000)  # one crawl stops fetching past this
 SOURCES_MAX_PAGES = env_int("SOURCES_MAX_PAGES", 5_000)  # the most a web source may ask for (max_pages)
+# Hostile web servers (docs/security.md): one fetch (its redirects, headers and bodies together) ends by this,
+# however slowly the bytes trickle; SOURCES_REQUEST_TIMEOUT_S is per socket operation.
+WEB_FETCH_TOTAL_TIMEOUT_S = env_float("WEB_FETCH_TOTAL_TIMEOUT_S", 30.0)
+WEB_MAX_LINKS_PER_PAGE = env_int("WEB_MAX_LINKS_PER_PAGE", 5_000)  # links read from one page; the rest not followed
 SOURCES_MIN_INTERVAL_S = env_int("SOURCES_MIN_INTERVAL_S", 300)  # the shortest sync interval a source may set
 SOURCES_SCHEDULER_INTERVAL_S = env_int("SOURCES_SCHEDULER_INTERVAL_S", 60)  # how often beat looks for due syncs
 # sources whose next sync is due get a sync job; see search/sources/sync.py

@@ -53,6 +53,14 @@ MAX_WORKERS = 16
 # embeds, so a first crawl's time is max(network, embedding) rather than their sum. Bounds memory: at most
 # workers * READAHEAD bodies of SOURCES_MAX_PAGE_BYTES wait here.
 READAHEAD = 4
+# Links waiting to be fetched, per page the crawl may still request: a site whose pages each list thousands of
+# links must not grow the frontier (and the set of URLs seen) far past what max_pages will ever fetch. The slack
+# is for links robots.txt turns away (they are not requested, so they do not count against max_pages).
+FRONTIER_PER_PAGE = 2
+MAX_OUT_OF_SCOPE = 100_000  # distinct out-of-scope URLs remembered; past it they are counted, not kept
+# Attributes of one element a page may have before the reader (which builds a tree, quadratic in them) sees it;
+# real pages have a few dozen.
+MAX_ATTRIBUTES_PER_ELEMENT = 256
 MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown", "text/plain"})
 
 
@@ -76,7 +84,8 @@ class _Crawl:
         self.fetcher = Fetcher(user_agent=settings.SOURCES_USER_AGENT, timeout_s=settings.SOURCES_REQUEST_TIMEOUT_S,
                                delay_s=settings.SOURCES_CRAWL_DELAY_S, per_host=settings.SOURCES_PER_HOST_CONCURRENCY,
                                max_page_bytes=settings.SOURCES_MAX_PAGE_BYTES, in_scope=self.scope.contains,
-                               max_total_bytes=settings.SOURCES_MAX_TOTAL_BYTES)
+                               max_total_bytes=settings.SOURCES_MAX_TOTAL_BYTES,
+                               total_timeout_s=settings.WEB_FETCH_TOTAL_TIMEOUT_S)
         # the pages an earlier crawl stored (meta.fetched_url marks them; documents pushed or uploaded into the
         # same dataset are not the crawl's to re-visit or remove): path -> (content hash, meta); and any URL we may
         # fetch -> the path it is stored as
@@ -94,9 +103,11 @@ class _Crawl:
         self.hashes: dict[str, str] = {}  # content hash -> path, this crawl
         self.remove: set[str] = set()
         self.out_of_scope: set[str] = set()
+        self.out_of_scope_more = 0  # past MAX_OUT_OF_SCOPE
         self.requested = 0
         self.handled = 0
-        self.counts = {"fetched": 0, "not_modified": 0, "unchanged": 0, "duplicates": 0, "too_deep": 0}
+        self.counts = {"fetched": 0, "not_modified": 0, "unchanged": 0, "duplicates": 0, "too_deep": 0,
+                       "links_dropped": 0, "frontier_full": 0}
         self.lists: dict[str, list[str]] = {k: [] for k in ("indexed", "robots", "too_large", "content_type",
                                                              "no_text", "errors")}
         self.stopped = ""
@@ -110,8 +121,10 @@ class _Crawl:
 
     def result(self, removed: list[str]) -> dict[str, Any]:
         skipped = {k: self.lists[k] for k in ("robots", "too_large", "content_type", "no_text", "errors")}
-        skipped["out_of_scope"] = len(self.out_of_scope)
+        skipped["out_of_scope"] = len(self.out_of_scope) + self.out_of_scope_more
         skipped["too_deep"] = self.counts["too_deep"]
+        skipped["links_dropped"] = self.counts["links_dropped"]  # past WEB_MAX_LINKS_PER_PAGE on a page
+        skipped["frontier_full"] = self.counts["frontier_full"]  # links beyond what max_pages could fetch
         return {"mode": "crawl", "seeds": self.scope.seeds[:LIST_CAP], "fetched": self.counts["fetched"],
                 "not_modified": self.counts["not_modified"], "unchanged": self.counts["unchanged"],
                 "duplicates": self.counts["duplicates"], "requested": self.requested,
@@ -121,19 +134,32 @@ class _Crawl:
                 "errors_count": self.counts.get("n_errors", 0), "stopped": self.stopped}
 
     # --- the frontier -----------------------------------------------------------------------------------------
-    def enqueue(self, url: str | None, *, depth: int, seed: bool = False) -> None:
+    def _outside(self, url: str) -> None:
+        if url in self.out_of_scope:
+            return
+        if len(self.out_of_scope) < MAX_OUT_OF_SCOPE:
+            self.out_of_scope.add(url)
+        else:
+            self.out_of_scope_more += 1
+
+    def enqueue(self, url: str | None, *, depth: int, seed: bool = False, known: bool = False) -> None:
+        """Queue a URL to fetch. `known`: a page the dataset holds (always re-visited); any other link waits only
+        while the frontier is shorter than FRONTIER_PER_PAGE x the pages the crawl may still request."""
         if not url or url in self.queued:
             return
         if not self.scope.contains(url):
-            self.out_of_scope.add(url)
+            self._outside(url)
             return
         if not seed and not self.scope.wanted(url):
-            self.out_of_scope.add(url)
+            self._outside(url)
             if url in self.by_url:
                 self.remove.add(self.by_url[url])
             return
         if depth > self.max_depth:
             self.counts["too_deep"] += 1
+            return
+        if not (seed or known) and len(self.frontier) >= FRONTIER_PER_PAGE * max(0, self.max_pages - self.requested):
+            self.counts["frontier_full"] += 1
             return
         self.queued.add(url)
         self.frontier.append(_Item(url=url, depth=depth, seed=seed))
@@ -163,7 +189,7 @@ class _Crawl:
             if not self.scope.contains(url) or not self.scope.wanted(path):
                 self.remove.add(path)
                 continue
-            self.enqueue(url, depth=int(meta.get("depth", 0)))
+            self.enqueue(url, depth=int(meta.get("depth", 0)), known=True)
 
     def _read_sitemaps(self) -> None:
         """/sitemap.xml of each seed's origin and the Sitemap: lines of its robots.txt (on a seed's origin only);
@@ -268,7 +294,7 @@ class _Crawl:
                 self.remove.add(stored_path)
             return Skip(item.url)
         if got.outcome == "out_of_scope":
-            self.out_of_scope.add(got.final_url)
+            self._outside(got.final_url)
             if stored_path:
                 self.remove.add(stored_path)
             return Skip(item.url)
@@ -283,6 +309,8 @@ class _Crawl:
             return self._keep(stored_path, item.url)
         if got.outcome == "too_large":
             self.note("too_large", item.url)
+            if got.inflated_past_cap:  # a compression bomb, not just a big page: the server's fault, said how
+                self.note("errors", f"{item.url}: too large: {got.error}")
             return self._keep(stored_path, item.url)
         self.note("errors", f"{item.url}: {got.error or got.outcome}")
         return self._keep(stored_path, item.url)
@@ -294,6 +322,8 @@ class _Crawl:
         html = got.content_type not in MARKDOWN_TYPES
         text = _decode(got.body, got.charset) if html else ""
         found = page_links(text, url=final) if html else None
+        if found:
+            self.counts["links_dropped"] += found.links_dropped
         identity = final
         if found and found.canonical and self.scope.contains(found.canonical):
             identity = found.canonical
@@ -309,6 +339,10 @@ class _Crawl:
             return Skip(item.url)
         if not self.scope.wanted(identity):  # a seed outside include/exclude: crawled through, not indexed
             return Skip(item.url)
+        if found and found.max_attributes > MAX_ATTRIBUTES_PER_ELEMENT:  # its links were read (linear); not its text
+            self.note("errors", f"{identity}: markup refused: an element has {found.max_attributes} attributes "
+                                f"(at most {MAX_ATTRIBUTES_PER_ELEMENT} are read)")
+            return self._keep(stored_path, item.url)
         digest = hashlib.sha256(got.body).hexdigest()
         if identity in self.emitted or self.hashes.get(digest, identity) != identity:
             self.counts["duplicates"] += 1  # the same page under a second URL: stored once

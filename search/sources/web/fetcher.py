@@ -8,6 +8,11 @@ by robots.txt, and resolve to an address the platform may fetch from (netguard);
 between the check and the connection (rebinding) changes nothing. Why `trust_env=False`: a proxy from the
 environment would make the connection somewhere else than the checked address.
 
+Why the HTTP library's lower layer (httpcore) rather than httpx's client: the body arrives as the server sent it
+and is decoded here, each Content-Encoding layer counted as it is inflated (`decoding`), and every socket
+operation stops at the fetch's total deadline (`transport`), so neither a compression bomb nor a server that
+trickles its bytes can make one fetch unbounded.
+
 Fetching runs in worker threads; nothing here touches the database.
 """
 from __future__ import annotations
@@ -20,11 +25,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+import httpcore
 import httpx
 from protego import Protego
 
 from config.errors import BadInput
 from search.sources import netguard
+from search.sources.web import transport
+from search.sources.web.decoding import ACCEPT_ENCODING, BodyDecoder, TooLarge, Undecodable
 from search.sources.web.urls import normalize_url, origin
 
 MAX_REDIRECTS = 5
@@ -40,8 +48,9 @@ class Fetched:
     """What one GET (with its redirects) came to.
 
     outcome: ok | not_modified | gone (404/410) | robots (disallowed, at the URL or a redirect hop) |
-    out_of_scope (a redirect left the crawl's scope) | too_large | content_type | budget (the crawl's total bytes
-    were spent; not requested) | error."""
+    out_of_scope (a redirect left the crawl's scope) | too_large (declared, sent or inflated past the cap; `error`
+    says which) | content_type | budget (the crawl's total bytes were spent; not requested) | error (`error` says
+    why: a refused or corrupt Content-Encoding, the total deadline, the network)."""
 
     url: str
     outcome: str
@@ -53,13 +62,14 @@ class Fetched:
     etag: str = ""
     last_modified: str = ""
     error: str = ""
+    inflated_past_cap: bool = False  # too_large because a Content-Encoding layer inflated past the cap
 
 
 class _Host:
     """One origin's politeness: a semaphore for concurrency and a clock that spaces requests by the delay (the
     larger of the setting and robots.txt's Crawl-delay).
 
-    The clock is the moment a request's headers were handed to the socket (httpx's trace hook calls `mark`), not
+    The clock is the moment a request's headers were handed to the socket (httpcore's trace hook calls `mark`), not
     the moment a thread was given its turn: opening a connection, or waiting for the GIL while the crawl embeds,
     takes time, and counting from the turn would let the next request follow closer than the delay. So one
     request at a time is "sending" (between its turn and its headers), and the next turn waits for that and then
@@ -109,9 +119,11 @@ class Fetcher:
     """One crawl's HTTP side. `in_scope` decides whether a redirect may be followed."""
 
     def __init__(self, *, user_agent: str, timeout_s: float, delay_s: float, per_host: int, max_page_bytes: int,
-                 in_scope: Callable[[str], bool], max_total_bytes: int = 0, verify: ssl.SSLContext | bool = True) -> None:
+                 in_scope: Callable[[str], bool], max_total_bytes: int = 0, verify: ssl.SSLContext | bool = True,
+                 total_timeout_s: float = 30.0) -> None:
         self.user_agent = user_agent
-        self.timeout_s = timeout_s
+        self.timeout_s = timeout_s  # per socket operation
+        self.total_timeout_s = total_timeout_s  # per fetch: every exchange of it (redirects too), headers and body
         self.delay_s = delay_s
         self.per_host = per_host
         self.max_page_bytes = max_page_bytes
@@ -119,7 +131,8 @@ class Fetcher:
         self.verify = verify  # certificates are checked against the URL's host name (sent as SNI), never the IP
         self.in_scope = in_scope
         self._hosts: dict[str, _Host] = {}
-        self._clients: dict[str, httpx.Client] = {}
+        self._clients: dict[str, httpcore.ConnectionPool] = {}
+        self._ssl = httpx.create_ssl_context(verify=verify, trust_env=False)
         self._lock = threading.Lock()
         self._bytes = 0
 
@@ -144,15 +157,16 @@ class Fetcher:
                 self._hosts[key] = _Host(delay_s=self.delay_s, concurrency=self.per_host)
             return self._hosts[key]
 
-    def _client(self, url: str) -> httpx.Client:
-        """One client per origin: its pooled connections were opened to that origin's checked address with that
-        origin's SNI, and must not be reused for another name that happens to share the address."""
+    def _client(self, url: str) -> httpcore.ConnectionPool:
+        """One connection pool per origin: its connections were opened to that origin's checked address with that
+        origin's SNI, and must not be reused for another name that happens to share the address. No proxy (the
+        environment is not read), no redirects (followed by `_get`), no decoding (`_read`)."""
         key = origin(url)
         with self._lock:
             if key not in self._clients:
-                self._clients[key] = httpx.Client(
-                    follow_redirects=False, trust_env=False, timeout=httpx.Timeout(self.timeout_s), verify=self.verify,
-                    limits=httpx.Limits(max_connections=self.per_host, max_keepalive_connections=self.per_host))
+                self._clients[key] = httpcore.ConnectionPool(
+                    ssl_context=self._ssl, max_connections=self.per_host, max_keepalive_connections=self.per_host,
+                    network_backend=transport.DeadlineBackend())
             return self._clients[key]
 
     def close(self) -> None:
@@ -205,6 +219,7 @@ class Fetcher:
         current, seen = url, set()
         if self.exhausted:  # checked here, in the thread, since fetches are queued ahead of the bytes they read
             return Fetched(url=url, final_url=url, outcome="budget")
+        budget = [self.total_timeout_s]  # seconds of network time left to this fetch, spent by each exchange
         for hop in range(MAX_REDIRECTS + 1):
             if current in seen:
                 return Fetched(url=url, final_url=current, outcome="error", error="redirect loop")
@@ -218,7 +233,7 @@ class Fetcher:
             if check_robots and hop and not self.allowed(current):
                 return Fetched(url=url, final_url=current, outcome="robots")
             got, location = self._request(current, address=address, accept=accept, max_bytes=max_bytes,
-                                          etag=etag, last_modified=last_modified)
+                                          etag=etag, last_modified=last_modified, budget=budget)
             got.url = url
             if location is None:
                 return got
@@ -230,45 +245,55 @@ class Fetcher:
         return Fetched(url=url, final_url=current, outcome="error", error=f"more than {MAX_REDIRECTS} redirects")
 
     def _request(self, url: str, *, address: str, accept: frozenset[str] | None, max_bytes: int, etag: str,
-                 last_modified: str) -> tuple[Fetched, str | None]:
-        """One HTTP exchange with the pinned address; (result, redirect Location or None)."""
+                 last_modified: str, budget: list[float]) -> tuple[Fetched, str | None]:
+        """One HTTP exchange with the pinned address; (result, redirect Location or None).
+
+        The exchange runs under the fetch's total deadline from the moment it has its turn at the host (the
+        politeness wait before it is the crawler's own and does not count); what it spends is taken off
+        `budget[0]`, so the fetch's exchanges together never pass WEB_FETCH_TOTAL_TIMEOUT_S."""
         parts = urlsplit(url)
         ip = f"[{address}]" if ":" in address else address
         netloc = ip if parts.port is None else f"{ip}:{parts.port}"
         target = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
-        headers = {"Host": parts.netloc, "User-Agent": self.user_agent,
-                   "Accept": "text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9,*/*;q=0.1"}
+        headers = [("Host", parts.netloc), ("User-Agent", self.user_agent), ("Accept-Encoding", ACCEPT_ENCODING),
+                   ("Accept", "text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9,*/*;q=0.1")]
         if etag:
-            headers["If-None-Match"] = etag
+            headers.append(("If-None-Match", etag))
         if last_modified:
-            headers["If-Modified-Since"] = last_modified
+            headers.append(("If-Modified-Since", last_modified))
         host = self.host(url)
-        extensions: dict = {"trace": host.mark}
+        t = self.timeout_s
+        extensions: dict = {"trace": host.mark, "timeout": {"connect": t, "read": t, "write": t, "pool": t}}
         if parts.scheme == "https":
             extensions["sni_hostname"] = parts.hostname
         client = self._client(url)
         out = Fetched(url=url, final_url=url, outcome="error")
-        started = time.monotonic()
-        try:
-            with host.slot():
-                request = client.build_request("GET", target, headers=headers, extensions=extensions)
-                response = client.send(request, stream=True)
-                try:
-                    out.status = response.status_code
-                    if response.status_code in REDIRECTS and response.headers.get("location"):
-                        return out, response.headers["location"]
-                    return self._read(out, response, accept=accept, max_bytes=max_bytes, started=started), None
-                finally:
-                    response.close()
-        except httpx.TimeoutException:
-            out.error = f"timeout after {self.timeout_s:g} s"
-        except httpx.HTTPError as exc:
-            out.error = f"{type(exc).__name__}: {exc}"[:300]
+        with host.slot():
+            started = time.monotonic()
+            try:
+                with transport.deadline(seconds=budget[0]) as at:
+                    try:
+                        with client.stream("GET", target, headers=headers, extensions=extensions) as response:
+                            out.status = response.status
+                            location = _header(response, "location")
+                            if response.status in REDIRECTS and location:
+                                return out, location
+                            return self._read(out, response, accept=accept, max_bytes=max_bytes, at=at), None
+                    except httpcore.TimeoutException:
+                        if time.monotonic() >= at:
+                            out.error = (f"total deadline of {self.total_timeout_s:g} s passed "
+                                         f"({'body' if out.status else 'headers'} still arriving)")
+                        else:
+                            out.error = f"timeout after {self.timeout_s:g} s"
+                    except (httpcore.ProtocolError, httpcore.NetworkError, httpcore.UnsupportedProtocol) as exc:
+                        out.error = f"{type(exc).__name__}: {exc}"[:300]
+            finally:
+                budget[0] -= time.monotonic() - started
         return out, None
 
-    def _read(self, out: Fetched, response: httpx.Response, *, accept: frozenset[str] | None, max_bytes: int,
-              started: float) -> Fetched:
-        status = response.status_code
+    def _read(self, out: Fetched, response: httpcore.Response, *, accept: frozenset[str] | None, max_bytes: int,
+              at: float) -> Fetched:
+        status = response.status
         if status == 304:
             out.outcome = "not_modified"
             return out
@@ -278,31 +303,57 @@ class Fetcher:
         if status != 200:
             out.error = f"HTTP {status}"
             return out
-        ctype, _, params = response.headers.get("content-type", "").partition(";")
+        ctype, _, params = _header(response, "content-type").partition(";")
         out.content_type = ctype.strip().lower()
         for p in params.split(";"):
             k, _, v = p.strip().partition("=")
             if k.lower() == "charset" and v:
                 out.charset = v.strip("\"' ")
-        out.etag = response.headers.get("etag", "")[:500]
-        out.last_modified = response.headers.get("last-modified", "")[:100]
+        out.etag = _header(response, "etag")[:500]
+        out.last_modified = _header(response, "last-modified")[:100]
         if accept is not None and out.content_type not in accept:
             out.outcome = "content_type"
             return out
-        declared = response.headers.get("content-length", "")
+        declared = _header(response, "content-length")
         if declared.isdigit() and int(declared) > max_bytes:
             out.outcome = "too_large"
+            out.error = f"declares {declared} bytes, more than {max_bytes}"
+            return out
+        try:
+            decoder = BodyDecoder(content_encoding=_header(response, "content-encoding", every=True),
+                                  max_bytes=max_bytes)
+        except Undecodable as exc:
+            out.error = str(exc)
             return out
         body = bytearray()
-        for chunk in response.iter_bytes(_CHUNK):  # decoded (gunzipped) bytes: the cap is on what we hold
-            body += chunk
-            self._count(len(chunk))
-            if len(body) > max_bytes:
-                out.outcome = "too_large"
-                return out
-            if time.monotonic() - started > self.timeout_s:
-                out.error = f"timeout after {self.timeout_s:g} s (body still arriving)"
-                return out
+        raw = 0
+        try:
+            for chunk in response.iter_stream():  # as sent: the cap is checked on the wire and at every layer
+                raw += len(chunk)
+                if raw > max_bytes:
+                    out.outcome, out.error = "too_large", f"sent more than {max_bytes} bytes"
+                    return out
+                for part in decoder.feed(chunk):
+                    body += part
+                    self._count(len(part))
+                if time.monotonic() >= at:  # the socket stops at the deadline too; this catches a fast, long body
+                    out.error = f"total deadline of {self.total_timeout_s:g} s passed (body still arriving)"
+                    return out
+        except TooLarge as exc:
+            out.outcome, out.error, out.inflated_past_cap = "too_large", str(exc), True
+            return out
+        except Undecodable as exc:
+            out.error = str(exc)
+            return out
         out.body = bytes(body)
         out.outcome = "ok"
         return out
+
+
+def _header(response: httpcore.Response, name: str, *, every: bool = False) -> str:
+    """A response header as text (its first value, or every value joined with ", " as HTTP combines them)."""
+    key = name.encode("ascii")
+    values = [v.decode("latin-1") for k, v in response.headers if k.lower() == key]
+    if every:
+        return ", ".join(values)
+    return values[0] if values else ""
