@@ -10,6 +10,7 @@ from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.template.response import TemplateResponse
 
 from accounts.apikeys import project_slugs, revoke_api_key
+from accounts.login_limits import LimitedAdminAuthenticationForm
 from accounts.models import SCOPE_HELP, SCOPES, ApiKey, User
 from credits.ledger import get_balance, grant
 
@@ -153,3 +154,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
             revoke_api_key(api_key=key)
             n += 1
         self.message_user(request, f"Revoked {n} key(s).", messages.SUCCESS)
+
+
+# /admin/login/ limits failed logins like the site's login (accounts/login_limits.py) and says so when it refuses.
+admin.site.login_form = LimitedAdminAuthenticationForm

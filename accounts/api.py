@@ -136,13 +136,14 @@ class SignupConfirmView(_Anonymous):
                               409: OpenApiResponse(ErrorSerializer, description="The address got an account "
                                                                                 "meanwhile (`email_taken`).")},
                    tags=["account"],
-                   description="Create the account with the token from the sign-up email. Then log in on the site "
-                               "or create an API key from a session.")
+                   description="Create the account with the token from the sign-up email and the password chosen "
+                               "at that sign-up (400 `wrong_password` otherwise). Then log in on the site or "
+                               "create an API key from a session.")
     def post(self, request: Request) -> Response:
         require_signup_allowed()
         enforce_signup_rate(request)
         ser = SignupConfirmSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
-        user = confirm_sign_up(token=ser.validated_data["token"])
+        user = confirm_sign_up(token=ser.validated_data["token"], password=ser.validated_data["password"])
         data = {"id": user.pk, "email": user.email, "name": user.name, "balance": get_balance(user=user)}
         return Response(SignedUpSerializer(data).data, status=201)

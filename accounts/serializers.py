@@ -106,6 +106,10 @@ class SignupAcceptedSerializer(serializers.Serializer):
 
 class SignupConfirmSerializer(InputSerializer):
     token = TextField(max_length=100, help_text="The token from the sign-up email's link.")
+    password = TextField(max_length=1024, trim_whitespace=False,
+                         help_text="The password chosen at this sign-up: the account is created only for whoever "
+                                   "knows it, so a link from someone else's sign-up of your address cannot give "
+                                   "you an account with their password.")
 
 
 class SignedUpSerializer(serializers.Serializer):

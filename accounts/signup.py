@@ -3,7 +3,8 @@
 Why two steps: an answer that differs for a taken address (the old 409 email_taken) tells anyone whether an
 address has an account. So sign_up checks the input, emails the address and answers the same either way; the
 account is created by confirm_sign_up when the address's owner opens the link (POST /api/signup/confirm, or the
-page at /accounts/signup/confirm/<token>), as account systems that care about enumeration do.
+page at /accounts/signup/confirm/<token>), as account systems that care about enumeration do. Confirming asks for
+the sign-up's password again: whoever opens a link gets an account only with a password they typed (_proven).
 
 Why one function per step: the API and the page must apply the same rules, in the same order, or one becomes
 the way around the other:
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.hashers import make_password
+from django.contrib.auth.hashers import check_password, make_password
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
@@ -149,11 +150,29 @@ def pending_for(token: str) -> PendingSignup:
     return pending
 
 
-def confirm_sign_up(*, token: str) -> User:
-    """Create the account a sign-up link stands for, with the password chosen at sign-up and SIGNUP_FREE_CREDITS
-    through the ledger, in one transaction; every pending sign-up of that address ends with it."""
+def _proven(*, pending: PendingSignup, password: object) -> None:
+    """400 wrong_password unless `password` is the one chosen at this link's sign-up.
+
+    Why: anyone may sign up any address, so an address can hold pending sign-ups with several people's passwords
+    (an attacker's first, its owner's next, or the other way round), each with a working link in the owner's
+    inbox. A link that created the account with its own stored password would give the owner an account whose
+    password the attacker knows. Asking the opener for the password means the account only ever gets a password
+    the person holding the link typed: the attacker's link, opened by the owner, is refused."""
+    if not isinstance(password, str) or not password or len(password) > PASSWORD_MAX:
+        raise BadInput("Enter the password you chose when signing up.", field="password")
+    if not check_password(password, pending.password_hash):
+        raise BadInput("This is not the password chosen for this sign-up link. If you signed up more than once, "
+                       "use the newest email's link with that sign-up's password, or sign up again.",
+                       field="password", code="wrong_password")
+
+
+def confirm_sign_up(*, token: str, password: object) -> User:
+    """Create the account a sign-up link stands for once the opener proves the password chosen at that sign-up
+    (_proven), with SIGNUP_FREE_CREDITS through the ledger, in one transaction; every pending sign-up of that
+    address ends with it."""
     require_signup_allowed()
     pending = pending_for(token)
+    _proven(pending=pending, password=password)
     User = get_user_model()  # noqa: N806
     credits = int(settings.SIGNUP_FREE_CREDITS or 0)
     try:

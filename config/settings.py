@@ -257,6 +257,9 @@ LLM_TIMEOUT_S = env_float("LLM_TIMEOUT_S", 20.0)  # per request; past it the cal
 
 # --- Auth, API ------------------------------------------------------------
 AUTH_USER_MODEL = "accounts.User"
+# The first backend refuses a login whose account or client address has too many recent failures
+# (accounts/login_limits.py), on every path that logs in with a password: the login page, /admin/login/, authenticate().
+AUTHENTICATION_BACKENDS = ["accounts.login_limits.LoginLimitBackend", "django.contrib.auth.backends.ModelBackend"]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -338,6 +341,14 @@ RATE_LIMITS = {
     "signup": env_str("RATE_LIMIT_SIGNUP", "10/m"),
     "members": env_str("RATE_LIMIT_MEMBERS", "30/m"),  # adding members by email: slows probing for accounts
     "ingest": env_str("RATE_LIMIT_INGEST", "60/m"),  # pushes and uploads (each stages content and starts a job)
+    # Logging in (accounts/login_limits.py): failed logins per account (the address typed, whether or not it has an
+    # account) and per client address; a full bucket refuses even the right password until its window ends.
+    "login_account": env_str("RATE_LIMIT_LOGIN_ACCOUNT", "10/15m"),
+    "login_ip": env_str("RATE_LIMIT_LOGIN_IP", "30/15m"),
+    # Password-reset requests (accounts/password_reset.py): per caller, and per address asked for (the mails one
+    # inbox can be sent).
+    "password_reset": env_str("RATE_LIMIT_PASSWORD_RESET", "5/m"),
+    "password_reset_address": env_str("RATE_LIMIT_PASSWORD_RESET_ADDRESS", "3/h"),
     "default": env_str("RATE_LIMIT_DEFAULT", "600/m"),
 }
 

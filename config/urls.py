@@ -14,6 +14,9 @@ handler404 = "config.errors.json_404"
 handler500 = "config.errors.json_500"
 
 urlpatterns = [
+    # Logging in and password reset, limited (accounts/login_limits.py, accounts/password_reset.py): before the
+    # admin's and Django's own views of the same paths, which they wrap or replace.
+    path("", include("accounts.auth_urls")),
     path("admin/dashboard/", admin.site.admin_view(dashboard), name="admin-dashboard"),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),

@@ -41,8 +41,8 @@ def _signed_up(body: dict, client: APIClient | None = None):
     """Sign up and confirm through the API, as a client would: the 202, then the token from the email."""
     resp = _signup(body, client)
     assert resp.status_code == 202, resp.content
-    return (client or APIClient()).post("/api/signup/confirm", {"token": _token(resp.json()["email"])},
-                                        format="json")
+    return (client or APIClient()).post("/api/signup/confirm", {"token": _token(resp.json()["email"]),
+                                                                "password": body["password"]}, format="json")
 
 
 # ---- API ------------------------------------------------------------------------------------------------------------
@@ -53,7 +53,8 @@ def test_anonymous_signup_emails_a_link_that_creates_an_account_that_can_log_in(
     assert resp.json()["status"] == "confirmation_sent" and resp.json()["email"] == "new.user@example.com"
     assert not User.objects.filter(email="new.user@example.com").exists()  # nothing until the owner confirms
     assert GOOD not in mail.outbox[-1].body  # the password is never emailed
-    resp = APIClient().post("/api/signup/confirm", {"token": _token("new.user@example.com")}, format="json")
+    resp = APIClient().post("/api/signup/confirm", {"token": _token("new.user@example.com"), "password": GOOD},
+                            format="json")
     assert resp.status_code == 201, resp.content
     body = resp.json()
     assert body == {"id": body["id"], "email": "new.user@example.com", "name": "New User", "balance": 0}
@@ -66,13 +67,15 @@ def test_anonymous_signup_emails_a_link_that_creates_an_account_that_can_log_in(
 def test_a_link_works_once_and_a_forged_or_expired_one_is_400_invalid_token(settings):
     _signup({"email": "once@example.com", "password": GOOD})
     token = _token("once@example.com")
-    assert APIClient().post("/api/signup/confirm", {"token": token}, format="json").status_code == 201
-    _err(APIClient().post("/api/signup/confirm", {"token": token}, format="json"), 400, "invalid_token", "token")
-    _err(APIClient().post("/api/signup/confirm", {"token": "x" * 43}, format="json"), 400, "invalid_token")
+    assert APIClient().post("/api/signup/confirm", {"token": token, "password": GOOD}, format="json").status_code == 201
+    _err(APIClient().post("/api/signup/confirm", {"token": token, "password": GOOD}, format="json"), 400,
+         "invalid_token", "token")
+    _err(APIClient().post("/api/signup/confirm", {"token": "x" * 43, "password": GOOD}, format="json"), 400,
+         "invalid_token")
     settings.SIGNUP_CONFIRM_MAX_AGE_S = -1
     _signup({"email": "late@example.com", "password": GOOD})
-    _err(APIClient().post("/api/signup/confirm", {"token": _token("late@example.com")}, format="json"), 400,
-         "invalid_token")
+    _err(APIClient().post("/api/signup/confirm", {"token": _token("late@example.com"), "password": GOOD},
+                          format="json"), 400, "invalid_token")
     assert not User.objects.filter(email="late@example.com").exists()
 
 
@@ -128,13 +131,14 @@ def test_a_taken_email_gets_the_same_answer_as_a_free_one_and_its_owner_an_email
     assert User.objects.filter(email__iexact="taken@example.com").count() == 1
 
 
-def test_two_links_for_one_address_create_one_account_and_the_second_is_409():
+def test_two_links_for_one_address_create_one_account_and_the_other_ends():
     _signup({"email": "twice@example.com", "password": GOOD})
     first = _token("twice@example.com")
     _signup({"email": "twice@example.com", "password": GOOD + "-2"})
     second = _token("twice@example.com")
-    assert APIClient().post("/api/signup/confirm", {"token": second}, format="json").status_code == 201
-    resp = APIClient().post("/api/signup/confirm", {"token": first}, format="json")
+    assert APIClient().post("/api/signup/confirm", {"token": second, "password": GOOD + "-2"},
+                            format="json").status_code == 201
+    resp = APIClient().post("/api/signup/confirm", {"token": first, "password": GOOD}, format="json")
     assert resp.status_code == 400  # confirming ended every pending sign-up of the address
     assert User.objects.get(email="twice@example.com").check_password(GOOD + "-2")
 
@@ -192,7 +196,7 @@ def test_page_signs_up_then_the_emailed_link_creates_the_account_and_logs_in():
     assert page.status_code == 200 and "page@example.com" in page.content.decode()
     assert not User.objects.filter(email="page@example.com").exists()  # opening the link writes nothing
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode()).group(1)
-    resp = client.post(link, {"csrfmiddlewaretoken": csrf})
+    resp = client.post(link, {"csrfmiddlewaretoken": csrf, "password": GOOD})
     assert resp.status_code == 302 and resp["Location"] == "/"
     home = client.get("/")
     assert home.status_code == 200 and "page@example.com" in home.content.decode()
@@ -246,3 +250,24 @@ def test_a_request_without_a_client_address_is_limited_in_one_shared_bucket_not_
     second = APIClient(REMOTE_ADDR="").post("/api/signup", {"email": "n2@example.com", "password": GOOD},
                                             format="json")
     assert second.status_code == 429
+
+
+def test_confirming_needs_the_password_chosen_at_that_sign_up():
+    _signup({"email": "proof@example.com", "password": GOOD})
+    token = _token("proof@example.com")
+    _err(APIClient().post("/api/signup/confirm", {"token": token}, format="json"), 400, "invalid", "password")
+    _err(APIClient().post("/api/signup/confirm", {"token": token, "password": GOOD + "x"}, format="json"), 400,
+         "wrong_password", "password")
+    assert not User.objects.filter(email="proof@example.com").exists()
+    resp = APIClient().post("/api/signup/confirm", {"token": token, "password": GOOD}, format="json")
+    assert resp.status_code == 201 and User.objects.get(email="proof@example.com").check_password(GOOD)
+
+
+def test_page_with_the_wrong_password_shows_the_form_again_and_logs_no_one_in():
+    _signup({"email": "pagewrong@example.com", "password": GOOD})
+    link = f"/accounts/signup/confirm/{_token('pagewrong@example.com')}"
+    client = Client()
+    resp = client.post(link, {"password": "not-the-one-42"})
+    assert resp.status_code == 400 and 'id="confirm-error"' in resp.content.decode()
+    assert 'name="password"' in resp.content.decode() and "_auth_user_id" not in client.session
+    assert client.post(link, {"password": GOOD}).status_code == 302 and "_auth_user_id" in client.session

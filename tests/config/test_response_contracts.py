@@ -162,7 +162,8 @@ SUCCESS: dict[str, Callable[[Any], Call]] = {
     "people_search_retrieve": lambda w: Call(200),
     "signup": lambda w: Call(202, {"email": "contract-new@example.com", "password": "a-long-pass-phrase-9"},
                              auth="none"),
-    "signup_confirm": lambda w: Call(201, {"token": _SIGNUP_TOKEN}, auth="none", setup=_pending_signup),
+    "signup_confirm": lambda w: Call(201, {"token": _SIGNUP_TOKEN, "password": "a-long-pass-9"}, auth="none",
+                                     setup=_pending_signup),
 }
 
 

@@ -48,6 +48,7 @@ def _sign_up(browser, base: str, email: str):
     assert email in page.inner_text("#sent")
     link = re.search(r"https?://\S+/accounts/signup/confirm/\S+", mail.outbox[-1].body).group(0)
     page.goto(link)
+    page.fill("#id_password", PASSWORD)  # the sign-up's password again: a link alone creates no account
     page.click("#confirm")
     page.wait_for_url(f"{base}/")
     assert email in page.inner_text("header")
