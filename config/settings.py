@@ -207,6 +207,17 @@ WEB_FETCH_TOTAL_TIMEOUT_S = env_float("WEB_FETCH_TOTAL_TIMEOUT_S", 30.0)
 WEB_MAX_LINKS_PER_PAGE = env_int("WEB_MAX_LINKS_PER_PAGE", 5_000)  # links read from one page; the rest not followed
 SOURCES_MIN_INTERVAL_S = env_int("SOURCES_MIN_INTERVAL_S", 300)  # the shortest sync interval a source may set
 SOURCES_SCHEDULER_INTERVAL_S = env_int("SOURCES_SCHEDULER_INTERVAL_S", 60)  # how often beat looks for due syncs
+# Bounds on what one git sync may cost, whatever the repository holds (docs/security.md, "Hostile git repositories"):
+# pack bytes received by one fetch and its total time; the largest object a fetch accepts (dulwich inflates each
+# object whole to store it); tree entries walked and folder depth for the synced tree; ingestible files in it;
+# commits walked back to find the previous synced commit (past it, the sync compares the whole tree).
+SOURCES_GIT_MAX_FETCH_BYTES = env_int("SOURCES_GIT_MAX_FETCH_BYTES", 512 * 1024 * 1024)
+SOURCES_GIT_FETCH_TIMEOUT_S = env_float("SOURCES_GIT_FETCH_TIMEOUT_S", 600.0)
+SOURCES_GIT_MAX_OBJECT_BYTES = env_int("SOURCES_GIT_MAX_OBJECT_BYTES", 64 * 1024 * 1024)
+SOURCES_GIT_MAX_TREE_ENTRIES = env_int("SOURCES_GIT_MAX_TREE_ENTRIES", 200_000)
+SOURCES_GIT_MAX_DEPTH = env_int("SOURCES_GIT_MAX_DEPTH", 64)
+SOURCES_GIT_MAX_FILES = env_int("SOURCES_GIT_MAX_FILES", 50_000)
+SOURCES_GIT_MAX_HISTORY = env_int("SOURCES_GIT_MAX_HISTORY", 10_000)
 # sources whose next sync is due get a sync job; see search/sources/sync.py
 CELERY_BEAT_SCHEDULE["enqueue-due-syncs"] = {"task": "search.tasks.enqueue_due_syncs",
                                              "schedule": timedelta(seconds=SOURCES_SCHEDULER_INTERVAL_S)}

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F
 
 from config.errors import DependencyDown
+from projects import quotas
+from projects.models import Project
 from search.engine.dataset_models import CONFIGURED, model_arg, model_id_of, writing_models
 from search.engine.encoders import fill_embedding_cache, text_hash
 from search.engine.index import apply_outbox
@@ -60,16 +62,26 @@ def _fill(*, texts: list[str], names: list[str]) -> dict[str, int]:
     return stats
 
 
-def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: IngestJob | None = None) -> dict[str, int]:
+def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: IngestJob | None = None,
+                    quota_refused: list[str] | None = None) -> dict[str, int]:
     """Replace these documents' chunks (by path) in one transaction; embed only cache misses.
 
     The rules chunker and the BEIR loader call this too: any ChunkDraft list works. The outbox gets one row per
     chunk for each model the dataset is written with, read under the dataset's write lock, so a model switch
     (search.quality.adoption, which takes the same lock) never misses a chunk written meanwhile.
+
+    With `quota_refused` (what sync_documents passes), each document that would take the project past a quota
+    is left out and its path appended there: the project row is locked first (the order staged writes take),
+    so two jobs of one project cannot both squeeze under the limit. Without it the caller checked the quota
+    itself (search.ingest.staged checks a whole push or upload at once).
     """
     filled = writing_models(dataset=dataset)
     stats = {"chunks": 0, **_fill(texts=[embed_input(c) for d in drafts for c in d.chunks], names=filled)}
     with transaction.atomic():
+        if quota_refused is not None:
+            project = Project.objects.select_for_update().get(pk=dataset.project_id)
+            drafts, refused = admit_by_quota(dataset=dataset, project=project, drafts=drafts)
+            quota_refused.extend(refused)
         lock_dataset_writes(dataset_id=dataset.pk)  # writers of one dataset take turns (search.engine.term_stats)
         names = writing_models(dataset=type(dataset).objects.get(pk=dataset.pk))
         late = [n for n in names if n not in filled]  # a switch began since: its model's vectors too
@@ -127,6 +139,36 @@ def delete_documents(*, dataset: Dataset, paths: Iterable[str]) -> int:
     return len(paths)
 
 
+def admit_by_quota(*, dataset: Dataset, project: Project,
+                   drafts: list[DocumentDraft]) -> tuple[list[DocumentDraft], list[str]]:
+    """(drafts that fit the project's quotas, in order, paths of those that do not), by projects.quotas.check
+    on each draft's net change (a replaced document counts what it adds beyond its stored rows).
+
+    Evaluation datasets (a benchmark corpus a staff command loads) are not the tenant's content: all fit."""
+    if dataset.is_evaluation or not drafts:
+        return drafts, []
+    usage = quotas.usage_of(project)
+    stored = {row["path"]: row for row in Document.objects.filter(dataset=dataset, path__in=[d.path for d in drafts])
+              .values("path", "size_bytes").annotate(n=Count("chunks"))}
+    admitted: list[DocumentDraft] = []
+    refused: list[str] = []
+    for d in drafts:
+        old = stored.get(d.path, {"size_bytes": 0, "n": 0})
+        size = d.size_bytes or sum(len(c.text.encode()) for c in d.chunks)
+        add = {"documents": 0 if d.path in stored else 1, "chunks": len(d.chunks) - old["n"],
+               "bytes": size - old["size_bytes"]}
+        try:
+            quotas.check(project=project, add_documents=add["documents"], add_chunks=add["chunks"],
+                         add_bytes=add["bytes"], usage=usage)
+        except quotas.QuotaExceeded:
+            refused.append(d.path)
+            continue
+        admitted.append(d)
+        usage = quotas.Usage(documents=usage.documents + add["documents"], chunks=usage.chunks + add["chunks"],
+                             bytes=usage.bytes + add["bytes"])
+    return admitted, refused
+
+
 @dataclass(frozen=True)
 class Skip:
     """A source entry that yields no draft. `keep`: its stored document stays (its content is unchanged);
@@ -137,23 +179,38 @@ class Skip:
 
 
 def sync_documents(*, dataset: Dataset, drafts: Iterable[DocumentDraft | Skip], job: IngestJob | None = None,
-                   delete_missing: bool = True, progress: Progress | None = None) -> dict[str, int]:
+                   delete_missing: bool = True, progress: Progress | None = None,
+                   refused: list[str] | None = None) -> dict[str, int]:
     """The one incremental sync of a whole source: unchanged documents are skipped by content hash, changed
     ones rewritten in batches of FILE_BATCH (each batch one transaction), and with `delete_missing` the
     documents the source no longer has are deleted.
 
     Every reader of a whole source feeds it: the file walker of code and web jobs, rulebooks and BEIR.
     With a job, its counters follow (files_done, files_skipped, files_deleted). `progress` gets
-    {"path", "skipped", "files"} once per entry."""
+    {"path", "skipped", "files"} once per entry.
+
+    Every document is checked against the project's quotas where it is written (write_documents, under the
+    project row's lock); one that would pass a quota is not written, counted in `refused_quota` and its path
+    appended to `refused`, and the sync goes on (a replaced document that does not grow may still fit). A
+    batch is first checked without the lock, so a project already at its quota embeds nothing more."""
     existing = dict(Document.objects.filter(dataset=dataset).values_list("path", "content_hash"))
     seen: set[str] = set()
     batch: list[DocumentDraft] = []
-    stats = {"files": 0, "skipped": 0, "deleted": 0, "chunks": 0, "embedded": 0, "cached": 0}
+    stats = {"files": 0, "skipped": 0, "deleted": 0, "chunks": 0, "embedded": 0, "cached": 0, "refused_quota": 0}
+    refused = refused if refused is not None else []
 
     def flush() -> None:
         nonlocal batch
         if batch:
-            _add(stats, write_documents(dataset=dataset, drafts=batch, job=job))
+            before = len(refused)
+            project = Project.objects.get(pk=dataset.project_id)
+            fits, over = admit_by_quota(dataset=dataset, project=project, drafts=batch)  # before embedding
+            refused.extend(over)
+            _add(stats, write_documents(dataset=dataset, drafts=fits, job=job, quota_refused=refused))
+            stats["refused_quota"] += len(refused) - before
+            if job is not None and len(refused) > before:
+                IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + len(refused) - before,
+                                                           files_skipped=F("files_skipped") + len(refused) - before)
             batch = []
 
     for item in drafts:

@@ -73,6 +73,9 @@ def run_rules_upload(*, job: IngestJob, root: Path, staged: StagedContent,
     with transaction.atomic():
         project = Project.objects.select_for_update().get(pk=job.dataset.project_id)
         stats = ingest_rulebook(dataset=job.dataset, path=root, job=job, progress=progress, **options)
+        if stats.get("refused_quota"):  # the writer left sections out at a quota: a book is whole or nothing
+            raise quotas.QuotaExceeded(f"This rulebook would pass the project's quota ({stats['refused_quota']} "
+                                       "files did not fit).", field="documents")
         usage, limits = quotas.usage_of(project), quotas.limits_of(project)
         for name in ("documents", "chunks", "bytes"):
             if getattr(usage, name) > getattr(limits, name):

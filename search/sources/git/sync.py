@@ -17,6 +17,14 @@ renamed file hits the embedding cache (keyed by text hash).
 
 The token (for http(s)) is sent as basic auth (user "x-access-token", which GitHub, GitLab and Gitea accept)
 only to the source's own origin; it is scrubbed from every error that leaves this module.
+
+Every cost is bounded whatever the repository holds (docs/security.md, "Hostile git repositories"): the fetch
+counts pack bytes as they arrive, keeps a deadline and refuses an object declaring more than allowed before
+dulwich inflates it; the tree walk counts entries and depth as it goes and refuses past its limits (a truncated
+tree would be recorded as synced, and later diffs would never bring what was cut); a blob is judged by the size
+its header declares before its content is read; the previous commit is looked for within a bounded number of
+ancestors; and documents are written past the project's quotas by nobody (search.ingest.writer). What a sync
+leaves out is listed in its job's result by path and reason.
 """
 from __future__ import annotations
 
@@ -27,18 +35,19 @@ import re
 import shutil
 import socket
 import stat
-from collections.abc import Iterator
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from tempfile import SpooledTemporaryFile
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
 
 import certifi
 from django.conf import settings
 from dulwich.client import HttpGitClient, HTTPUnauthorized, LocalGitClient, SSHGitClient, SubprocessSSHVendor
-from dulwich.diff_tree import CHANGE_COPY, CHANGE_RENAME, RenameDetector, tree_changes
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
-from dulwich.graph import can_fast_forward
 from dulwich.objects import Commit, Tag
 from dulwich.repo import Repo
 from urllib3 import PoolManager, Retry, Timeout
@@ -53,6 +62,7 @@ from search.ingest.web import is_web_file, skip_web_dir, web_document
 from search.ingest.writer import Skip, delete_documents, sync_documents
 from search.models import Document, IngestJob
 from search.sources import netguard
+from search.sources.git.objects import PackScanner, bounded_writer, declared_size, read_blob
 from search.sources.secrets import source_token
 
 if TYPE_CHECKING:
@@ -89,6 +99,23 @@ class RepositoryNotFound(BadInput):
 
 class AuthFailed(BadInput):
     code = "git_auth_failed"
+
+
+class FetchTimeout(ApiError):
+    status_code = 504
+    code = "git_fetch_timeout"
+
+
+class TreeTooLarge(ApiError):
+    """The synced tree passes a walking limit; the job fails and the dataset stays as the last sync left it."""
+
+    status_code = 413
+    code = "git_tree_too_large"
+
+# a tree object declaring more bytes than this per entry still allowed is refused before it is read: a tree entry
+# is its mode, name and id (about 30 bytes plus the name)
+TREE_BYTES_PER_ENTRY = 300
+COMMIT_MAX_BYTES = 1024 * 1024  # a larger commit ends the search for the previous synced commit
 
 
 # --------------------------------------------------------------------------- connections
@@ -201,12 +228,22 @@ def _pick(refs: dict[bytes, bytes | None], ref: str) -> tuple[bytes, str] | None
 def fetch(*, mirror: Repo, url: str, ref: str, token: str) -> tuple[str, str]:
     """Fetch what `ref` needs into the mirror; -> (commit sha, resolved ref name).
 
-    Only objects the mirror lacks are transferred; an unchanged ref transfers nothing."""
+    Only objects the mirror lacks are transferred; an unchanged ref transfers nothing. The whole fetch has
+    SOURCES_GIT_FETCH_TIMEOUT_S (checked at the refs and at every piece of pack data or progress that arrives;
+    each read also times out after SOURCES_REQUEST_TIMEOUT_S), and receives at most SOURCES_GIT_MAX_FETCH_BYTES."""
     client, path = _client(url, token)
     store = mirror.object_store
     picked: dict[str, Any] = {}
+    limit_s = settings.SOURCES_GIT_FETCH_TIMEOUT_S
+    ends = time.monotonic() + limit_s
+
+    def deadline() -> None:
+        if time.monotonic() > ends:
+            raise FetchTimeout(f"The fetch took longer than {limit_s:g} s (SOURCES_GIT_FETCH_TIMEOUT_S); nothing of it "
+                               "was stored.")
 
     def wants(refs: dict[bytes, bytes | None], depth: int | None = None) -> list[bytes]:
+        deadline()
         picked["names"] = sorted(n.decode(errors="replace") for n in refs if n.startswith(b"refs/heads/"))
         if _SHA.match(ref):  # a commit: fetch the branches (it is on one of them, usually) and look for it
             picked["sha"], picked["name"] = ref.encode(), ref
@@ -220,7 +257,7 @@ def fetch(*, mirror: Repo, url: str, ref: str, token: str) -> tuple[str, str]:
         picked["sha"], picked["name"] = found
         return [] if found[0] in store else [found[0]]
 
-    result = client.fetch(path, mirror, determine_wants=wants)
+    result = _bounded_fetch(client=client, path=path, mirror=mirror, wants=wants, deadline=deadline)
     sha = picked.get("sha")
     if sha is None or sha not in store:
         branches = ", ".join(picked.get("names", [])[:10]) or "none"
@@ -236,6 +273,24 @@ def fetch(*, mirror: Repo, url: str, ref: str, token: str) -> tuple[str, str]:
         raise RefNotFound(f"{ref!r} names a {obj.type_name.decode()}, not a commit.", field="source.ref")
     mirror.refs[MIRROR_REF] = obj.id
     return obj.id.decode(), name
+
+
+def _bounded_fetch(*, client: GitClient, path: str, mirror: Repo, wants: Callable[..., list[bytes]],
+                   deadline: Callable[[], None]) -> Any:
+    """dulwich's fetch (GitClient.fetch), with the pack data counted, its objects' declared sizes checked and
+    the deadline kept as the bytes arrive; only a pack that passed all of it is indexed into the mirror (which
+    inflates each object). The pack spools to the mirror's folder past 16 MiB."""
+    with SpooledTemporaryFile(max_size=16 * 1024 * 1024, prefix="incoming-",
+                              dir=getattr(mirror.object_store, "path", None)) as incoming:
+        pack_data = bounded_writer(write=incoming.write, deadline=deadline,
+                                   scanner=PackScanner(max_object=settings.SOURCES_GIT_MAX_OBJECT_BYTES),
+                                   max_bytes=settings.SOURCES_GIT_MAX_FETCH_BYTES)
+        result = client.fetch_pack(path, wants, mirror.get_graph_walker(), pack_data,
+                                   progress=lambda _message: deadline())
+        if incoming.tell():
+            incoming.seek(0)
+            mirror.object_store.add_thin_pack(incoming.read, None)
+    return result
 
 
 # --------------------------------------------------------------------------- trees
@@ -256,30 +311,18 @@ def tree_files(store: Any, tree_id: bytes | None, *, kind: str) -> dict[str, byt
 
     Same rules, applied to tree entries: SKIP_DIRS and hidden directories pruned, the tree's .gitignore files
     (code), the language or page suffix; symlinks and submodules are not files. The size cap and binary or
-    minified content are judged when a blob is read, as the walker's reader does."""
+    minified content are judged when a blob is read, as the walker's reader does.
+
+    The walk counts every entry it reads and the depth it is at, and stops with TreeTooLarge past
+    SOURCES_GIT_MAX_TREE_ENTRIES or SOURCES_GIT_MAX_DEPTH (trees may all name one subtree, so a few hundred
+    bytes can list a million files), and past SOURCES_GIT_MAX_FILES ingestible files; a tree object is refused
+    by its declared size before it is read when it could not fit in the entries left."""
     if tree_id is None:
         return {}
-    files: list[tuple[str, bytes]] = []
-    dirs: list[str] = []
-
-    def walk(tid: bytes, prefix: str) -> None:
-        for entry in store[tid].iteritems():
-            try:
-                name = entry.path.decode()
-            except UnicodeDecodeError:  # a name Postgres text cannot hold: the walker's path would not store either
-                continue
-            rel = prefix + name
-            if stat.S_ISDIR(entry.mode):
-                if name not in SKIP_DIRS:
-                    dirs.append(rel)
-                    walk(entry.sha, rel + "/")
-            elif stat.S_ISREG(entry.mode):
-                files.append((rel, entry.sha))
-
-    walk(tree_id, "")
+    files, dirs = _walk(store, tree_id)
     if kind == "code":
-        spec = gitignore_spec_from((rel, store[sha].data.decode("utf-8", errors="replace"))
-                                   for rel, sha in files if rel.rsplit("/", 1)[-1] == ".gitignore")
+        spec = gitignore_spec_from((rel, data.decode("utf-8", errors="replace"))
+                                   for rel, data in _gitignores(store, files))
 
         def pruned_dir(name: str, rel: str) -> bool:
             return skip_dir(name, rel, spec)
@@ -294,12 +337,70 @@ def tree_files(store: Any, tree_id: bytes | None, *, kind: str) -> dict[str, byt
             return is_web_file(rel.rsplit("/", 1)[-1])
 
     pruned: set[str] = set()
-    for rel in dirs:  # parents come before their children (depth-first, pre-order)
+    for rel in dirs:  # parents come before their children
         parent, _, name = rel.rpartition("/")
         if (parent and parent in pruned) or pruned_dir(name, rel):
             pruned.add(rel)
-    return {rel: sha for rel, sha in files
-            if rel.rpartition("/")[0] not in pruned and wanted(rel)}
+    taken = {rel: sha for rel, sha in files if rel.rpartition("/")[0] not in pruned and wanted(rel)}
+    if len(taken) > settings.SOURCES_GIT_MAX_FILES:
+        raise TreeTooLarge(f"The repository's tree has {len(taken):,} files to ingest, more than "
+                           f"{settings.SOURCES_GIT_MAX_FILES:,} (SOURCES_GIT_MAX_FILES); the sync wrote nothing. "
+                           "Point the source at a smaller folder (subdir).", code="git_too_many_files")
+    return taken
+
+
+def _walk(store: Any, tree_id: bytes) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """(regular files with their blob ids, folders outside SKIP_DIRS, parents before children), counting every
+    entry read and the depth, within SOURCES_GIT_MAX_TREE_ENTRIES and SOURCES_GIT_MAX_DEPTH (else TreeTooLarge)."""
+    max_entries, max_depth = settings.SOURCES_GIT_MAX_TREE_ENTRIES, settings.SOURCES_GIT_MAX_DEPTH
+    files: list[tuple[str, bytes]] = []
+    dirs: list[str] = []
+    walked = 0
+    stack: list[tuple[bytes, str, int]] = [(tree_id, "", 0)]
+
+    def too_large(why: str) -> TreeTooLarge:
+        return TreeTooLarge(f"The repository's tree {why}; the sync stopped after walking {walked:,} entries and "
+                            "wrote nothing. Point the source at a smaller folder (subdir).")
+
+    while stack:  # depth-first, pre-order: parents before their children, as the pruning below needs
+        tid, prefix, depth = stack.pop()
+        if depth > max_depth:
+            raise too_large(f"is deeper than {max_depth} folders (SOURCES_GIT_MAX_DEPTH)")
+        size = declared_size(store, tid)
+        if size is not None and size > TREE_BYTES_PER_ENTRY * max(max_entries - walked, 1):
+            raise too_large(f"has more than {max_entries:,} entries (SOURCES_GIT_MAX_TREE_ENTRIES)")
+        children: list[tuple[bytes, str, int]] = []
+        for entry in store[tid].iteritems():
+            walked += 1
+            if walked > max_entries:
+                raise too_large(f"has more than {max_entries:,} entries (SOURCES_GIT_MAX_TREE_ENTRIES)")
+            try:
+                name = entry.path.decode()
+            except UnicodeDecodeError:  # a name Postgres text cannot hold: the walker's path would not store either
+                continue
+            rel = prefix + name
+            if stat.S_ISDIR(entry.mode):
+                if name not in SKIP_DIRS:
+                    dirs.append(rel)
+                    children.append((entry.sha, rel + "/", depth + 1))
+            elif stat.S_ISREG(entry.mode):
+                files.append((rel, entry.sha))
+        stack.extend(reversed(children))
+    dirs.sort(key=lambda rel: rel.count("/"))
+    return files, dirs
+
+
+def _gitignores(store: Any, files: list[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:
+    """The .gitignore files of the tree that are at most MAX_FILE_BYTES by their declared size (each blob read
+    once, however many paths name it)."""
+    read: dict[bytes, bytes | None] = {}
+    for rel, sha in files:
+        if rel.rsplit("/", 1)[-1] != ".gitignore":
+            continue
+        if sha not in read:
+            read[sha] = read_blob(store, sha, limit=MAX_FILE_BYTES)[0]
+        if read[sha] is not None:
+            yield rel, read[sha]
 
 
 # --------------------------------------------------------------------------- the sync
@@ -314,22 +415,39 @@ class _Plan:
 
 
 def diff_plan(store: Any, old_tree: bytes | None, new_tree: bytes, *, kind: str) -> _Plan:
-    """Changed, renamed and deleted ingestible files between two trees, by dulwich's tree diff with renames.
+    """Changed, renamed and deleted ingestible files between two trees, from both trees' bounded file lists.
 
-    The ingestible sets of both trees are also compared, because an edited .gitignore changes which unchanged
-    files the walker takes (they appear or vanish without a tree change of their own)."""
+    Comparing the ingestible sets (not the raw trees) also catches an edited .gitignore, which changes which
+    unchanged files the walker takes. A rename is a deleted path whose blob a new path holds: its text is
+    unchanged, so it embeds nothing (the cache is keyed by text)."""
     old, new = tree_files(store, old_tree, kind=kind), tree_files(store, new_tree, kind=kind)
-    write: set[str] = set()
-    renamed: list[list[str]] = []
-    for change in tree_changes(store, old_tree, new_tree, rename_detector=RenameDetector(store)):
-        old_path = change.old.path.decode(errors="replace") if change.old and change.old.path else None
-        new_path = change.new.path.decode(errors="replace") if change.new and change.new.path else None
-        if new_path in new:
-            write.add(new_path)
-            if change.type in (CHANGE_RENAME, CHANGE_COPY) and old_path in old and old_path not in new:
-                renamed.append([old_path, new_path])
-    write.update(p for p, sha in new.items() if old.get(p) != sha)  # ignore-rule changes; a safety net
-    return _Plan(mode="diff", write=sorted(write), delete=sorted(set(old) - set(new)), renamed=sorted(renamed))
+    write = sorted(p for p, sha in new.items() if old.get(p) != sha)
+    delete = sorted(set(old) - set(new))
+    gone_by_blob: dict[bytes, list[str]] = {}
+    for p in delete:
+        gone_by_blob.setdefault(old[p], []).append(p)
+    renamed = [[gone_by_blob[new[p]].pop(0), p] for p in write if p not in old and gone_by_blob.get(new[p])]
+    return _Plan(mode="diff", write=write, delete=delete, renamed=sorted(renamed))
+
+
+def descends_from(store: Any, *, new: bytes, old: bytes, limit: int) -> bool:
+    """Whether `old` is among the first `limit` ancestors of `new` (breadth-first from `new`): a fast-forward.
+    Past the limit, or at a commit the mirror lacks or too large to read, the answer is no and the sync
+    compares the whole tree instead, which is always correct; deep history is never walked whole."""
+    queue, seen = deque([new]), {new}
+    while queue and len(seen) <= limit:
+        sha = queue.popleft()
+        if sha == old:
+            return True
+        size = declared_size(store, sha)
+        if size is None or size > COMMIT_MAX_BYTES:
+            continue
+        commit = store[sha]
+        for parent in getattr(commit, "parents", []):
+            if parent not in seen:
+                seen.add(parent)
+                queue.append(parent)
+    return False
 
 
 def _repo_name(url: str) -> str:
@@ -337,27 +455,35 @@ def _repo_name(url: str) -> str:
     return name[:-4] if name.endswith(".git") else name
 
 
-def _read(*, kind: str, rel: str, data: bytes, repo: str) -> DocumentDraft | None:
-    if len(data) > MAX_FILE_BYTES:
-        return None
-    draft, _why = (code_document if kind == "code" else web_document)(rel=rel, data=data, repo=repo)
+def _read(*, kind: str, rel: str, data: bytes, repo: str) -> tuple[DocumentDraft | None, str]:
+    draft, why = (code_document if kind == "code" else web_document)(rel=rel, data=data, repo=repo)
     if draft is not None:
         draft.size_bytes = len(data)
-    return draft
+    return draft, why
 
 
 def _drafts(*, store: Any, files: dict[str, bytes], paths: list[str], kind: str, repo: str, commit: str,
-            stored: dict[str, str] | None, written: list[str], unreadable: list[str]) -> Iterator[DocumentDraft | Skip]:
+            stored: dict[str, str] | None, written: list[str], unreadable: list[str],
+            skipped: dict[str, str]) -> Iterator[DocumentDraft | Skip]:
     """Drafts for `paths`; with `stored` (full mode) a blob whose sha256 is the stored content hash is kept
     without being parsed. Collects the paths written and those that yield no document (binary, minified,
-    oversized, nothing readable), which the caller deletes."""
+    oversized, nothing readable), which the caller deletes, with each one's reason in `skipped`.
+
+    A blob's size is read from its header first: one over MAX_FILE_BYTES is skipped without being inflated."""
     for rel in paths:
-        data = store[files[rel]].as_raw_string()
+        data, size = read_blob(store, files[rel], limit=MAX_FILE_BYTES)
+        if data is None:
+            skipped[rel] = f"too large ({size:,} bytes; the limit is {MAX_FILE_BYTES:,})" if size is not None \
+                else "unreadable"
+            unreadable.append(rel)
+            yield Skip(rel)
+            continue
         if stored is not None and stored.get(rel) == hashlib.sha256(data).hexdigest():
             yield Skip(rel, keep=True)
             continue
-        draft = _read(kind=kind, rel=rel, data=data, repo=repo)
+        draft, why = _read(kind=kind, rel=rel, data=data, repo=repo)
         if draft is None:
+            skipped[rel] = why or "nothing readable"
             unreadable.append(rel)
             yield Skip(rel)
             continue
@@ -424,7 +550,8 @@ def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | No
 
     repo = job.options.get("repo") or _repo_name(url)
     old_commit = store[old_sha.encode()] if old_sha and _SHA.match(old_sha) and old_sha.encode() in store else None
-    if isinstance(old_commit, Commit) and can_fast_forward(mirror, old_commit.id, new_sha.encode()):
+    if isinstance(old_commit, Commit) and descends_from(store, new=new_sha.encode(), old=old_commit.id,
+                                                        limit=settings.SOURCES_GIT_MAX_HISTORY):
         plan = diff_plan(store, _subtree(store, old_commit.tree, subdir), new_tree, kind=kind)
         files = tree_files(store, new_tree, kind=kind)
         stored = None
@@ -435,22 +562,39 @@ def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | No
     IngestJob.objects.filter(pk=job.pk).update(files_total=len(plan.write))
     written: list[str] = []
     unreadable: list[str] = []
+    skipped: dict[str, str] = {}
+    refused: list[str] = []
     drafts = _drafts(store=store, files=files, paths=plan.write, kind=kind, repo=repo, commit=new_sha,
-                     stored=stored, written=written, unreadable=unreadable)
+                     stored=stored, written=written, unreadable=unreadable, skipped=skipped)
     if plan.mode == "full":
-        sync_documents(dataset=job.dataset, drafts=drafts, job=job, delete_missing=True, progress=progress)
+        sync_documents(dataset=job.dataset, drafts=drafts, job=job, delete_missing=True, progress=progress,
+                       refused=refused)
         plan.delete = sorted(set(stored or {}) - set(files) | (set(unreadable) & set(stored or {})))
     else:
-        sync_documents(dataset=job.dataset, drafts=drafts, job=job, delete_missing=False, progress=progress)
+        sync_documents(dataset=job.dataset, drafts=drafts, job=job, delete_missing=False, progress=progress,
+                       refused=refused)
         gone = set(Document.objects.filter(dataset=job.dataset, path__in=unreadable).values_list("path", flat=True))
         plan.delete = sorted(set(plan.delete) | gone)  # a changed file that is now binary, minified or too big
         delete_documents(dataset=job.dataset, paths=plan.delete)
         IngestJob.objects.filter(pk=job.pk).update(files_deleted=len(plan.delete))
-    plan.write = written
-    _report(job, result | {"mode": plan.mode}, plan, files_total=None)
+    skipped.update(dict.fromkeys(refused, "refused by the project's quota"))
+    plan.write = [p for p in written if p not in set(refused)]
+    _report(job, result | {"mode": plan.mode} | _skipped_report(skipped), plan, files_total=None)
+    if refused:  # the dataset is not the new tree yet: the next sync diffs from the same commit and retries them
+        state = {"commit": old_sha, "ref": ref_name}
     log.info("git sync of source %s: %s %s..%s, %d written, %d deleted", source.pk, plan.mode, old_sha[:12] or "-",
              new_sha[:12], len(written), len(plan.delete))
     return state
+
+
+def _skipped_report(skipped: dict[str, str]) -> dict[str, Any]:
+    """The files a sync left out, by path and reason (capped at RESULT_CAP), and their counts by kind of reason."""
+    by_reason: dict[str, int] = {}
+    for why in skipped.values():
+        kind = why.split(" (", 1)[0]
+        by_reason[kind] = by_reason.get(kind, 0) + 1
+    return {"skipped": [{"path": p, "reason": why} for p, why in sorted(skipped.items())[:RESULT_CAP]],
+            "skipped_total": len(skipped), "skipped_by_reason": by_reason}
 
 
 def _report(job: IngestJob, result: dict[str, Any], plan: _Plan, *, files_total: int | None) -> None:
