@@ -10,6 +10,7 @@ no request (a pathological glob, say) can hold the database longer than STATEMEN
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.http.multipartparser import MultiPartParserError
 
+from config.deadlines import deadline_after
 from config.errors import error_body, is_statement_timeout, statement_timeout_body
 from config.fields import bad_text_reason
 
@@ -124,11 +126,19 @@ class InputGuardMiddleware:
                                field=field)
         timeout = _StatementTimeout(_timeout_ms(request))
         try:
-            with connection.execute_wrapper(timeout):
+            with connection.execute_wrapper(timeout), self._deadline(request):
                 return self.get_response(request)
         finally:
             if timeout.applied:
                 self._reset_timeout()
+
+    @staticmethod
+    def _deadline(request: HttpRequest) -> contextlib.AbstractContextManager:
+        """An API request's work stops at REQUEST_DEADLINE_S (config.deadlines: the loops that can run long check
+        it); the MCP endpoint sets its own per tool call, pages and the admin have none."""
+        if request.path.startswith("/api/"):
+            return deadline_after(settings.REQUEST_DEADLINE_S)
+        return contextlib.nullcontext()
 
     @staticmethod
     def _read_body(request: HttpRequest) -> HttpResponse | None:

@@ -407,6 +407,14 @@ EVALUATION_DATA_DIR = Path(env_str("EVALUATION_DATA_DIR", str(VAR_DIR / "data"))
 
 # --- Self-serve content (search/ingest/content.py, search/ingest/archives.py, projects/quotas.py) ----------------
 # Uploads: the request body (multipart) and what an archive may expand to. Breaking one is a 413/422, nothing written.
+# Work that ends (docs/security.md, "Work that ends"): an API request's work stops at its deadline (config.deadlines;
+# an MCP tool call's at MCP_REQUEST_TIMEOUT_S), and the code tools have budgets of their own inside it: grep stops
+# reading (complete: false) after GREP_BUDGET_S, find_references stops resolving after CODE_REFERENCES_BUDGET_S,
+# and the graph pack follows at most CODE_GRAPH_MAX_USES uses per result.
+REQUEST_DEADLINE_S = env_float("REQUEST_DEADLINE_S", 30.0)
+GREP_BUDGET_S = env_float("GREP_BUDGET_S", 2.0)
+CODE_REFERENCES_BUDGET_S = env_float("CODE_REFERENCES_BUDGET_S", 5.0)
+CODE_GRAPH_MAX_USES = env_int("CODE_GRAPH_MAX_USES", 500)
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 50 * 1024 * 1024)
 UPLOAD_MAX_FILE_BYTES = env_int("UPLOAD_MAX_FILE_BYTES", 5 * 1024 * 1024)  # a single uploaded file
 UPLOAD_MAX_FILES = env_int("UPLOAD_MAX_FILES", 5000)

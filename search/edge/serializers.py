@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from config.fields import FlagField, InputSerializer, IntField, NumberField, TextField, TextListField
 from projects.serializers import DatasetCreateSerializer, DatasetDetailSerializer, DatasetSerializer
-from search.engine.code_graph import MAX_FILES, MAX_REFERENCES, MAX_SYMBOL
+from search.engine.code_graph import DEFAULT_OUTLINE, MAX_FILES, MAX_OUTLINE, MAX_REFERENCES, MAX_SYMBOL
 from search.engine.fusion import FUSIONS, RULES_FUSIONS
 from search.engine.globs import MAX_GLOB_LENGTH
 from search.engine.grep import DEFAULT_MATCHES, MAX_MATCHES, MAX_PATTERN
@@ -491,11 +491,18 @@ class CodeFileSerializer(serializers.Serializer):
     path = serializers.CharField()
     lang = serializers.CharField(allow_blank=True)
     size_bytes = serializers.IntegerField()
+    complete = serializers.BooleanField(help_text="false: the time budget (or the request's deadline) or the cap on "
+                                                  "uses read ended the search; `total` counts the uses resolved "
+                                                  "until then.")
 
 
 class CodeFilesResponseSerializer(serializers.Serializer):
     project = serializers.CharField()
     files = CodeFileSerializer(many=True)
+    limit = IntField(required=False, default=DEFAULT_OUTLINE, min_value=1, max_value=MAX_OUTLINE,
+                     help_text="At most this many symbols, and this many imports, in one page.")
+    offset = IntField(required=False, default=0, min_value=0, max_value=10 ** 7,
+                      help_text="Skip this many of each (paging: the previous page's `next`).")
     limit = serializers.IntegerField()
     offset = serializers.IntegerField()
     truncated = serializers.BooleanField(help_text="More files follow: ask again with a larger offset.")
@@ -517,6 +524,10 @@ class CodeGrepHitSerializer(serializers.Serializer):
     path = serializers.CharField()
     line = serializers.IntegerField()
     span = serializers.CharField(help_text="path:line")
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    complete = serializers.BooleanField(help_text="This page ends both lists.")
+    next = serializers.IntegerField(allow_null=True, help_text="The offset of the next page; null when complete.")
     text = serializers.CharField(allow_blank=True, help_text="The line (cut at 500 characters).")
 
 

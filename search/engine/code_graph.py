@@ -19,8 +19,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q
+from django.conf import settings
+from django.db.models import Case, IntegerField, Q, Value, When
 
+from config import deadlines
 from config.errors import BadInput, NotFound
 from projects.access import accessible_dataset_ids
 from projects.models import Dataset, Project
@@ -30,11 +32,39 @@ from search.models import Document, Symbol, SymbolRef
 MAX_SYMBOL = 500
 MAX_DEFINITIONS = 50
 MAX_REFERENCES = 500
+MAX_SCANNED = 50_000  # uses of a name read by one find_references (past it: `complete: false`)
 MAX_FILES = 1000
+MAX_OUTLINE = 1000  # symbols (and imports) in one page of an outline
+DEFAULT_OUTLINE = 200
 _SELF = ("self", "this", "cls", "static", "Self")
+_SELF_DOTTED = tuple(f"{s}." for s in _SELF)
 _INDEXES = ("__init__.py", "__init__.pyi", "index.js", "index.ts", "index.tsx", "index.jsx", "mod.rs")
 _EXTS = ("", ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go", ".rs", ".java", ".rb", ".php",
          ".cs", ".c", ".h", ".cc", ".cpp", ".hpp")
+
+
+_MODULE_TAIL = r"(\.[A-Za-z]+|/(__init__\.pyi?|index\.[jt]sx?|mod\.rs))"
+
+
+def _module_base(module: str) -> str:
+    """The path a module names, without extension: `a.b` -> `a/b`, `./web/util` -> `web/util`."""
+    return module.strip("./") if "/" in module else module.replace(".", "/")
+
+
+def _module_paths(base: str) -> list[str]:
+    return [base + ext for ext in _EXTS if ext] + [f"{base}/{index}" for index in _INDEXES]
+
+
+def _module_tails(path: str) -> set[str]:
+    """Every module base that the path is the file of, by the rule of Resolver.module_exists (a base, or a base
+    under a prefix, then an extension or a package index): `src/a/__init__.py` -> src/a, a, src/a/__init__, ..."""
+    out: set[str] = set()
+    for tail in (r"\.[A-Za-z]+$", r"/(__init__\.pyi?|index\.[jt]sx?|mod\.rs)$"):
+        m = re.search(tail, path)
+        if m:
+            parts = path[:m.start()].split("/")
+            out.update("/".join(parts[k:]) for k in range(len(parts)))
+    return out
 
 
 def module_of(path: str) -> str:
@@ -167,7 +197,15 @@ class Resolver:
         self._by_name: dict[str, list[Def]] = {}
         self._by_doc: dict[str, dict[int, list[Def]]] = {}
         self._imports: dict[int, list[Ref]] = {}
+        # per file: alias -> its first import binding that alias, and the first that renames a name to it
+        # (`from m import deduct as take`); resolve() looks a name up here instead of scanning every import
+        self._bound: dict[int, dict[str, Ref]] = {}
+        self._renamed: dict[int, dict[str, Ref]] = {}
         self._modules: dict[str, bool] = {}
+        self._plain_by_name: dict[str, list[Def]] = {}
+        self._local_views: dict[tuple[str, int], tuple[list[Def], list[Def], dict[str, list[Def]]]] = {}
+        self._through: dict[tuple[str, str], tuple[str, list[Def]]] = {}
+        self.steps = 0  # imports and candidates examined: linear in the references resolved (the tests count it)
 
     def defs_named(self, name: str) -> list[Def]:
         if name not in self._by_name:
@@ -201,67 +239,138 @@ class Resolver:
     def load_imports(self, document_ids: list[int]) -> None:
         todo = [d for d in document_ids if d not in self._imports]
         for d in todo:
-            self._imports[d] = []
-        for row in (SymbolRef.objects.filter(document_id__in=todo, kind="import").values_list(*_REF_FIELDS)):
-            self._imports[row[1]].append(Ref(*row))
+            self._imports[d], self._bound[d], self._renamed[d] = [], {}, {}
+        for row in (SymbolRef.objects.filter(document_id__in=todo, kind="import").order_by("line", "name")
+                    .values_list(*_REF_FIELDS)):
+            imp = Ref(*row)
+            self._imports[imp.document_id].append(imp)
+            self._bound[imp.document_id].setdefault(imp.alias, imp)
+            if imp.alias != imp.name:
+                self._renamed[imp.document_id].setdefault(imp.alias, imp)
+
+    def prime_for(self, refs: list[Ref]) -> None:
+        """Load what resolving `refs` will ask, in a few queries whatever their number: the definitions of their
+        names and of the names their files import them under (an alias resolves through the name it stands for),
+        and whether the modules those imports name are in the dataset. Without it, a file with thousands of
+        aliased imports cost a query per alias and two per module."""
+        names, modules = [r.name for r in refs], set()
+        for r in refs:
+            self._imports_of(r.document_id)
+            if r.kind == "import":
+                modules.add(r.qualifier)
+                continue
+            head = r.qualifier.split(".", 1)[0] if r.qualifier else ""
+            for imp in (self._renamed[r.document_id].get(r.name), self._bound[r.document_id].get(head or r.name)):
+                if imp is not None:
+                    names.append(imp.name)
+                    modules.update((imp.qualifier, ".".join(p for p in (imp.qualifier, imp.name) if p)))
+        self.prime(names)
+        self.prime_modules(sorted(m for m in modules if m))
+
+    def prime_modules(self, modules: list[str]) -> None:
+        """module_exists for many modules at once: one query for their exact paths, one scan for the rest (a
+        module reached under a prefix: `src/a/b.py` for `a.b`), per 200 modules."""
+        todo = [m for m in dict.fromkeys(modules) if m not in self._modules]
+        docs = Document.objects.filter(dataset_id=self.dataset_id)
+        for i in range(0, len(todo), 200):
+            part = {m: _module_base(m) for m in todo[i:i + 200]}
+            exact = {p: m for m, base in part.items() for p in _module_paths(base)}
+            found = {exact[p] for p in docs.filter(path__in=list(exact)).values_list("path", flat=True)}
+            rest = {base: m for m, base in part.items() if m not in found}
+            if rest:
+                alternation = "|".join(re.escape(b) for b in sorted(rest))
+                for path in docs.filter(path__regex=rf"(^|/)({alternation}){_MODULE_TAIL}$").values_list(
+                        "path", flat=True):
+                    found.update(rest[t] for t in _module_tails(path) if t in rest)
+            for m in part:
+                self._modules[m] = m in found
 
     def module_exists(self, module: str) -> bool:
         """Whether the dataset holds the file of `module` (`a.b` -> a/b.py, a/b/__init__.py, src/a/b.py, ...;
         `web/util` -> web/util.ts, web/util/index.js, ...). Asked only when no definition of the name is in it."""
         if module not in self._modules:
-            base = module.strip("./") if "/" in module else module.replace(".", "/")
-            exact = [base + ext for ext in _EXTS if ext] + [f"{base}/{index}" for index in _INDEXES]
-            docs = Document.objects.filter(dataset_id=self.dataset_id)
-            self._modules[module] = docs.filter(path__in=exact).exists() or docs.filter(
-                path__regex=rf"(^|/){re.escape(base)}(\.[A-Za-z]+|/(__init__\.pyi?|index\.[jt]sx?|mod\.rs))$").exists()
+            self.prime_modules([module])
         return self._modules[module]
 
     def resolve(self, ref: Ref) -> tuple[str, list[Def]]:
-        """("resolved", [def]) | ("ambiguous", candidates) | ("external", []) | ("unresolved", [])."""
+        """("resolved", [def]) | ("ambiguous", candidates) | ("external", []) | ("unresolved", []).
+
+        Constant work per reference once its name's definitions are loaded: every list it filters (a name's
+        top-level definitions, one file's, by class) and every import-through answer is computed once per name,
+        file or module and kept, so a file with thousands of imports and uses resolves in time linear in them."""
+        self.steps += 1
         candidates = self.defs_named(ref.name)
-        local = self.defs_in(ref.name, ref.document_id)
+        local, local_plain, local_by_class = self._local(ref.name, ref.document_id)
+        self._imports_of(ref.document_id)  # loads the file's import index
         if ref.kind != "import" and not ref.qualifier and not local:
-            imports = self._imports_of(ref.document_id)
-            bound = next((imp for imp in imports if imp.alias == ref.name and imp.name != ref.name), None)
+            bound = self._renamed[ref.document_id].get(ref.name)
             if bound is not None:  # `take(...)` after `from m import deduct as take`
-                return self._through_import(bound.qualifier, bound.name, self.defs_named(bound.name))
+                return self._through_import(bound.qualifier, bound.name)
         if ref.kind == "import":
-            return self._through_import(ref.qualifier, ref.name, candidates)
-        if ref.qualifier in _SELF or ref.qualifier.startswith(tuple(f"{s}." for s in _SELF)):
+            return self._through_import(ref.qualifier, ref.name)
+        if ref.qualifier in _SELF or ref.qualifier.startswith(_SELF_DOTTED):
             cls = ref.container.rsplit(".", 1)[0] if "." in ref.container else ref.container
-            in_class = [d for d in local if d.qualname.rsplit(".", 1)[0] == cls]
+            in_class = local_by_class.get(cls, [])
             if len(in_class) == 1:
                 return "resolved", in_class
         bare = not ref.qualifier
         if bare and not _implicit_this(ref.path):  # Python, JS: a bare name never means a method
-            candidates = [d for d in candidates if "." not in d.qualname]
-            local = [d for d in local if "." not in d.qualname]
+            candidates = self._plain(ref.name)
+            local = local_plain
         if bare and local:
             cls = ref.container.rsplit(".", 1)[0] if "." in ref.container else ""
-            top = [d for d in local if "." not in d.qualname] or \
-                [d for d in local if cls and d.qualname.rsplit(".", 1)[0] == cls] or local
+            top = local_plain or (local_by_class.get(cls, []) if cls else []) or local
             if len(top) == 1:
                 return "resolved", top
-        imports = self._imports_of(ref.document_id)
         head = ref.qualifier.split(".", 1)[0] if ref.qualifier else ""
-        for imp in imports:
-            if not ref.qualifier and imp.alias == ref.name:  # `from m import name [as alias]`
-                return self._through_import(imp.qualifier, imp.name, self.defs_named(imp.name))
-            if head and imp.alias == head:  # `import m as head` ... `head.name(...)`
-                module = ".".join(p for p in (imp.qualifier, imp.name) if p)
-                return self._through_import(module, ref.name, candidates)
+        imp = self._bound[ref.document_id].get(head or ref.name)  # the file's first import binding the name
+        if imp is not None and not ref.qualifier:  # `from m import name [as alias]`
+            return self._through_import(imp.qualifier, imp.name)
+        if imp is not None and head:  # `import m as head` ... `head.name(...)`
+            module = ".".join(p for p in (imp.qualifier, imp.name) if p)
+            return self._through_import(module, ref.name)
         if len(candidates) == 1:
             return "resolved", candidates
         if local and not ref.qualifier:
             return ("resolved", local) if len(local) == 1 else ("ambiguous", local)
         return ("ambiguous", candidates) if candidates else ("unresolved", [])
 
+    def _plain(self, name: str) -> list[Def]:
+        """The definitions of `name` that are not members (what a bare name means in Python or JS), once per name."""
+        if name not in self._plain_by_name:
+            defs = self.defs_named(name)
+            self.steps += len(defs)
+            self._plain_by_name[name] = [d for d in defs if "." not in d.qualname]
+        return self._plain_by_name[name]
+
+    def _local(self, name: str, document_id: int) -> tuple[list[Def], list[Def], dict[str, list[Def]]]:
+        """One file's definitions of `name`: all, those not members, and all by the part of their qualified name
+        before its last dot (their class), once per name and file."""
+        key = (name, document_id)
+        if key not in self._local_views:
+            local = self.defs_in(name, document_id)
+            self.steps += len(local)
+            by_class: dict[str, list[Def]] = {}
+            for d in local:
+                by_class.setdefault(d.qualname.rsplit(".", 1)[0], []).append(d)
+            self._local_views[key] = (local, [d for d in local if "." not in d.qualname], by_class)
+        return self._local_views[key]
+
     def _imports_of(self, document_id: int) -> list[Ref]:
         if document_id not in self._imports:
             self.load_imports([document_id])
         return self._imports[document_id]
 
-    def _through_import(self, module: str, name: str, candidates: list[Def]) -> tuple[str, list[Def]]:
+    def _through_import(self, module: str, name: str) -> tuple[str, list[Def]]:
+        """The definition of `name` that an import from `module` means, once per (module, name)."""
+        key = (module, name)
+        if key not in self._through:
+            candidates = self.defs_named(name)
+            self.steps += len(candidates)
+            self._through[key] = self._through_uncached(module, candidates)
+        return self._through[key]
+
+    def _through_uncached(self, module: str, candidates: list[Def]) -> tuple[str, list[Def]]:
         if not candidates:
             return "external", []
         hit = [d for d in candidates if module and in_module(d.path, module)]
@@ -295,34 +404,38 @@ class LineSpan:
     end_line: int
 
 
-def resolved_uses(*, spans: list[LineSpan], kinds: tuple[str, ...] = USE_KINDS) -> list[list[Use]]:
+def resolved_uses(*, spans: list[LineSpan], kinds: tuple[str, ...] = USE_KINDS,
+                  max_uses: int | None = None) -> list[list[Use]]:
     """For each span, the uses in its lines that resolve (by the module docstring's rules) to exactly one definition
     of its dataset, each definition once per span: in `kinds` order, then line order. Ambiguous and external names
     are left out: a context pack or a ranking signal built on a guess would mislead the agent reading it.
 
-    Three queries for all the spans (their references, their names' definitions, their files' imports), whatever
-    their number: the pack and the boost call this on every query that uses the graph."""
+    Bounded whatever the file: at most `max_uses` uses are read per span (default CODE_GRAPH_MAX_USES, in the order
+    they are followed: a span of one minified line with thousands of calls reads its first ones), resolution is
+    linear in them (Resolver.resolve), and the loop stops at the request's deadline (504 `request_timeout`, as
+    the whole query would). One query per span for its references, one for their names' definitions and one for
+    their files' imports: the pack and the boost call this on every query that uses the graph."""
     if not spans:
         return []
-    where = Q()
-    for s in spans:
-        where |= Q(document_id=s.document_id, line__gte=s.start_line, line__lte=s.end_line)
-    rows = [Ref(*r) for r in SymbolRef.objects.filter(where, kind__in=kinds).order_by("document_id", "line")
-            .values_list(*_REF_FIELDS)]
+    cap = settings.CODE_GRAPH_MAX_USES if max_uses is None else max_uses
+    order = Case(*(When(kind=k, then=Value(i)) for i, k in enumerate(kinds)), output_field=IntegerField())
+    per_span = [[Ref(*r) for r in SymbolRef.objects.filter(document_id=s.document_id, line__gte=s.start_line,
+                                                            line__lte=s.end_line, kind__in=kinds)
+                 .annotate(kind_rank=order).order_by("kind_rank", "line", "pk").values_list(*_REF_FIELDS)[:cap]]
+                for s in spans]
     resolvers: dict[int, Resolver] = {}
     for ds_id in sorted({s.dataset_id for s in spans}):
-        resolvers[ds_id] = Resolver(dataset_id=ds_id)
-        mine = [r for r in rows if r.dataset_id == ds_id]
-        resolvers[ds_id].prime([r.name for r in mine])
-        resolvers[ds_id].load_imports(sorted({r.document_id for r in mine}))
-    rank = {k: i for i, k in enumerate(kinds)}
+        mine = [r for s, rows in zip(spans, per_span, strict=True) if s.dataset_id == ds_id for r in rows]
+        resolver = resolvers[ds_id] = Resolver(dataset_id=ds_id)
+        resolver.load_imports(sorted({s.document_id for s in spans if s.dataset_id == ds_id}))
+        resolver.prime_for(mine)
     out: list[list[Use]] = []
-    for s in spans:
+    for s, rows in zip(spans, per_span, strict=True):
         resolver = resolvers[s.dataset_id]
         seen: set[int] = set()
         uses: list[Use] = []
-        for r in sorted((r for r in rows if r.document_id == s.document_id and s.start_line <= r.line <= s.end_line),
-                        key=lambda r: (rank[r.kind], r.line)):
+        for r in rows:
+            deadlines.check()
             how, defs = resolver.resolve(r)
             if how == "resolved" and defs[0].id not in seen:
                 seen.add(defs[0].id)
@@ -381,33 +494,66 @@ def find_references(*, project: Project, symbol: str, dataset: str | int | None 
     """Uses of the definition(s) `symbol` names (calls, references, imports, base classes), each with how it
     resolved: `resolved` (to a listed definition) or `ambiguous` (its name has several candidates, this among
     them). Uses that resolve to another definition of the same name are left out. A name with more than
-    MAX_DEFINITIONS definitions gets the uses of the first MAX_DEFINITIONS (`truncated`)."""
+    MAX_DEFINITIONS definitions gets the uses of the first MAX_DEFINITIONS (`truncated`).
+
+    Work that ends (docs/security.md): at most MAX_SCANNED uses are read, each resolves in constant time once its
+    file's imports are indexed (Resolver.resolve), and resolving stops at CODE_REFERENCES_BUDGET_S or the request's
+    deadline, whichever comes first. A search cut short by either answers what it found with `complete: false`
+    (`total` then counts the uses resolved so far)."""
     symbol = _check_symbol(symbol)
     if not 1 <= limit <= MAX_REFERENCES:
         raise BadInput(f"Must be between 1 and {MAX_REFERENCES}.", field="limit")
+    stop_at = deadlines.budget(seconds=settings.CODE_REFERENCES_BUDGET_S)
     ids = [ds.pk for ds in datasets_for(project=project, dataset=dataset)]
     targets = definitions_of(dataset_ids=ids, symbol=symbol, limit=MAX_DEFINITIONS + 1)
     targets_truncated = len(targets) > MAX_DEFINITIONS
     targets = targets[:MAX_DEFINITIONS]
     by_id = {d.id: d for d in targets}
+    # the targets among a resolution's definitions, once per list: an ambiguous name's candidates (thousands, in
+    # a crafted dataset) are the same cached list for each of its uses; the memo holds the list, so ids stay unique
+    kept: dict[int, tuple[list[Def], list[Def]]] = {}
+
+    def targets_in(defs: list[Def]) -> list[Def]:
+        if id(defs) not in kept:
+            kept[id(defs)] = (defs, [d for d in defs if d.id in by_id])
+        return kept[id(defs)][1]
+
     refs: list[dict[str, Any]] = []
     total = 0
+    complete = True
+    scanned = 0
     for ds_id in sorted({d.dataset_id for d in targets}):
+        if not complete:
+            break
         resolver = Resolver(dataset_id=ds_id)
         names = sorted({d.name for d in targets if d.dataset_id == ds_id})
         rows = [Ref(*r) for r in SymbolRef.objects.filter(dataset_id=ds_id, name__in=names)
-                .order_by("path", "line", "kind").values_list(*_REF_FIELDS)]
+                .order_by("path", "line", "kind").values_list(*_REF_FIELDS)[:MAX_SCANNED - scanned + 1]]
+        if len(rows) > MAX_SCANNED - scanned:
+            rows, complete = rows[:MAX_SCANNED - scanned], False
         resolver.load_imports(sorted({r.document_id for r in rows}))
-        # `from m import name as alias`: the file's uses of the alias are uses of the name
+        resolver.prime_for(rows)
+        # `from m import name as alias`: the file's uses of the alias are uses of the name (one query for them all)
         aliased = {(r.document_id, r.alias) for r in rows if r.kind == "import" and r.alias and r.alias != r.name
-                   and any(d.id in by_id for d in resolver.resolve(r)[1])}
-        for doc_id, alias in sorted(aliased):
-            rows += [Ref(*row) for row in SymbolRef.objects.filter(document_id=doc_id, name=alias)
-                     .exclude(kind="import").order_by("line").values_list(*_REF_FIELDS)]
+                   and targets_in(resolver.resolve(r)[1])}
+        if aliased:
+            more = [Ref(*row) for row in SymbolRef.objects.filter(
+                document_id__in=sorted({d for d, _ in aliased}), name__in=sorted({a for _, a in aliased}))
+                .exclude(kind="import").order_by("path", "line")
+                .values_list(*_REF_FIELDS)[:MAX_SCANNED - scanned - len(rows) + 1]]
+            more = [r for r in more if (r.document_id, r.name) in aliased]
+            if len(more) > MAX_SCANNED - scanned - len(rows):
+                more, complete = more[:MAX_SCANNED - scanned - len(rows)], False
+            resolver.prime_for(more)
+            rows += more
+        scanned += len(rows)
         rows.sort(key=lambda r: (r.path, r.line, r.kind))
         for r in rows:
+            if deadlines.passed(stop_at):
+                complete = False
+                break
             how, defs = resolver.resolve(r)
-            mine = [d for d in defs if d.id in by_id]
+            mine = targets_in(defs)
             if not mine:
                 continue
             total += 1
@@ -419,7 +565,7 @@ def find_references(*, project: Project, symbol: str, dataset: str | int | None 
                              "candidates": len(defs)})
     return {"project": project.slug, "symbol": symbol, "status": _status(targets),
             "definitions": [d.as_dict() for d in targets], "references": refs, "total": total,
-            "truncated": total > len(refs) or targets_truncated}
+            "truncated": total > len(refs) or targets_truncated, "complete": complete}
 
 
 # --------------------------------------------------------------------------- files
@@ -433,16 +579,26 @@ def _document(*, project: Project, path: str, dataset: str | int | None) -> Docu
     return min(docs, key=lambda d: (d.dataset.project_id != project.pk, d.dataset_id))
 
 
-def outline(*, project: Project, path: str, dataset: str | int | None = None) -> dict[str, Any]:
-    """A file's definitions in line order (nesting by `depth`) and its imports."""
+def outline(*, project: Project, path: str, dataset: str | int | None = None, limit: int = DEFAULT_OUTLINE,
+            offset: int = 0) -> dict[str, Any]:
+    """A file's definitions in line order (nesting by `depth`) and its imports, one page at a time: from `offset`,
+    at most `limit` of each (a 1 MB file can define tens of thousands of names; its whole outline was megabytes of
+    JSON). `complete` says whether this page ends both lists; otherwise `next` is the offset to ask for."""
+    if not 1 <= limit <= MAX_OUTLINE:
+        raise BadInput(f"Must be between 1 and {MAX_OUTLINE}.", field="limit")
+    if not 0 <= offset <= 10 ** 7:
+        raise BadInput("Must be between 0 and 10000000.", field="offset")
     doc = _document(project=project, path=path, dataset=dataset)
-    defs = _defs(document_id=doc.pk)
-    imports = (SymbolRef.objects.filter(document_id=doc.pk, kind="import").order_by("line", "name")
-               .values_list("line", "name", "qualifier", "alias"))
+    defs = [Def(*row) for row in Symbol.objects.filter(document_id=doc.pk).order_by("start_line", "pk")
+            .values_list(*_DEF_FIELDS)[offset:offset + limit + 1]]
+    imports = list(SymbolRef.objects.filter(document_id=doc.pk, kind="import").order_by("line", "name", "pk")
+                   .values_list("line", "name", "qualifier", "alias")[offset:offset + limit + 1])
+    more = len(defs) > limit or len(imports) > limit
     return {"project": project.slug, "dataset_id": doc.dataset_id, "path": doc.path, "lang": doc.lang,
-            "symbols": [{**d.as_dict(), "depth": d.qualname.count(".")} for d in defs],
+            "symbols": [{**d.as_dict(), "depth": d.qualname.count(".")} for d in defs[:limit]],
             "imports": [{"line": line, "name": name, "module": module, "alias": alias, "span": f"{doc.path}:{line}"}
-                        for line, name, module, alias in imports]}
+                        for line, name, module, alias in imports[:limit]],
+            "limit": limit, "offset": offset, "complete": not more, "next": offset + limit if more else None}
 
 
 def list_files(*, project: Project, dataset: str | int | None = None, glob: str | None = None,

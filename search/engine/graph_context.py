@@ -9,6 +9,10 @@ one it came from already shows is not added again. Each addition is spent from t
 it came from (search.engine.packing), so a definition that ranked lower comes forward (the packer then skips the
 later result's span, which it covers), and its `why` names that result, the relation and the use's line.
 
+Bounded whatever the files hold (docs/security.md, "Work that ends"): the uses followed per result are capped at
+CODE_GRAPH_MAX_USES, resolving them is linear (search.engine.code_graph.Resolver), and the work stops at the
+request's deadline (the query answers 504 `request_timeout`).
+
 On by request (`graph: true` on a query) or by default where CODE_GRAPH_PACK says so: docs/architecture.md
 ("Context packs from the code graph") has the measurement that chose the default.
 """

@@ -2,7 +2,7 @@
 
 Why RE2: a pattern comes from the caller, and a backtracking engine (Python's `re`, Postgres's ARE) can take
 exponential time on a hostile one; google-re2 matches in time linear in the text, so the only bounds needed are
-on how much text is read and how many hits come back (MAX_MATCHES, TIME_BUDGET_S).
+on how much text is read and how many hits come back (MAX_MATCHES, GREP_BUDGET_S).
 
 Why trigrams of our own: reading every line of a 100k-chunk dataset takes far longer than an agent should wait,
 and the embedded Postgres has no pg_trgm. So each document's casefolded character trigrams (within lines: a hit
@@ -11,19 +11,29 @@ never spans a newline) are stored on its CodeFile row with a GIN index, written 
 `trigrams @> {...}`: only documents holding every trigram are read, then RE2 confirms line by line. A pattern
 with no literal of three characters narrows nothing and reads documents in path order until the budget ends,
 and says so (`complete: false`).
+
+Why the clock is read inside the scan: RE2 is linear, but its slow engine (a pattern whose DFA outgrows its
+memory) reads about 0.1-0.2 MB/s, so one 1 MB document took 7-12 s, and a budget checked only between batches
+of files let a request run for tens of seconds and still say `complete: true`. The scan now looks at the clock
+before each file, between slices of SLICE_CHARS of a file's lines (a slice is whole lines: matches are within a
+line, so cutting between lines changes nothing), and between windows of a line longer than a slice; it stops at
+GREP_BUDGET_S or the request's deadline (config.deadlines), whichever comes first, with `complete: false`.
 """
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from re import _parser as sre_parse  # the stdlib's own parse of a pattern: which literals it cannot match without
 from typing import Any
 
 import numpy as np
 import re2
+from django.conf import settings
 from django.db import connection
 
+from config import deadlines
 from config.errors import BadInput
 from projects.models import Project
 from search.engine.code_graph import datasets_for
@@ -33,8 +43,10 @@ MAX_PATTERN = 1000
 MAX_MATCHES = 500
 DEFAULT_MATCHES = 100
 MAX_LINE_CHARS = 500  # a hit's line is cut here
-TIME_BUDGET_S = 2.0
 DOC_BATCH = 64
+BATCH_BYTES = 4 << 20  # the documents' text fetched at once (a batch of 64 files of 1 MB each: 64 MB)
+SLICE_CHARS = 16 * 1024  # text matched between two looks at the clock (about 0.1 s for RE2's slowest engine)
+WINDOW_OVERLAP = 4 * 1024  # a line longer than a slice is matched in windows overlapping by this much
 _SHIFT = 21  # code points fit in 21 bits: a trigram is three of them in one int64
 
 
@@ -61,8 +73,9 @@ class GrepSpec:
     regex: bool
     case_sensitive: bool
     compiled: Any  # re2 pattern
-    whole: Any  # the pattern in multi-line mode, run over a chunk's text at once: a line that matches `compiled`
-    # matches it inside the chunk too (^ $ \b read the same at a line's edges), so a chunk it misses is skipped
+    whole: Any  # the pattern in multi-line mode, run over a slice of whole lines at once: a line that matches
+    # `compiled` matches it inside the slice too (^ $ \b read the same at a line's edges), so a slice it misses is
+    # skipped
     required: tuple[str, ...]  # literal runs every hit contains (casefolded trigrams narrow by them)
     glob: Glob | None
     max_matches: int
@@ -126,7 +139,7 @@ def required_literals(pattern: str) -> list[str]:
 
 
 def _candidates(*, dataset_ids: list[int], spec: GrepSpec, after: tuple[int, str] | None) -> list[tuple]:
-    """The next DOC_BATCH documents (dataset, path order) that can hold a hit."""
+    """The next DOC_BATCH documents (dataset, path order) that can hold a hit: (document, dataset, path, bytes)."""
     where = ["f.dataset_id = ANY(%(ids)s)"]
     params: dict[str, Any] = {"ids": dataset_ids, "n": DOC_BATCH}
     grams = sorted({g for lit in spec.required for g in trigrams(lit)})
@@ -139,62 +152,135 @@ def _candidates(*, dataset_ids: list[int], spec: GrepSpec, after: tuple[int, str
     if after is not None:
         where.append("(f.dataset_id, f.path) > (%(after_ds)s, %(after_path)s)")
         params.update(after_ds=after[0], after_path=after[1])
-    sql = (f"SELECT f.document_id, f.dataset_id, f.path FROM search_codefile f WHERE {' AND '.join(where)} "
+    sql = (f"SELECT f.document_id, f.dataset_id, f.path, d.size_bytes FROM search_codefile f "
+           f"JOIN search_document d ON d.id = f.document_id WHERE {' AND '.join(where)} "
            "ORDER BY f.dataset_id, f.path LIMIT %(n)s")
     with connection.cursor() as cur:
         cur.execute(sql, params)
         return cur.fetchall()
 
 
-def _lines(document_ids: list[int], whole: Any) -> dict[int, dict[int, str]]:
-    """document -> {line number: text} from those of its chunks `whole` finds something in (all of them when
-    `whole` is None); overlapping windows agree on every line."""
+def _groups(batch: list[tuple]) -> Iterator[list[tuple]]:
+    """The batch in runs of about BATCH_BYTES of text (at least one document each), fetched one run at a time."""
+    run: list[tuple] = []
+    size = 0
+    for row in batch:
+        if run and size + (row[3] or 0) > BATCH_BYTES:
+            yield run
+            run, size = [], 0
+        run.append(row)
+        size += row[3] or 0
+    if run:
+        yield run
+
+
+def _lines(document_ids: list[int]) -> dict[int, dict[int, str]]:
+    """document -> {line number: text}, from its chunks; overlapping windows agree on every line."""
     out: dict[int, dict[int, str]] = {d: {} for d in document_ids}
     with connection.cursor() as cur:
         cur.execute("SELECT document_id, start_line, text FROM search_chunk WHERE document_id = ANY(%s) "
                     "ORDER BY document_id, start_line", [document_ids])
         for doc_id, start, text in cur.fetchall():
-            if whole is not None and whole.search(text) is None:
-                continue
             lines = out[doc_id]
             for i, line in enumerate(text.split("\n")):
                 lines.setdefault(start + i, line)
     return out
 
 
+def matching_lines(*, lines: dict[int, str], spec: GrepSpec, stop_at: float, room: int) -> tuple[list[int], bool]:
+    """The numbers of the lines `spec` matches, in order, at most `room`; and whether the file was read to its end
+    (False: `stop_at` passed first).
+
+    Lines are matched a slice at a time (whole lines, at most SLICE_CHARS together): `spec.whole` over the slice
+    first, which skips a slice without a hit in one call, then line by line. A line longer than a slice is matched
+    alone, in windows (matching_long_line). The clock is read before each slice and window."""
+    found: list[int] = []
+    order = sorted(lines)
+    i = 0
+    while i < len(order):
+        if deadlines.passed(stop_at):
+            return found, False
+        if len(lines[order[i]]) > SLICE_CHARS:
+            hit = matching_long_line(line=lines[order[i]], compiled=spec.compiled, stop_at=stop_at)
+            if hit is None:
+                return found, False
+            if hit:
+                found.append(order[i])
+            i += 1
+        else:
+            j, size = i, 0
+            while j < len(order) and len(lines[order[j]]) <= SLICE_CHARS and \
+                    (j == i or size + len(lines[order[j]]) + 1 <= SLICE_CHARS):
+                size += len(lines[order[j]]) + 1
+                j += 1
+            part = order[i:j]
+            if spec.whole is None or spec.whole.search("\n".join(lines[n] for n in part)) is not None:
+                found += [n for n in part if spec.compiled.search(lines[n]) is not None]
+            i = j
+        if len(found) >= room:
+            return found[:room], True
+    return found, True
+
+
+def matching_long_line(*, line: str, compiled: Any, stop_at: float) -> bool | None:
+    """Whether `compiled` matches in `line` (longer than a slice), read in windows of SLICE_CHARS that overlap by
+    WINDOW_OVERLAP, with the clock read before each; None when `stop_at` passed first.
+
+    Each window is searched with the line as its context (RE2's pos/endpos): `^`, `$` and `\b` see the line's real
+    edges, never a window's, so a window finds no match the line does not hold. A single match longer than
+    WINDOW_OVERLAP that crosses a window's edge can be missed: the price of a bounded scan, on lines of more than
+    16 KiB only (minified files), where a hit's text is cut at MAX_LINE_CHARS anyway."""
+    step = SLICE_CHARS - WINDOW_OVERLAP
+    for start in range(0, len(line), step):
+        if deadlines.passed(stop_at):
+            return None
+        end = min(len(line), start + SLICE_CHARS)
+        if compiled.search(line, start, end) is not None:
+            return True
+        if end >= len(line):
+            break
+    return False
+
+
 def grep(*, project: Project, dataset_ids: list[int], spec: GrepSpec) -> dict[str, Any]:
     """Hits (`path:line`) of `spec` in the documents of `dataset_ids` (already within the project's access), in
-    dataset and path order; stops at spec.max_matches (`truncated`) or TIME_BUDGET_S (`complete: false`)."""
+    dataset and path order; stops at spec.max_matches (`truncated`), or at GREP_BUDGET_S or the request's deadline
+    (`complete: false`, checked inside the scan: matching_lines). `files_read` counts the files read to their end."""
     t0 = time.perf_counter()
+    stop_at = deadlines.budget(seconds=settings.GREP_BUDGET_S)
     hits: list[dict[str, Any]] = []
     files_read = 0
     after: tuple[int, str] | None = None
     complete, truncated = True, False
-    search = spec.compiled.search
-    while True:
+    while complete and not truncated:
+        if deadlines.passed(stop_at):
+            complete = False
+            break
         batch = _candidates(dataset_ids=sorted(dataset_ids), spec=spec, after=after)
         if not batch:
             break
-        texts = _lines([row[0] for row in batch], spec.whole)
-        for doc_id, ds_id, path in batch:
-            after = (ds_id, path)
-            files_read += 1
-            lines = texts[doc_id]
-            for n in sorted(lines):
-                line = lines[n]
-                if search(line) is None:
-                    continue
-                hits.append({"dataset_id": ds_id, "document_id": doc_id, "path": path, "line": n,
-                             "span": f"{path}:{n}", "text": line[:MAX_LINE_CHARS]})
+        for group in _groups(batch):
+            if deadlines.passed(stop_at):
+                complete = False
+                break
+            texts = _lines([row[0] for row in group])
+            for doc_id, ds_id, path, _size in group:
+                lines = texts.pop(doc_id)
+                found, finished = matching_lines(lines=lines, spec=spec, stop_at=stop_at,
+                                                 room=spec.max_matches - len(hits))
+                hits += [{"dataset_id": ds_id, "document_id": doc_id, "path": path, "line": n, "span": f"{path}:{n}",
+                          "text": lines[n][:MAX_LINE_CHARS]} for n in found]
                 if len(hits) >= spec.max_matches:
                     truncated = True
                     break
-            if truncated:
+                if not finished:
+                    complete = False
+                    break
+                files_read += 1
+                after = (ds_id, path)
+            if truncated or not complete:
                 break
-        if truncated or len(batch) < DOC_BATCH:
-            break
-        if time.perf_counter() - t0 > TIME_BUDGET_S:
-            complete = False
+        if len(batch) < DOC_BATCH:
             break
     return {"project": project.slug, "pattern": spec.pattern, "regex": spec.regex,
             "case_sensitive": spec.case_sensitive, "hits": hits, "truncated": truncated, "complete": complete,

@@ -3,7 +3,9 @@
 Views parse, authorise, call one service (search.engine.code_graph, search.engine.grep), render. The same keys,
 scope (`query`), project access (a project you are not in is 404, as for search) and per-user rate limit
 (`context_query`, search's) as POST /query; the MCP tools of the same names call the same services. The five views
-differ only in their serializers, service and schema text, so `_tool_view` builds each one."""
+differ only in their serializers, service and schema text, so `_tool_view` builds each one. The services run
+under the request's deadline (config.deadlines, installed by config.middleware): grep and find_references answer
+what they found by then with `complete: false`; outline pages (`limit`, `offset`, `next`)."""
 from __future__ import annotations
 
 import logging

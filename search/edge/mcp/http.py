@@ -11,7 +11,11 @@ cookie, authenticates.
 
 Every request ends (docs/security.md, "Requests that end"): GET (a server-to-client stream, which a stateless
 server never feeds) and DELETE (end a session: there are none) answer 405 at once, before authentication touches
-the database; a POST that is still running after MCP_REQUEST_TIMEOUT_S is answered 504 `request_timeout`.
+the database; a POST runs under a deadline of MCP_REQUEST_TIMEOUT_S (config.deadlines), which the tools' work checks
+where it loops, so the work itself stops there: a tool that can answer part of its result does (`complete:
+false`), another answers the API's 504 `request_timeout` as a tool error. Waiting alone could not do it: the
+tools run on this request's thread, so a timer around them could only answer once the work had ended (minutes,
+for a crafted file). The timer stays, ANSWER_GRACE_S later, for work that checks no deadline: 504 then.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 
 from accounts.authentication import ApiKeyAuthentication
+from config.deadlines import deadline_after
 from config.errors import error_body
 from search.edge.mcp.server import Caller, serve_http
 
@@ -32,6 +37,7 @@ if TYPE_CHECKING:
     from search.edge.mcp.server import Caller
 
 _SKIP_HEADERS = {"content-length", "transfer-encoding", "connection"}
+ANSWER_GRACE_S = 2.0  # after the deadline stopped the work: time to render and send what it answered
 
 
 def _unauthorized(code: str, detail: str) -> JsonResponse:
@@ -64,8 +70,8 @@ def _scope(request: HttpRequest) -> dict[str, Any]:
 
 
 async def _bounded(scope: dict[str, Any], body: bytes, caller: Caller) -> tuple[int, list, bytes] | None:
-    """serve_http within MCP_REQUEST_TIMEOUT_S; None when the budget ran out."""
-    with anyio.move_on_after(settings.MCP_REQUEST_TIMEOUT_S):
+    """serve_http within MCP_REQUEST_TIMEOUT_S (and the grace to answer); None when the budget ran out."""
+    with anyio.move_on_after(settings.MCP_REQUEST_TIMEOUT_S + ANSWER_GRACE_S):
         return await serve_http(scope, body, caller)
     return None
 
@@ -81,7 +87,8 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     caller = _caller(request)
     if isinstance(caller, JsonResponse):
         return caller
-    answered = async_to_sync(_bounded)(_scope(request), request.body, caller)
+    with deadline_after(settings.MCP_REQUEST_TIMEOUT_S):
+        answered = async_to_sync(_bounded)(_scope(request), request.body, caller)
     if answered is None:
         return JsonResponse(error_body("request_timeout", f"The MCP request did not finish within "
                                        f"{settings.MCP_REQUEST_TIMEOUT_S:g} s."), status=504)

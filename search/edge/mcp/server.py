@@ -11,6 +11,11 @@ Who calls: the key is authenticated once per connection (stdio: `manage.py mcp -
 call so a revoked or expired key stops working at once) or once per HTTP request (search.edge.mcp.http at /mcp,
 stateless). The caller rides on a context variable that the transport sets before the SDK runs; tools do their
 Django work in `sync_to_async(thread_sensitive=True)`, so the ORM never runs on the event loop.
+
+Every tool call's work runs under a deadline, MCP_REQUEST_TIMEOUT_S from the call (config.deadlines, set inside
+the worker thread: `_bounded`), which the services' loops check: grep and find_references answer what they found
+with `complete: false`, other work stops with the API's 504 `request_timeout`. Over HTTP the request's own
+deadline (search.edge.mcp.http) is the outer bound, so a call never outlives the request that carried it.
 """
 import contextlib
 import json
@@ -24,6 +29,7 @@ from typing import Annotated, Any, TypeVar
 
 import anyio
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.http import HttpRequest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -36,6 +42,7 @@ from rest_framework.exceptions import NotAuthenticated
 from accounts.authentication import authenticate_secret
 from accounts.models import ApiKey, User
 from accounts.permissions import require_scopes
+from config import deadlines
 from config.errors import NotFound, api_exception_handler, error_body
 from config.parsers import find_bad_text
 from config.ratelimits import enforce
@@ -147,13 +154,30 @@ def _authorised(scope: str, group: str) -> Caller:
     return caller
 
 
+def _bounded(work: Callable[[], _T]) -> Callable[[], _T]:
+    """`work` under the tool call's deadline: MCP_REQUEST_TIMEOUT_S from now (or the request's, if sooner).
+
+    Set inside the function the worker thread runs, so the deadline reaches the work whatever the thread and
+    whatever context the SDK's tasks were started in; it is taken now, when the call arrives, not when a thread
+    is free to start it."""
+    at = deadlines.now() + settings.MCP_REQUEST_TIMEOUT_S
+    outer = deadlines.current()
+
+    def run() -> _T:
+        with deadlines.deadline_after(max(0.0, (at if outer is None else min(at, outer)) - deadlines.now())):
+            return work()
+
+    return run
+
+
 async def _call(tool: str, work: Callable[[], _T]) -> _T | CallToolResult:
-    """Run `work` (Django code) off the event loop; any exception becomes the API's error as a tool error."""
+    """Run `work` (Django code) off the event loop, under the call's deadline; any exception becomes the API's
+    error as a tool error (a deadline that stops the work: 504 `request_timeout`)."""
     t0 = time.perf_counter()
     caller = _caller.get()
     who = f"user={caller.user.pk} key={caller.key.prefix} via={caller.transport}" if caller else "anonymous"
     try:
-        result = await sync_to_async(work, thread_sensitive=True)()
+        result = await sync_to_async(_bounded(work), thread_sensitive=True)()
     except Exception as exc:  # noqa: BLE001 - every failure is answered as the API would answer it
         body = error_of(exc)
         log.info("mcp %s %s -> %s %s (%.0f ms)", tool, who, body["status"], body["code"],
@@ -217,7 +241,7 @@ class PlatformMCPServer(MCPServer):
             return out
 
         try:
-            return static + await sync_to_async(work, thread_sensitive=True)()
+            return static + await sync_to_async(_bounded(work), thread_sensitive=True)()
         except Exception as exc:  # re-raised as the protocol error, with the API's code and detail
             body = error_of(exc)
             raise MCPError(code=INVALID_PARAMS, message=body["detail"], data=body) from exc
@@ -457,6 +481,8 @@ async def find_references(
         lines += [f"{r['span']}  {r['kind']}  in {r['container'] or '<file>'}"
                   + ("" if r["resolution"] == "resolved" else f"  (ambiguous: {r['candidates']} candidates)")
                   for r in out["references"]]
+        if not out["complete"]:
+            lines.append("(time budget reached: not every use was resolved)")
         return "\n".join(lines)
 
     return await _call("find_references", _code_tool(
@@ -469,16 +495,23 @@ async def outline(
     project: ProjectSlug,
     path: Annotated[str, Field(description="The file's path as search_context or list_files shows it.")],
     dataset: DatasetRef = None,
+    limit: Annotated[int | None, Field(description="At most this many symbols and imports (1-1000, default "
+                                                   "200).")] = None,
+    offset: Annotated[int | None, Field(description="Skip this many (paging: the previous page's `next`).")] = None,
 ) -> CallToolResult:
-    """A file's definitions in line order with their spans (indented by nesting), and its imports."""
+    """A file's definitions in line order with their spans (indented by nesting), and its imports, a page at a
+    time (`complete`, else ask again with offset=`next`)."""
     def text(out: dict[str, Any]) -> str:
         lines = [f"{out['path']} ({out['lang'] or 'text'})"]
         lines += [f"{'  ' * d['depth']}{d['start_line']}-{d['end_line']}  {d['kind']} {d['name']}  {d['signature']}"
                   for d in out["symbols"]]
+        if not out["complete"]:
+            lines.append(f"(more: ask again with offset={out['next']})")
         return "\n".join(lines)
 
     return await _call("outline", _code_tool(CodeOutlineRequestSerializer, outline_of,
-                                             {"path": path, "dataset": dataset}, text, project))
+                                             {"path": path, "dataset": dataset, "limit": limit, "offset": offset},
+                                             text, project))
 
 
 @mcp.tool(annotations=READ_ONLY)
@@ -534,7 +567,7 @@ async def indexed_file(project: str, dataset: str, path: str) -> str:
         return read_file(project=proj, dataset_ref=dataset, path=path)["text"]
 
     try:
-        return await sync_to_async(work, thread_sensitive=True)()
+        return await sync_to_async(_bounded(work), thread_sensitive=True)()
     except Exception as exc:  # re-raised as the protocol error, with the API's code and detail
         body = error_of(exc)
         raise MCPError(code=INVALID_PARAMS, message=body["detail"], data=body) from exc
