@@ -24,6 +24,7 @@ from django.db.models import Count, F
 
 from projects import quotas
 from projects.models import Project
+from search.engine.dataset_models import writing_models
 from search.ingest import archives
 from search.ingest.base import DocumentDraft
 from search.ingest.code import read_code_document, walk
@@ -129,6 +130,7 @@ def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str,
     pushed_ids = {d["external_id"]: d["path"] for d in staged.documents} if job.options["origin"] == "push" else {}
 
     # 1. the slow part, with progress; nothing of the dataset changes
+    filled = writing_models(dataset=dataset)  # what step 2 need not embed again (a switch begun since: it does)
     for i in range(0, len(drafts), FILE_BATCH):
         batch = drafts[i:i + FILE_BATCH]
         stats = cache_vectors(drafts=batch, dataset=dataset)
@@ -152,7 +154,7 @@ def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str,
         deleted = delete_documents(dataset=dataset, paths=gone)  # first: a moved document frees its external id
         written = 0
         for i in range(0, len(drafts), FILE_BATCH):
-            written += write_documents(dataset=dataset, drafts=drafts[i:i + FILE_BATCH])["chunks"]
+            written += write_documents(dataset=dataset, drafts=drafts[i:i + FILE_BATCH], filled=filled)["chunks"]
         for doc in meta_only:
             Document.objects.filter(dataset=dataset, path=doc["path"]).update(**_push_columns(doc))
         IngestJob.objects.filter(pk=job.pk).update(files_done=len(seen), chunks_written=written, files_deleted=deleted)

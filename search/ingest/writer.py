@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, Q
 
 from config.errors import DependencyDown
 from projects import quotas
@@ -47,36 +47,66 @@ def cache_vectors(*, drafts: list[DocumentDraft], dataset: Dataset | None = None
     """Embed the chunks whose vectors are not cached yet and cache them; -> {"embedded", "cached"}.
 
     With `dataset`, for every model it is written with (search.engine.dataset_models.writing_models: its serving
-    model, and the one it is being switched to), else for the configured model.
+    model, and the one it is being switched to), else for the configured model. With `dataset`, only vectors of
+    texts its project already holds count as cached (own_hashes); without one (an operator's benchmark) any.
     Separate from writing so a job can do the slow part first, with progress, and then write a whole
     upload in one short transaction (search.ingest.staged): the cache is shared and changes no dataset."""
-    return _fill(texts=[embed_input(c) for d in drafts for c in d.chunks],
-                 names=writing_models(dataset=dataset) if dataset is not None else [CONFIGURED])
+    texts = [embed_input(c) for d in drafts for c in d.chunks]
+    if dataset is None:
+        return _fill(texts=texts, names=[CONFIGURED], reuse=None)
+    return _fill(texts=texts, names=writing_models(dataset=dataset), reuse=own_hashes(dataset=dataset, texts=texts))
 
 
-def _fill(*, texts: list[str], names: list[str]) -> dict[str, int]:
+def own_hashes(*, dataset: Dataset, texts: list[str]) -> set[str]:
+    """The hashes of `texts` that the dataset's project may already read: its own datasets' chunks, or a global
+    dataset's (readable by every project).
+
+    Why: the embedding cache is shared by every tenant. Reporting (or profiting in time from) a cached vector
+    of a text only another tenant holds would let anyone confirm a guess of that tenant's private text by
+    pushing it. So a write reuses only vectors of texts its own project holds, and embeds everything else again,
+    exactly as for a text nobody has: the same count, the same work. A project re-embeds what another project
+    already embedded; moved and renamed files inside a project still cost nothing."""
+    hashes = sorted({text_hash(t) for t in texts})
+    held: set[str] = set()
+    scope = Q(dataset__project_id=dataset.project_id) | Q(dataset__is_global=True)
+    for i in range(0, len(hashes), _HELD_BATCH):
+        held.update(Chunk.objects.filter(scope, text_hash__in=hashes[i:i + _HELD_BATCH])
+                    .values_list("text_hash", flat=True).distinct())
+    return held
+
+
+_HELD_BATCH = 5000
+
+
+def _fill(*, texts: list[str], names: list[str], reuse: set[str] | None) -> dict[str, int]:
     stats = {"embedded": 0, "cached": 0}
     for name in names:
-        part = fill_embedding_cache(texts, model=model_arg(name))
+        part = fill_embedding_cache(texts, model=model_arg(name), reuse=reuse)
         stats = {k: stats[k] + part[k] for k in stats}
     return stats
 
 
 def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: IngestJob | None = None,
-                    quota_refused: list[str] | None = None) -> dict[str, int]:
+                    filled: list[str] | None = None, quota_refused: list[str] | None = None) -> dict[str, int]:
     """Replace these documents' chunks (by path) in one transaction; embed only cache misses.
 
     The rules chunker and the BEIR loader call this too: any ChunkDraft list works. The outbox gets one row per
     chunk for each model the dataset is written with, read under the dataset's write lock, so a model switch
-    (search.quality.adoption, which takes the same lock) never misses a chunk written meanwhile.
+    (search.quality.adoption, which takes the same lock) never misses a chunk written meanwhile. `filled`: the
+    models whose vectors the caller already cached for these drafts (cache_vectors, by a staged job), so they
+    are not embedded twice; the texts are not the project's yet, so own_hashes would not count them as cached.
 
     With `quota_refused` (what sync_documents passes), each document that would take the project past a quota
     is left out and its path appended there: the project row is locked first (the order staged writes take),
     so two jobs of one project cannot both squeeze under the limit. Without it the caller checked the quota
     itself (search.ingest.staged checks a whole push or upload at once).
     """
-    filled = writing_models(dataset=dataset)
-    stats = {"chunks": 0, **_fill(texts=[embed_input(c) for d in drafts for c in d.chunks], names=filled)}
+    texts = [embed_input(c) for d in drafts for c in d.chunks]
+    if filled is None:
+        filled = writing_models(dataset=dataset)
+        stats = {"chunks": 0, **_fill(texts=texts, names=filled, reuse=own_hashes(dataset=dataset, texts=texts))}
+    else:
+        stats = {"chunks": 0, "embedded": 0, "cached": 0}
     with transaction.atomic():
         if quota_refused is not None:
             project = Project.objects.select_for_update().get(pk=dataset.project_id)
@@ -86,7 +116,7 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
         names = writing_models(dataset=type(dataset).objects.get(pk=dataset.pk))
         late = [n for n in names if n not in filled]  # a switch began since: its model's vectors too
         if late:
-            _fill(texts=[embed_input(c) for d in drafts for c in d.chunks], names=late)
+            _fill(texts=texts, names=late, reuse=own_hashes(dataset=dataset, texts=texts))
         model_ids = [model_id_of(n) for n in names]
         paths = [d.path for d in drafts]
         # The search_chunk trigger (migration 0002) queues the index deletes for these rows.

@@ -6,13 +6,15 @@ and traversal config this step builds belong to the rules lawyer.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+import re
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
 from projects import quotas
 from projects.models import Project
+from search.ingest.archives import ARCHIVE_SUFFIXES
 from search.ingest.jobs import register
 from search.ingest.rules import read_rulebook
 from search.ingest.staged import register_tree_upload
@@ -62,6 +64,25 @@ def ingest_rulebook(*, dataset: Dataset, path: str | Path, ruleset_id: str = "",
     return stats
 
 
+def uploaded_book_name(*, filename: str) -> str:
+    """The book an upload names when the request gives none: the uploaded file's name without its extension
+    (`srd.tar.gz` -> `srd`), in the characters a book id may hold.
+
+    Why: the upload is read from a private staging folder; a book named after that folder would show the
+    server's temporary path (`ingest-staged-…`) in every citation, and a second upload of the same book would
+    become another book instead of replacing it."""
+    name = PurePosixPath(filename.replace("\\", "/")).name
+    lower = name.lower()
+    for suffix in (*ARCHIVE_SUFFIXES, ".md", ".markdown", ".json"):
+        if lower.endswith(suffix):
+            name = name[:-len(suffix)]
+            break
+    return _NOT_IN_BOOK_ID.sub("-", name).strip("-.")[:100] or "book"
+
+
+_NOT_IN_BOOK_ID = re.compile(r"[^\w.:-]+")
+
+
 @register_tree_upload("rules")
 def run_rules_upload(*, job: IngestJob, root: Path, staged: StagedContent,
                       progress: Progress | None) -> dict[str, Any]:
@@ -70,6 +91,7 @@ def run_rules_upload(*, job: IngestJob, root: Path, staged: StagedContent,
     Its chunk count is known only once enriched, so the quota is checked after writing, inside the
     transaction: past a quota, the raise rolls the whole book back."""
     options = {k: v for k, v in job.options.items() if k not in ("origin", "mode", "repo")}
+    options.setdefault("book", uploaded_book_name(filename=staged.filename))
     with transaction.atomic():
         project = Project.objects.select_for_update().get(pk=job.dataset.project_id)
         stats = ingest_rulebook(dataset=job.dataset, path=root, job=job, progress=progress, **options)
