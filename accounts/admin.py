@@ -60,6 +60,8 @@ class UserAdmin(DjangoUserAdmin):
     fieldsets = (
         (None, {"fields": ("email", "password", "name")}),
         ("Credits", {"fields": ("credit_balance",)}),
+        ("Account limits (blank: the ACCOUNT_MAX_* setting)", {"fields": ("max_projects", "max_datasets",
+                                                                          "max_api_keys")}),
         ("Permissions", {"fields": ("is_active", "is_staff", "is_superuser", "groups", "user_permissions")}),
         ("Dates", {"fields": ("last_login", "date_joined")}),
     )

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -30,6 +30,7 @@ from accounts.signup import (
     sign_up,
 )
 from config.errors import NotFound
+from config.pagination import key_pages, page_serializer
 from config.ratelimits import enforce
 from config.schema import ERROR_RESPONSES, ErrorSerializer
 from credits.ledger import get_balance
@@ -61,21 +62,31 @@ def _current_key(request: Request) -> dict[str, Any] | None:
             "expires_at": key.expires_at}
 
 
+ApiKeyPageSerializer = page_serializer(ApiKeySerializer, name="ApiKeyPage")
+
+
 class ApiKeyListView(APIView):
     required_scope = "manage"
 
-    @extend_schema(operation_id="keys_list", responses={200: ApiKeySerializer(many=True), **ERROR_RESPONSES},
-                   tags=["account"])
+    @extend_schema(operation_id="keys_list", responses={200: ApiKeyPageSerializer, **ERROR_RESPONSES},
+                   parameters=[OpenApiParameter("page", int, description="1-based (default 1)."),
+                               OpenApiParameter("page_size", int, description="Keys per page (default "
+                                                "API_KEYS_PAGE_SIZE, at most 200).")],
+                   tags=["account"], description="Your keys, newest first, one page at a time.")
     def get(self, request: Request) -> Response:
-        keys = keys_visible_to(user=request.user)
-        return Response(ApiKeySerializer(keys, many=True).data)
+        pages = key_pages()
+        keys = pages.page(keys_visible_to(user=request.user).order_by("-created_at", "-pk"), request=request,
+                          view=self)
+        return pages.get_paginated_response(ApiKeySerializer(keys, many=True).data)
 
     @extend_schema(operation_id="keys_create", request=ApiKeyCreateSerializer,
                    responses={201: IssuedApiKeySerializer, **ERROR_RESPONSES}, tags=["account"],
                    description="Issue a new API key. The secret is in this response only. Optional scopes (default "
                                "all), projects (slugs; default every project) and expiry (expires_at or "
                                "expires_in_days). Needs a session or a key with the manage scope; a key cannot "
-                               "issue a key with more scopes, more projects or a later expiry than its own.")
+                               "issue a key with more scopes, more projects or a later expiry than its own. "
+                               "Past your account's limit of active keys it is 409 `account_limit` (field "
+                               "`api_keys`).")
     def post(self, request: Request) -> Response:
         enforce(request, group="api_keys")
         ser = ApiKeyCreateSerializer(data=request.data)

@@ -9,8 +9,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from accounts import limits
 from accounts.models import SCOPES, ApiKey, User
 from config.errors import BadInput, InsufficientScope
 from projects.access import key_project_ids, limit_to_key_projects
@@ -101,6 +104,7 @@ def create_api_key(*, user: User, creator: ApiKey | None = None, name: str = "de
     another key (`creator`, which has the manage scope) cannot exceed it: its scopes are a subset of the
     creator's (403 insufficient_scope otherwise), its projects lie within the creator's limit (others are
     unknown to it: 400), and it expires no later than the creator. Omitted values default to the creator's.
+    Past the account's limit of active keys (accounts.limits) it is 409 account_limit.
     """
     now = timezone.now()
     if scopes is not None:
@@ -141,7 +145,16 @@ def create_api_key(*, user: User, creator: ApiKey | None = None, name: str = "de
         elif expires_at > creator.expires_at:
             raise BadInput("A key cannot outlive the key that creates it.",
                            field="expires_in_days" if expires_in_days is not None else "expires_at")
-    return issue_api_key(user=user, name=name, scopes=scopes, projects=project_ids, expires_at=expires_at)
+    with transaction.atomic():  # the account's limit, counted under its row's lock (accounts.limits)
+        account = limits.lock_account(user=user)
+        limits.check(account=account, what="api_keys", held=active_keys(user=user).count())
+        return issue_api_key(user=user, name=name, scopes=scopes, projects=project_ids, expires_at=expires_at)
+
+
+def active_keys(*, user: User) -> QuerySet[ApiKey]:
+    """The user's keys neither revoked nor expired: what ACCOUNT_MAX_API_KEYS counts."""
+    return ApiKey.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()), user=user,
+                                 revoked_at__isnull=True)
 
 
 def revoke_api_key(*, api_key: ApiKey) -> ApiKey:

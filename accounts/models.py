@@ -40,6 +40,16 @@ class User(AbstractBaseUser, PermissionsMixin):
     is_active = models.BooleanField(default=True)
     is_staff = models.BooleanField(default=False)
     date_joined = models.DateTimeField(default=timezone.now)
+    # per-account limit overrides (null: the ACCOUNT_MAX_* setting); see accounts/limits.py
+    max_projects = models.PositiveIntegerField(null=True, blank=True,
+                                               help_text="Projects this account may create (blank: "
+                                                         "ACCOUNT_MAX_PROJECTS).")
+    max_datasets = models.PositiveIntegerField(null=True, blank=True,
+                                               help_text="Datasets this account may create (blank: "
+                                                         "ACCOUNT_MAX_DATASETS).")
+    max_api_keys = models.PositiveIntegerField(null=True, blank=True,
+                                               help_text="Active API keys this account may hold (blank: "
+                                                         "ACCOUNT_MAX_API_KEYS).")
 
     objects = UserManager()
 

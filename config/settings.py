@@ -425,6 +425,11 @@ PUSH_MAX_DOCUMENTS = env_int("PUSH_MAX_DOCUMENTS", 1000)  # per PUT .../document
 QUOTA_DOCUMENTS = env_int("QUOTA_DOCUMENTS", 100_000)
 QUOTA_CHUNKS = env_int("QUOTA_CHUNKS", 1_000_000)
 QUOTA_BYTES = env_int("QUOTA_BYTES", 1024 * 1024 * 1024)
+# Per-account limits (overrides per user in the admin; accounts/limits.py). A create past one is a 409 account_limit.
+ACCOUNT_MAX_PROJECTS = env_int("ACCOUNT_MAX_PROJECTS", 20)  # projects an account has created and not deleted
+ACCOUNT_MAX_DATASETS = env_int("ACCOUNT_MAX_DATASETS", 50)  # datasets an account has created and not deleted
+ACCOUNT_MAX_API_KEYS = env_int("ACCOUNT_MAX_API_KEYS", 25)  # API keys neither revoked nor expired
+API_KEYS_PAGE_SIZE = env_int("API_KEYS_PAGE_SIZE", 50)  # GET /api/keys: keys per page (?page_size= up to 200)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

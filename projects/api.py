@@ -42,8 +42,10 @@ class ProjectListView(APIView):
     @extend_schema(operation_id="projects_create", request=ProjectCreateSerializer,
                    responses={201: ProjectSerializer, **WRITE_ERRORS}, tags=["projects"],
                    description="Create a project; you become its owner. The slug is derived from the name when "
-                               "absent. A taken slug is 409 `project_exists`; 'global' or a slug a URL cannot "
-                               "carry is 400.")
+                               "absent. A slug one of your projects has is 409 `project_exists`; one only other "
+                               "accounts' projects have gets a random suffix (the answer's `slug` is the one you "
+                               "got). 'global' or a slug a URL cannot carry is 400. Past your account's project "
+                               "limit it is 409 `account_limit` (field `projects`).")
     def post(self, request: Request) -> Response:
         ser = ProjectCreateSerializer(data=request.data)
         ser.is_valid(raise_exception=True)

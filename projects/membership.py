@@ -12,16 +12,19 @@ Non-members are answered 404 (as project_for_member does), members without the r
 from __future__ import annotations
 
 import re
+import secrets
 from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
+from accounts import limits
 from config.errors import BadInput, Conflict, Forbidden, NotFound
 from config.fields import check_text
 from projects import policy
 from projects.access import key_project_ids, membership_role
+from projects.deletion import deleting
 from projects.models import Membership, Project
 
 if TYPE_CHECKING:
@@ -90,24 +93,52 @@ def create_project(*, user: User, name: str, slug: str | None = None) -> Project
     """Create a project owned by `user`. The slug is derived from the name when absent.
 
     Project and owner membership are written in one transaction, so a project never exists without an owner.
-    A taken slug (in any letter case) is 409 project_exists; the reserved 'global' or a slug a URL cannot
-    carry is 400. An API key limited to some projects cannot create one: the new project would lie outside its
-    limit (invisible to the very key that made it), so that is 403."""
+    A slug one of the caller's own projects has (in any letter case) is 409 project_exists; one that only
+    projects the caller is not in hold gets a random suffix instead (free_slug), so the answer never names
+    another tenant's project. The reserved 'global' or a slug a URL cannot carry is 400. An API key limited to
+    some projects cannot create one: the new project would lie outside its limit (invisible to the very key that
+    made it), so that is 403. Past the account's project limit (accounts.limits) it is 409 account_limit,
+    counted with the account's row locked, so concurrent creates stop at the limit."""
     if key_project_ids(user) is not None:
         raise Forbidden("This API key is limited to some projects and cannot create new ones; use a session or a key "
                         "without a project limit.")
     name = _clean_name(name)
-    slug = _clean_slug(slug, name=name)
-    taken = Conflict(f"A project with the slug {slug!r} already exists.", field="slug", code="project_exists")
-    if Project.objects.filter(slug__iexact=slug).exists():
-        raise taken
-    try:
-        with transaction.atomic():
-            project = Project.objects.create(slug=slug, name=name)
-            Membership.objects.create(project=project, user=user, role=OWNER)
-    except IntegrityError:  # a concurrent create took the slug
-        raise taken from None
-    return project
+    wanted = _clean_slug(slug, name=name)
+    for _attempt in range(_SLUG_TRIES):
+        try:
+            with transaction.atomic():
+                account = limits.lock_account(user=user)
+                limits.check(account=account, what="projects",
+                             held=Project.objects.filter(created_by_id=user.pk).count())
+                if Project.objects.filter(slug__iexact=wanted, memberships__user_id=user.pk).exists():
+                    raise Conflict(f"You already have a project with the slug {wanted!r}.", field="slug",
+                                   code="project_exists")
+                project = Project.objects.create(slug=free_slug(wanted), name=name, created_by_id=user.pk)
+                Membership.objects.create(project=project, user=user, role=OWNER)
+                return project
+        except IntegrityError:  # a concurrent create took the slug: pick again
+            continue
+    raise Conflict("Could not find a free slug; try again.", field="slug", code="project_exists")
+
+
+_SLUG_TRIES = 5
+_SUFFIX_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def free_slug(wanted: str) -> str:
+    """`wanted` if no project has it (in any letter case), else `wanted-` and six random characters.
+
+    Why not 409: slugs are one namespace for every tenant (they are the project's URL), and a refusal naming a
+    slug would tell anyone which slugs other tenants use. The suffix is random, not a counter, so it does not
+    tell how many projects share the stem either."""
+    if not Project.objects.filter(slug__iexact=wanted).exists():
+        return wanted
+    for _attempt in range(_SLUG_TRIES):
+        tail = "-" + "".join(secrets.choice(_SUFFIX_CHARS) for _ in range(6))
+        candidate = wanted[:SLUG_MAX - len(tail)].rstrip("-_") + tail
+        if not Project.objects.filter(slug__iexact=candidate).exists():
+            return candidate
+    raise Conflict("Could not find a free slug; try again.", field="slug", code="project_exists")
 
 
 def rename_project(*, user: User, project: Project, name: str) -> Project:
@@ -138,7 +169,7 @@ def delete_project(*, user: User, project: Project) -> None:
     removed chunk in this same transaction. Datasets of this project that were shared into other projects
     disappear from them too."""
     policy.authorize("project.delete", user=user, project=project)
-    with transaction.atomic():
+    with deleting(dataset_ids=list(project.datasets.values_list("pk", flat=True))):  # jobs stop first, or 409
         project.delete()
 
 

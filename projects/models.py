@@ -9,6 +9,9 @@ class Project(models.Model):
     slug = models.SlugField(max_length=80, unique=True)
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
+    # the account that created it: what its per-account project limit counts (accounts/limits.py)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
     # quota overrides (null: the QUOTA_* setting); see projects/quotas.py
     quota_documents = models.PositiveBigIntegerField(null=True, blank=True)
@@ -73,6 +76,9 @@ class Dataset(models.Model):
     embedding_evidence = models.JSONField(default=dict, blank=True)
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # the account that created it: what its per-account dataset limit counts (accounts/limits.py)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
 
     class Meta:
         ordering = ["project__slug", "name"]

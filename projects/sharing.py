@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts import limits
 from config.errors import BadInput, Conflict, Forbidden, NotFound
 from projects import policy
 from projects.access import accessible_dataset_ids, limit_to_key_projects
@@ -46,7 +47,10 @@ def datasets_seen_by(*, user: User, project: Project) -> list[dict]:
 
 def create_dataset(*, user: User, project: Project, name: str, kind: str, description: str = "",
                    is_global: bool = False) -> Dataset:
-    """Owners and editors add datasets; only staff may mark one global (it is visible to every project)."""
+    """Owners and editors add datasets; only staff may mark one global (it is visible to every project).
+
+    Past the account's dataset limit (accounts.limits: the datasets this account created, wherever) it is 409
+    account_limit, counted with the account's row locked, so concurrent creates stop at the limit."""
     policy.authorize("dataset.create", user=user, project=project)
     if is_global and not user.is_staff:
         raise Forbidden("Only staff can create global datasets.", field="is_global")
@@ -57,8 +61,10 @@ def create_dataset(*, user: User, project: Project, name: str, kind: str, descri
         raise BadInput("name is required", field="name")
     try:
         with transaction.atomic():
+            account = limits.lock_account(user=user)
+            limits.check(account=account, what="datasets", held=Dataset.objects.filter(created_by_id=user.pk).count())
             return Dataset.objects.create(project=project, name=name, kind=kind, description=description,
-                                          is_global=is_global)
+                                          is_global=is_global, created_by_id=user.pk)
     except IntegrityError:
         raise Conflict(f"This project already has a dataset named {name!r}.", field="name",
                        code="dataset_exists") from None

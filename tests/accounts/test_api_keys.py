@@ -77,7 +77,7 @@ def test_key_lifecycle_over_api(user, api):
     row = ApiKey.objects.get(pk=created["id"])
     assert created["secret"] not in row.key_hash
 
-    listed = api.get("/api/keys").json()
+    listed = api.get("/api/keys").json()["results"]
     assert {k["id"] for k in listed} >= {created["id"]}
     assert all("secret" not in k for k in listed)
 

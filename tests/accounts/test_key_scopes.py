@@ -182,7 +182,7 @@ def test_deleted_project_keeps_the_limit(user, two_projects):
     client = _client(issued.secret)
     assert client.get("/api/projects").json() == []  # not "every project"
     assert client.get("/api/projects/alpha").status_code == 404
-    assert client.get("/api/keys").json()[0]["projects"] == []
+    assert client.get("/api/keys").json()["results"][0]["projects"] == []
 
 
 # ---- expiry ---------------------------------------------------------------------------------------------------
@@ -195,7 +195,7 @@ def test_expired_key_is_401_key_expired(user):
     resp = client.get("/api/me")
     assert resp.status_code == 401 and resp.json()["code"] == "key_expired"
     assert resp["WWW-Authenticate"].startswith("Bearer")
-    listed = _key(user).get("/api/keys").json()
+    listed = _key(user).get("/api/keys").json()["results"]
     row = next(k for k in listed if k["id"] == issued.api_key.pk)
     assert row["is_expired"] is True and row["is_active"] is False
 
@@ -215,7 +215,7 @@ def test_create_key_with_scopes_projects_and_expiry(user, two_projects, api):
     assert new.get("/api/projects/alpha").status_code == 200
     assert new.get("/api/projects/beta").status_code == 404
     _refused(new.get("/api/keys"), "manage")
-    listed = api.get("/api/keys").json()
+    listed = api.get("/api/keys").json()["results"]
     row = next(k for k in listed if k["id"] == body["id"])
     assert row["last_used_at"] is not None and row["projects"] == ["alpha"] and "secret" not in row
 
@@ -354,11 +354,11 @@ def test_project_limited_key_lists_and_revokes_only_keys_within_its_projects(use
     outside = issue_api_key(user=user, name="outside", projects=[beta])
     unlimited = issue_api_key(user=user, name="unlimited")
     client = _client(limited.secret)
-    assert {k["name"] for k in client.get("/api/keys").json()} == {"limited", "inside"}
+    assert {k["name"] for k in client.get("/api/keys").json()["results"]} == {"limited", "inside"}
     assert client.delete(f"/api/keys/{outside.api_key.pk}").status_code == 404
     assert client.delete(f"/api/keys/{unlimited.api_key.pk}").status_code == 404
     assert client.delete(f"/api/keys/{inside.api_key.pk}").status_code == 200
-    assert {k["name"] for k in _client(unlimited.secret).get("/api/keys").json()} == {
+    assert {k["name"] for k in _client(unlimited.secret).get("/api/keys").json()["results"]} == {
         "limited", "inside", "outside", "unlimited"}
 
 

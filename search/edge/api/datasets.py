@@ -43,7 +43,8 @@ class DatasetListView(APIView):
                    responses={201: DatasetWithSourceSerializer, **WRITE_ERRORS}, tags=["projects"],
                    description="Create a dataset (editors, owners). With `source` it follows a git repository or "
                                "a web site from the start; the source is checked first, so a bad one creates "
-                               "nothing. Sync it with POST .../datasets/{id}/sync.")
+                               "nothing. Sync it with POST .../datasets/{id}/sync. Past your account's dataset "
+                               "limit it is 409 `account_limit` (field `datasets`).")
     def post(self, request: Request, slug: str) -> Response:
         project = project_for_member(user=request.user, slug=slug)
         ser = DatasetCreateWithSourceSerializer(data=request.data)
