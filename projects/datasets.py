@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 
 from config.errors import BadInput, Conflict, Forbidden
 from projects import policy
+from projects.deletion import deleting
 from projects.models import Dataset
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ def delete_dataset(*, user: User, dataset: Dataset) -> None:
     A non-member is answered 404 (the dataset's existence does not leak), a viewer 403. Projects it was
     shared into lose it with the share rows (CASCADE)."""
     policy.authorize("dataset.delete", user=user, project=dataset.project, what="Dataset")
-    with transaction.atomic():
+    with deleting(dataset_ids=[dataset.pk]):  # its jobs stop first, or 409 (projects.deletion)
         dataset.delete()
 
 

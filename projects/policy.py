@@ -83,6 +83,9 @@ RULES: dict[str, Rule] = {r.action: r for r in (
         "POST /api/projects/{slug}/datasets/{id}/sync", "POST /projects/{slug}/datasets/{id}/source",
         "POST /projects/{slug}/datasets/{id}/source/remove", "POST /projects/{slug}/datasets/{id}/sync"),
          WRITERS, staff=True, note="staff operate sources of any project (the admin does the same)"),
+    Rule("job.cancel", "cancel an ingest or sync job", (
+        "POST /api/ingest-jobs/{id}/cancel",), WRITERS, staff=True,
+         note="the job's project decides; staff cancel any job (the admin's job list does the same)"),
     Rule("ingest.path", "ingest a path on the server", (
         "POST /api/projects/{slug}/ingest",), WRITERS, note="and the caller must be staff; the path must lie "
                                                              "under INGEST_ALLOWED_ROOTS"),

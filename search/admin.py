@@ -20,6 +20,7 @@ from projects.models import Dataset, Membership, Project, ProjectShare
 from search.engine.reconcile import reconcile_all
 from search.engine.reranker_store import trained_rerankers
 from search.ingest import maintenance
+from search.ingest.cancel import cancel_job
 from search.ingest.locks import runner_alive
 from search.models import (
     Chunk,
@@ -207,6 +208,19 @@ class IngestJobAdmin(ReadOnlyAdmin):
     list_filter = ("status", "kind")
     search_fields = ("source", "dataset__name", "error")
     list_select_related = ("dataset",)
+    actions = ["cancel_jobs"]
+
+    @admin.action(description="Cancel (a queued job at once; a running one at its next file, page or document)")
+    def cancel_jobs(self, request: HttpRequest, queryset: QuerySet[IngestJob]) -> None:
+        for job in queryset:
+            try:
+                job = cancel_job(user=request.user, job_id=job.pk)
+            except ApiError as exc:  # already ended
+                self.message_user(request, f"{job.dataset} {job.pk}: {exc.detail}", messages.WARNING)
+                continue
+            state = "cancelled" if job.status == IngestJob.Status.CANCELLED else "asked to stop"
+            self.message_user(request, f"{job.dataset} {job.pk}: {state}.")
+
 
     @admin.display(description="progress")
     def progress(self, obj: IngestJob) -> str:

@@ -40,3 +40,8 @@ class SearchConfig(AppConfig):
         for module in JOB_TYPES:
             import_module(module)
         post_delete.connect(_drop_git_mirror, sender=self.get_model("Source"), dispatch_uid="search.drop_git_mirror")
+        # A dataset (alone or with its project) is deleted only once its jobs stopped (projects.deletion).
+        from projects.deletion import register_guard
+        from search.ingest.cancel import stop_dataset_jobs
+
+        register_guard(stop_dataset_jobs)

@@ -132,6 +132,7 @@ class IngestJob(models.Model):
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
+        CANCELLED = "cancelled"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="ingest_jobs")
@@ -154,6 +155,9 @@ class IngestJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # set by a cancel (the API, the admin, a delete of the dataset or its source); the running job reads it between
+    # files, pages and documents and ends as `cancelled` (search.ingest.job_control)
+    cancel_requested = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at"]

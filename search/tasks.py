@@ -14,7 +14,8 @@ from celery.signals import worker_ready
 from django.conf import settings
 
 from search.engine.index import apply_outbox, rebuild
-from search.ingest.jobs import run_job
+from search.ingest.job_control import JobStopped
+from search.ingest.jobs import FINISHED, NoSlot, run_job
 from search.ingest.locks import JobBusy
 from search.ingest.maintenance import reembed
 from search.ingest.recovery import recover_stalled_ingests
@@ -35,13 +36,23 @@ def run_ingest_job(self: Task, job_id: str) -> dict:
 
     A job killed with its worker is re-queued by `recover_ingest_jobs` (search.ingest.recovery).
     """
-    job = IngestJob.objects.select_related("dataset").get(pk=job_id)
-    if job.status == IngestJob.Status.DONE:
-        return {"status": "done"}
+    job = IngestJob.objects.select_related("dataset").filter(pk=job_id).first()
+    if job is None:  # its dataset was deleted while the job waited
+        return {"status": "gone"}
+    if job.status in FINISHED:
+        return {"status": job.status}
     try:
-        job = run_job(job=job)
+        job = run_job(job=job, claim_slot=True)
     except JobBusy:  # a live runner has it (e.g. a redelivered message): nothing to do here
         return {"status": "busy"}
+    except NoSlot:
+        # Its project's jobs hold every slot it may use: the job stays pending and is offered again later, so this
+        # worker slot goes to another project's job now (docs/security.md, "Jobs that end and share the workers").
+        run_ingest_job.apply_async(args=[job_id], countdown=settings.INGEST_SLOT_RETRY_S)
+        return {"status": "waiting"}
+    except (JobStopped, IngestJob.DoesNotExist):
+        # Timed out or cancelled (recorded on the job), or deleted with its dataset: running it again would not help.
+        return {"status": "stopped"}
     except Exception:
         if job.options.get("origin") == "sync":
             # A failed sync is already recorded on its job and its Source (error, back-off); its schedule retries

@@ -142,6 +142,16 @@ class IngestJobSerializer(serializers.Serializer):
                                              "empty for other jobs.")
 
 
+class IngestJobCancelSerializer(InputSerializer):
+    """POST /api/ingest-jobs/{id}/cancel takes no fields: the job is the URL's (an empty body or `{}`)."""
+
+
+class IngestJobCancelledSerializer(IngestJobSerializer):
+    cancel_requested = serializers.BooleanField(
+        help_text="Asked to stop. A job that had not started is `cancelled` at once; a running one stops at the next "
+                  "file, page or document it reads and ends `cancelled`, keeping what it wrote before.")
+
+
 class FeedbackRequestSerializer(InputSerializer):
     chunk_id = IntField(min_value=1)
     relevance = IntField(min_value=0, max_value=3)

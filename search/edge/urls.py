@@ -24,6 +24,7 @@ urlpatterns: list = [
     path("api/projects/<slug:slug>/code/files", code_api.FilesView.as_view(), name="api-code-files"),
     path("api/projects/<slug:slug>/code/grep", code_api.GrepView.as_view(), name="api-code-grep"),
     path("api/ingest-jobs/<uuid:job_id>", api.IngestJobView.as_view(), name="api-ingest-job"),
+    path("api/ingest-jobs/<uuid:job_id>/cancel", api.IngestJobCancelView.as_view(), name="api-ingest-job-cancel"),
     path("api/query-sessions/<uuid:session_id>/feedback", api.FeedbackView.as_view(), name="api-query-feedback"),
     path("api/projects/<slug:slug>/rules/search", rules_api.RulesSearchView.as_view(), name="api-rules-search"),
     path("api/projects/<slug:slug>/answer", rules_api.AnswerView.as_view(), name="api-rules-answer"),

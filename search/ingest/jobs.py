@@ -14,11 +14,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from celery import current_app
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 
 from config.errors import ApiError
-from search.ingest.locks import JobBusy, hold_job_lock
+from search.ingest.job_control import JobCancelled, checking, job_budget
+from search.ingest.locks import JobBusy, hold_job_lock, runner_alive
 from search.ingest.writer import Progress, apply_own_writes
 from search.models import IngestJob, StagedContent
 
@@ -31,6 +33,11 @@ log = logging.getLogger(__name__)
 KINDS = ("code", "web", "rules")
 # The Celery task that runs a job (search.tasks.run_ingest_job), named rather than imported: see the docstring.
 RUN_JOB_TASK = "search.tasks.run_ingest_job"
+
+ACTIVE = (IngestJob.Status.PENDING, IngestJob.Status.RUNNING)
+FINISHED = (IngestJob.Status.DONE, IngestJob.Status.CANCELLED)  # a later delivery of the job does nothing
+# First key of the two-int advisory lock space that serialises the slot claims of one project (see _claim_slot).
+SLOT_LOCK_CLASS = 0x1A6E58
 
 Handler = Callable[..., Any]  # handler(*, job, progress) runs the job's work; the job's status is this module's
 _HANDLERS: dict[str, Handler] = {}
@@ -70,41 +77,74 @@ def enqueue(job: IngestJob) -> None:
     transaction.on_commit(lambda: send(job_id))
 
 
-def run_job(*, job: IngestJob, progress: Progress | None = None) -> IngestJob:
+class NoSlot(RuntimeError):
+    """The job's project already runs as many jobs as it may (INGEST_PROJECT_MAX_RUNNING): offer it again later."""
+
+
+def run_job(*, job: IngestJob, progress: Progress | None = None, claim_slot: bool = False) -> IngestJob:
     """Run (or resume) one IngestJob to completion. Safe to re-run after a crash.
 
     The job's advisory lock is held throughout: it is how a dead runner is told
     from a live one (search.ingest.locks, search.ingest.recovery), and it keeps a second delivery of
     the same job from running alongside. Raises JobBusy if a live runner has it.
+
+    `claim_slot` (a worker picking the job up): the job runs only if its project has a free slot (`claim_slot`),
+    else NoSlot is raised and the job stays pending. The job ends within INGEST_JOB_MAX_S, or at a cancel,
+    at the next entry it reads (search.ingest.job_control), raising JobStopped.
     """
     with hold_job_lock(job.pk, wait_s=3.0) as got:
         if not got:
             raise JobBusy(f"ingest job {job.pk} is being run by another process")
         job.refresh_from_db()
-        if job.status == IngestJob.Status.DONE:  # finished by an earlier delivery
+        if job.status in FINISHED:  # finished (or cancelled) by an earlier delivery
             return job
+        if claim_slot and not _claim_slot(job=job):
+            raise NoSlot(f"project {job.dataset.project_id} runs as many ingest jobs as it may")
         return _run_locked(job=job, progress=progress)
 
 
+def _claim_slot(*, job: IngestJob) -> bool:
+    """Whether the job may run now: fewer than INGEST_PROJECT_MAX_RUNNING jobs of its project have a live runner.
+
+    Why a count under an advisory lock in Postgres, not a counter in the worker: workers are processes (and hosts);
+    the database is what they share. Claims of one project are serialised by a transaction-level lock, and a job
+    counts while its runner holds its job lock (search.ingest.locks), so a dead worker's job frees its slot at once.
+    The caller holds this job's lock, so the job is marked running before the claim's lock is released."""
+    project_id = job.dataset.project_id
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [SLOT_LOCK_CLASS, int(project_id) % 2147483647])
+        others = (IngestJob.objects.filter(dataset__project_id=project_id, status=IngestJob.Status.RUNNING)
+                  .exclude(pk=job.pk).values_list("pk", flat=True))
+        busy = sum(1 for pk in others if runner_alive(pk))
+        if busy >= max(1, settings.INGEST_PROJECT_MAX_RUNNING):
+            return False
+        IngestJob.objects.filter(pk=job.pk, status__in=ACTIVE).update(status=IngestJob.Status.RUNNING)
+    return True
+
+
 def _run_locked(*, job: IngestJob, progress: Progress | None) -> IngestJob:
-    job.status = IngestJob.Status.RUNNING
-    job.started_at = job.started_at or timezone.now()
-    job.error = ""
-    job.files_done = job.files_skipped = job.files_deleted = job.chunks_written = 0
-    job.embeddings_computed = job.embeddings_cached = 0
-    job.result = {}
-    job.save()
-    try:
-        handler_for(job)(job=job, progress=progress)
+    started = IngestJob.objects.filter(pk=job.pk, status__in=ACTIVE).update(
+        status=IngestJob.Status.RUNNING, started_at=job.started_at or timezone.now(), error="", files_done=0,
+        files_skipped=0, files_deleted=0, chunks_written=0, embeddings_computed=0, embeddings_cached=0, result={})
+    if not started:  # cancelled while it waited for this runner
         job.refresh_from_db()
-        job.status = IngestJob.Status.DONE
-        job.finished_at = timezone.now()
-        job.save(update_fields=["status", "finished_at"])
-    except Exception as exc:
-        IngestJob.objects.filter(pk=job.pk).update(status=IngestJob.Status.FAILED, error=job_error_text(exc),
-                                                   finished_at=timezone.now())
-        StagedContent.objects.filter(job_id=job.pk).delete()  # a failed job is not retried: free its bytes
-        raise
+        return job
+    job.refresh_from_db()
+    with job_budget(job_id=str(job.pk)) as budget:
+        try:
+            budget.check()  # a cancel asked while the job was queued
+            handler_for(job)(job=job, progress=checking(progress))
+            job.refresh_from_db()
+            job.status = IngestJob.Status.DONE
+            job.finished_at = timezone.now()
+            job.save(update_fields=["status", "finished_at"])
+        except Exception as exc:
+            ended = IngestJob.Status.CANCELLED if isinstance(exc, JobCancelled) else IngestJob.Status.FAILED
+            IngestJob.objects.filter(pk=job.pk).update(status=ended, error=job_error_text(exc),
+                                                       finished_at=timezone.now())
+            StagedContent.objects.filter(job_id=job.pk).delete()  # a failed job is not retried: free its bytes
+            raise
     job.refresh_from_db()
     return job
 

@@ -27,6 +27,7 @@ from search.engine.sparse import document_term_ids, sparse_document_text
 from search.engine.term_stats import lock_dataset_writes
 from search.ingest.base import DocumentDraft, embed_input
 from search.ingest.code_facts import write_code_facts
+from search.ingest.job_control import JobStopped
 from search.ingest.maintenance import embed_missing
 from search.models import Chunk, Document, IndexOutbox, IngestJob
 
@@ -243,25 +244,29 @@ def sync_documents(*, dataset: Dataset, drafts: Iterable[DocumentDraft | Skip], 
                                                            files_skipped=F("files_skipped") + len(refused) - before)
             batch = []
 
-    for item in drafts:
-        stats["files"] += 1
-        if isinstance(item, Skip):
-            unchanged, skipped = item.keep, True
-        else:
-            unchanged = skipped = existing.get(item.path) == item.content_hash
-        if unchanged or not skipped:
-            seen.add(item.path)
-        if skipped:
-            stats["skipped"] += 1
-            if job is not None:
-                IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + 1,
-                                                           files_skipped=F("files_skipped") + 1)
-        else:
-            batch.append(item)
-            if len(batch) >= FILE_BATCH:
-                flush()
-        if progress:
-            progress({"path": item.path, "skipped": skipped, "files": stats["files"]})
+    try:
+        for item in drafts:
+            stats["files"] += 1
+            if isinstance(item, Skip):
+                unchanged, skipped = item.keep, True
+            else:
+                unchanged = skipped = existing.get(item.path) == item.content_hash
+            if unchanged or not skipped:
+                seen.add(item.path)
+            if skipped:
+                stats["skipped"] += 1
+                if job is not None:
+                    IngestJob.objects.filter(pk=job.pk).update(files_done=F("files_done") + 1,
+                                                               files_skipped=F("files_skipped") + 1)
+            else:
+                batch.append(item)
+                if len(batch) >= FILE_BATCH:
+                    flush()
+            if progress:
+                progress({"path": item.path, "skipped": skipped, "files": stats["files"]})
+    except JobStopped:
+        flush()  # the whole entries read before a timeout or cancel are kept: the next run skips them by hash
+        raise
     flush()
     stats["embedded"] += embed_missing(dataset=dataset)  # chunks left without a vector, e.g. by a new embed input
     if delete_missing:

@@ -22,6 +22,7 @@ from django.utils import timezone
 from config.errors import BadInput, Conflict, NotFound
 from projects import policy
 from projects.sharing import create_dataset
+from search.ingest.cancel import request_cancel
 from search.ingest.jobs import job_error_text, register, run_job, start_ingest
 from search.ingest.maintenance import last_ingest
 from search.ingest.writer import apply_own_writes
@@ -168,9 +169,11 @@ def _path_text(item: Any) -> str:
 def remove_source(*, user: User | None, dataset: Dataset) -> None:
     """The dataset stops following its source; its documents stay (delete them, or the dataset, to drop them)."""
     _require_writer(user=user, dataset=dataset)
+    syncs = list(IngestJob.objects.filter(dataset=dataset, options__origin="sync", status__in=ACTIVE))
     deleted, _ = Source.objects.filter(dataset=dataset).delete()  # the git mirror goes on commit (search.apps)
     if not deleted:
         raise NotFound("This dataset has no source.", code="no_source")
+    request_cancel(jobs=syncs)  # a queued sync never runs; a running one stops at its next file or page
 
 
 def active_sync(dataset: Dataset) -> IngestJob | None:

@@ -76,7 +76,15 @@ def _request(action: str, w: dict, *, slug: str) -> object:
                                       format="json"),
         "ingest.path": lambda: c.post(f"{base}/ingest", {"source": w["repo"], "dataset": "code", "kind": "code"},
                                       format="json"),
+        "job.cancel": lambda: c.post(f"/api/ingest-jobs/{_queued_job(ds).pk}/cancel", {}, format="json"),
     }[action]()
+
+
+def _queued_job(dataset):
+    """A job of the URL's project's dataset that no worker runs (a cancel ends it at once)."""
+    from search.models import IngestJob
+
+    return IngestJob.objects.create(dataset=dataset, source="push", kind=dataset.kind, options={"origin": "push"})
 
 
 def _cases() -> list[tuple[str, str | None, str | None]]:

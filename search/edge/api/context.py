@@ -17,6 +17,7 @@ from projects.models import Dataset
 from projects.policy import authorize
 from search.edge import serializers as s
 from search.engine.pipeline import run_query
+from search.ingest.cancel import cancel_job
 from search.ingest.jobs import start_ingest
 from search.models import IngestJob
 from search.quality.feedback import record_feedback
@@ -114,6 +115,22 @@ class IngestJobView(APIView):
         if job is None:
             raise NotFound("Ingest job not found.")
         return Response(_job_data(job))
+
+
+class IngestJobCancelView(APIView):
+    required_scope = "ingest"
+
+    @extend_schema(operation_id="context_ingest_job_cancel", request=s.IngestJobCancelSerializer,
+                   responses={200: s.IngestJobCancelledSerializer, 409: ErrorSerializer, **_ERRS}, tags=["context"],
+                   description="Cancel an ingest or sync job (editors, owners of its project). A queued job ends "
+                               "`cancelled` at once; a running one is asked to stop (`cancel_requested`) and ends "
+                               "`cancelled` at the next file, page or document, keeping what it wrote. 404 "
+                               "`not_found` for a job you cannot see, 409 `job_finished` for one that has ended.")
+    def post(self, request: Request, job_id: UUID) -> Response:
+        ser = s.IngestJobCancelSerializer(data=request.data if request.data else {})
+        ser.is_valid(raise_exception=True)
+        job = cancel_job(user=request.user, job_id=job_id)
+        return Response(s.IngestJobCancelledSerializer(job).data)
 
 
 class FeedbackView(APIView):
