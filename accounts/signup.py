@@ -161,8 +161,8 @@ def _proven(*, pending: PendingSignup, password: object) -> None:
     if not isinstance(password, str) or not password or len(password) > PASSWORD_MAX:
         raise BadInput("Enter the password you chose when signing up.", field="password")
     if not check_password(password, pending.password_hash):
-        raise BadInput("This is not the password chosen for this sign-up link. If you signed up more than once, "
-                       "use the newest email's link with that sign-up's password, or sign up again.",
+        raise BadInput("This is not the password chosen for this sign-up link. If the address was signed up more "
+                       "than once, another email's link may be the one for your password; or sign up again.",
                        field="password", code="wrong_password")
 
 
