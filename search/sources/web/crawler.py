@@ -84,8 +84,7 @@ class _Crawl:
         self.fetcher = Fetcher(user_agent=settings.SOURCES_USER_AGENT, timeout_s=settings.SOURCES_REQUEST_TIMEOUT_S,
                                delay_s=settings.SOURCES_CRAWL_DELAY_S, per_host=settings.SOURCES_PER_HOST_CONCURRENCY,
                                max_page_bytes=settings.SOURCES_MAX_PAGE_BYTES, in_scope=self.scope.contains,
-                               max_total_bytes=settings.SOURCES_MAX_TOTAL_BYTES,
-                               total_timeout_s=settings.WEB_FETCH_TOTAL_TIMEOUT_S)
+                               max_total_bytes=settings.SOURCES_MAX_TOTAL_BYTES)
         # the pages an earlier crawl stored (meta.fetched_url marks them; documents pushed or uploaded into the
         # same dataset are not the crawl's to re-visit or remove): path -> (content hash, meta); and any URL we may
         # fetch -> the path it is stored as

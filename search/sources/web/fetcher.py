@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpcore
 import httpx
+from django.conf import settings
 from protego import Protego
 
 from config.errors import BadInput
@@ -120,10 +121,11 @@ class Fetcher:
 
     def __init__(self, *, user_agent: str, timeout_s: float, delay_s: float, per_host: int, max_page_bytes: int,
                  in_scope: Callable[[str], bool], max_total_bytes: int = 0, verify: ssl.SSLContext | bool = True,
-                 total_timeout_s: float = 30.0) -> None:
+                 total_timeout_s: float | None = None) -> None:
         self.user_agent = user_agent
         self.timeout_s = timeout_s  # per socket operation
-        self.total_timeout_s = total_timeout_s  # per fetch: every exchange of it (redirects too), headers and body
+        # per fetch: every exchange of it (redirects too), headers and body
+        self.total_timeout_s = settings.WEB_FETCH_TOTAL_TIMEOUT_S if total_timeout_s is None else total_timeout_s
         self.delay_s = delay_s
         self.per_host = per_host
         self.max_page_bytes = max_page_bytes
