@@ -11,17 +11,20 @@ from django.db import transaction
 from django.http import FileResponse, Http404, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from config.adminkit import ReadOnlyAdmin
 from config.errors import ApiError, DependencyDown
 from projects.admin import ProjectAdmin
 from projects.models import Dataset, Membership, Project, ProjectShare
+from search.engine.encoders import describe_devices
 from search.engine.reconcile import reconcile_all
 from search.engine.reranker_store import trained_rerankers
 from search.ingest import maintenance
 from search.ingest.cancel import cancel_job
 from search.ingest.locks import runner_alive
+from search.ingest.progress import describe_pace, ingest_job_pace
 from search.models import (
     Chunk,
     DailyMetric,
@@ -43,6 +46,7 @@ from search.models import (
 from search.quality import jobs as quality_jobs
 from search.quality.evaluation import report_slug
 from search.quality.fusion_choice import choose_for_project
+from search.quality.progress import quality_job_pace
 from search.rules import traversal
 from search.sources import spec, sync
 from search.sources.registry import SOURCE_TYPES
@@ -198,15 +202,26 @@ class IndexWatermarkAdmin(ReadOnlyAdmin):
     list_display = ("store", "last_outbox_id", "updated_at")
 
 
+def encoders_line() -> str:
+    """Where the encoders run, for the job pages' header: a job's pace depends on it (search.engine.devices)."""
+    d = describe_devices()
+    if "error" in d:
+        return f"Encoders: {d['error']}"
+    return (f"Encoders: batches on {d['device']} {d['precision']} (batch {d['batch_size']}); queries on "
+            f"{d['query_device']} {d['query_precision']}.")
+
+
 @admin.register(IngestJob)
 class IngestJobAdmin(ReadOnlyAdmin):
     """Progress refreshes while a job runs (the change list reloads itself every 3 s when one is active)."""
 
-    list_display = ("created_at", "dataset", "kind", "status", "progress", "files_done", "files_total",
+    list_display = ("created_at", "dataset", "kind", "status", "progress", "pace", "files_done", "files_total",
                     "files_skipped", "files_deleted", "chunks_written", "embeddings_computed", "embeddings_cached",
                     "short_error")
     list_filter = ("status", "kind")
     search_fields = ("source", "dataset__name", "error")
+    readonly_fields = ("pace",)
+    change_list_template = "admin/search/ingestjob/change_list.html"
     list_select_related = ("dataset",)
     actions = ["cancel_jobs"]
 
@@ -221,11 +236,15 @@ class IngestJobAdmin(ReadOnlyAdmin):
             state = "cancelled" if job.status == IngestJob.Status.CANCELLED else "asked to stop"
             self.message_user(request, f"{job.dataset} {job.pk}: {state}.")
 
-
     @admin.display(description="progress")
     def progress(self, obj: IngestJob) -> str:
         pct = 100 if obj.status == "done" else int(100 * obj.files_done / obj.files_total) if obj.files_total else 0
         return format_html('<progress max="100" value="{}"></progress> {}%', pct, pct)
+
+    @admin.display(description="rate / time left")
+    def pace(self, obj: IngestJob) -> str:
+        """Measured so far, computed on read (search.ingest.progress): this page never writes."""
+        return describe_pace(ingest_job_pace(obj, now=timezone.now()), unit="files") or "-"
 
     @admin.display(description="error")
     def short_error(self, obj: IngestJob) -> str:
@@ -233,6 +252,7 @@ class IngestJobAdmin(ReadOnlyAdmin):
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         active = IngestJob.objects.filter(status__in=["pending", "running"]).exists()
+        extra_context = {**(extra_context or {}), "encoders": encoders_line()}
         response = super().changelist_view(request, extra_context=extra_context)
         if active:
             response["Refresh"] = "3"
@@ -397,8 +417,8 @@ class QualityJobAdmin(ReadOnlyAdmin):
 
     list_display = ("created_at", "kind", "state", "progress", "summary", "evaluation_link", "short_error")
     list_filter = ("status", "kind")
-    readonly_fields = ("kind", "options", "status", "stage", "done", "total", "result", "error", "evaluation",
-                       "created_by", "created_at", "started_at", "updated_at", "finished_at")
+    readonly_fields = ("kind", "options", "status", "stage", "done", "total", "pace", "result", "error", "evaluation",
+                       "created_by", "created_at", "started_at", "stage_started_at", "updated_at", "finished_at")
     change_list_template = "admin/search/qualityjob/change_list.html"
 
     @admin.display(description="status")
@@ -411,8 +431,14 @@ class QualityJobAdmin(ReadOnlyAdmin):
 
     @admin.display(description="progress")
     def progress(self, obj: QualityJob) -> str:
-        return format_html('<progress max="100" value="{}"></progress> {}% {} {}', obj.percent, obj.percent,
-                           obj.stage, f"({obj.done}/{obj.total})" if obj.total else "")
+        pace = describe_pace(quality_job_pace(obj, now=timezone.now()), unit="items")
+        return format_html('<progress max="100" value="{}"></progress> {}% {} {} {}', obj.percent, obj.percent,
+                           obj.stage, f"({obj.done}/{obj.total})" if obj.total else "", pace)
+
+    @admin.display(description="rate / time left")
+    def pace(self, obj: QualityJob) -> str:
+        """The current stage's rate and time left, computed on read (search.quality.progress)."""
+        return describe_pace(quality_job_pace(obj, now=timezone.now()), unit="items") or "-"
 
     @admin.display(description="result")
     def summary(self, obj: QualityJob) -> str:
@@ -440,6 +466,7 @@ class QualityJobAdmin(ReadOnlyAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         active = any(job.status == QualityJob.Status.PENDING or runner_alive(job.pk)
                      for job in QualityJob.objects.filter(status__in=["pending", "running"]))
+        extra_context = {**(extra_context or {}), "encoders": encoders_line()}
         response = super().changelist_view(request, extra_context=extra_context)
         if active:
             response["Refresh"] = "3"

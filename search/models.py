@@ -424,6 +424,9 @@ class QualityJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(null=True, blank=True)
+    # when the current stage's bar started: its rate is done / (now - this), so each stage (mining, training,
+    # re-embedding) is timed on its own (search.quality.progress.quality_job_pace)
+    stage_started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.fields import FlagField, InputSerializer, IntField, NumberField, TextField, TextListField
@@ -17,6 +19,8 @@ from search.engine.fusion import FUSIONS, RULES_FUSIONS
 from search.engine.globs import MAX_GLOB_LENGTH
 from search.engine.grep import DEFAULT_MATCHES, MAX_MATCHES, MAX_PATTERN
 from search.engine.pipeline import MAX_CANDIDATES, MAX_Q, MAX_TOP_K, QuerySpec
+from search.ingest.progress import MIN_MEASURED_ITEMS, MIN_MEASURED_S, Pace, ingest_job_pace
+from search.models import IngestJob
 from search.rules.search import DEFAULTS as RULES_DEFAULTS
 from search.rules.search import RulesSpec
 from search.sources.registry import SOURCE_TYPES
@@ -140,6 +144,33 @@ class IngestJobSerializer(serializers.Serializer):
     result = serializers.DictField(help_text="What the job did beyond its counters. A sync: {mode: diff | full | "
                                              "crawl, from, to (commits), changed, deleted (paths, capped)}; "
                                              "empty for other jobs.")
+    rate_per_s = serializers.SerializerMethodField(
+        help_text="Files per second measured so far (files done / seconds since the job started); null until "
+                  f"{MIN_MEASURED_S:g} s or {MIN_MEASURED_ITEMS} files were measured, and for a queued job.")
+    eta_s = serializers.SerializerMethodField(
+        help_text="Seconds left at the measured rate (files left / rate_per_s); null while the rate or the file "
+                  "count is not known yet, or for a job that ended without finishing; 0 once done.")
+    eta_at = serializers.SerializerMethodField(help_text="When the job is expected to finish (now + eta_s).")
+
+    def _pace(self, job: IngestJob) -> Pace:
+        """Computed on read from the job's counters and timestamps (search.ingest.progress): reading never writes."""
+        cache = self.context.setdefault("_pace", {})
+        if job.pk not in cache:
+            cache[job.pk] = ingest_job_pace(job, now=timezone.now())
+        return cache[job.pk]
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_rate_per_s(self, job: IngestJob) -> float | None:
+        return self._pace(job).rate_per_s
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_eta_s(self, job: IngestJob) -> float | None:
+        return self._pace(job).eta_s
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_eta_at(self, job: IngestJob) -> str | None:
+        eta_at = self._pace(job).eta_at
+        return serializers.DateTimeField().to_representation(eta_at) if eta_at else None
 
 
 class IngestJobCancelSerializer(InputSerializer):

@@ -12,11 +12,13 @@ import io
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
 from tqdm import tqdm
 
+from search.ingest.progress import Pace, pace
 from search.models import QualityJob
 
 _JOB: contextvars.ContextVar[str | None] = contextvars.ContextVar("quality_job", default=None)
@@ -30,13 +32,14 @@ class _JobBar(tqdm):
 
     def __init__(self, *args: Any, job_id: str, **kwargs: Any) -> None:
         self._job_id = job_id
+        self._stage_started_at = timezone.now()  # a bar is a stage: its rate is timed from here
         kwargs.update(file=io.StringIO(), mininterval=1.0, disable=False)
         super().__init__(*args, **kwargs)
 
     def display(self, msg: str | None = None, pos: int | None = None) -> bool:
         QualityJob.objects.filter(pk=self._job_id).update(
             stage=(self.desc or "").strip()[:100], done=int(self.n), total=int(self.total or 0),
-            updated_at=timezone.now())
+            updated_at=timezone.now(), stage_started_at=self._stage_started_at)
         return True
 
 
@@ -57,3 +60,13 @@ def reporting_to(job_id: str) -> Iterator[None]:
         yield
     finally:
         _JOB.reset(token)
+
+
+def quality_job_pace(job: QualityJob, *, now: datetime) -> Pace:
+    """The current stage's items per second and time left (search.ingest.progress.pace), from the row's counters
+    and stage_started_at: computed on read, so the admin's pages never write. A finished job has 0 left."""
+    if job.status == QualityJob.Status.DONE:
+        return Pace(eta_s=0.0, eta_at=job.finished_at)
+    if job.status != QualityJob.Status.RUNNING:
+        return Pace()
+    return pace(done=job.done, total=job.total, started_at=job.stage_started_at or job.started_at, now=now)

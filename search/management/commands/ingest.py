@@ -69,9 +69,8 @@ class Command(BaseCommand):
             bar = tqdm(desc=f"ingest {source.name} (celery)", unit="file")
             while True:
                 job.refresh_from_db()
-                bar.total = job.files_total or None
-                bar.n = job.files_done
-                bar.refresh()
+                bar.total = job.files_total or None  # known once the worker has walked the source: tqdm's ETA
+                bar.update(job.files_done - bar.n)  # through update(), so tqdm measures the rate it shows
                 if job.status in ("done", "failed"):
                     break
                 time.sleep(0.5)
