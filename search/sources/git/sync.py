@@ -578,7 +578,8 @@ def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | No
         delete_documents(dataset=job.dataset, paths=plan.delete)
         IngestJob.objects.filter(pk=job.pk).update(files_deleted=len(plan.delete))
     skipped.update(dict.fromkeys(refused, "refused by the project's quota"))
-    plan.write = [p for p in written if p not in set(refused)]
+    not_written = set(refused)
+    plan.write = [p for p in written if p not in not_written]
     _report(job, result | {"mode": plan.mode} | _skipped_report(skipped), plan, files_total=None)
     if refused:  # the dataset is not the new tree yet: the next sync diffs from the same commit and retries them
         state = {"commit": old_sha, "ref": ref_name}
