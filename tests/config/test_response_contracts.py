@@ -75,6 +75,18 @@ def _with_source(world: Any) -> None:
                              result={"mode": "full", "to": "c" * 40, "changed": ["a.py"], "deleted": []})
 
 
+_QUEUED_JOB = "c0ffee00-0000-4000-8000-000000000001"
+
+
+def _queued_job(world: Any) -> None:
+    """A job of the fuzz project's own dataset that no worker runs: a cancel ends it at once."""
+    from search.models import IngestJob
+
+    IngestJob.objects.update_or_create(pk=_QUEUED_JOB, defaults={
+        "dataset_id": world.ids["dataset_id"][1], "source": "push", "kind": "code", "options": {"origin": "push"},
+        "status": "pending", "cancel_requested": False, "error": ""})
+
+
 _SIGNUP_TOKEN = "contract-signup-token-0123456789"
 
 
@@ -103,6 +115,7 @@ def _other_dataset_id(world: Any) -> int:
 SUCCESS: dict[str, Callable[[Any], Call]] = {
     "credits": lambda w: Call(200, query={"limit": "5"}),
     "context_ingest_job": lambda w: Call(200),
+    "context_ingest_job_cancel": lambda w: Call(200, {}, path={"job_id": _QUEUED_JOB}, setup=_queued_job),
     "keys_list": lambda w: Call(200),
     "keys_create": lambda w: Call(201, {"name": "contract", "scopes": ["query"], "expires_in_days": 5}),
     "keys_revoke": lambda w: Call(200),

@@ -179,12 +179,23 @@ def test_a_failed_sync_run_by_the_worker_task_counts_once_not_once_per_retry(db,
     assert job.status == "failed" and source.consecutive_failures == 1 and source.last_error
 
 
-def test_a_sync_whose_source_was_removed_before_it_ran_fails_saying_so(db, make_source):
+def test_removing_a_source_cancels_its_queued_sync_and_its_message_then_does_nothing(db, make_source):
     from search.ingest.jobs import run_job
 
     source = make_source("removed")
     job = sync.start_sync(dataset=source.dataset, trigger="manual")
     sync.remove_source(user=None, dataset=source.dataset)
+    job.refresh_from_db()
+    assert job.status == "cancelled" and job.cancel_requested and job.error.startswith("job_cancelled: ")
+    assert run_job(job=job).status == "cancelled"
+
+
+def test_a_sync_whose_source_row_vanished_before_it_ran_fails_saying_so(db, make_source):
+    from search.ingest.jobs import run_job
+
+    source = make_source("vanished")
+    job = sync.start_sync(dataset=source.dataset, trigger="manual")
+    Source.objects.filter(pk=source.pk).delete()  # not through remove_source (e.g. the admin's delete)
     with pytest.raises(NotFound):  # an ApiError: its sentence is what the job tells its owner
         run_job(job=job)
     job.refresh_from_db()
