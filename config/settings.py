@@ -215,6 +215,10 @@ SOURCES_MAX_PAGES = env_int("SOURCES_MAX_PAGES", 5_000)  # the most a web source
 # however slowly the bytes trickle; SOURCES_REQUEST_TIMEOUT_S is per socket operation.
 WEB_FETCH_TOTAL_TIMEOUT_S = env_float("WEB_FETCH_TOTAL_TIMEOUT_S", 30.0)
 WEB_MAX_LINKS_PER_PAGE = env_int("WEB_MAX_LINKS_PER_PAGE", 5_000)  # links read from one page; the rest not followed
+# elements of one page the web reader builds trees of (about 1/3 ms each); a page with more is refused, named
+WEB_READER_MAX_ELEMENTS = env_int("WEB_READER_MAX_ELEMENTS", 20_000)
+# Allow/Disallow lines of one robots.txt a crawl checks URLs against; a site with more is not crawled, named
+WEB_ROBOTS_MAX_RULES = env_int("WEB_ROBOTS_MAX_RULES", 2_000)
 SOURCES_MIN_INTERVAL_S = env_int("SOURCES_MIN_INTERVAL_S", 300)  # the shortest sync interval a source may set
 SOURCES_SCHEDULER_INTERVAL_S = env_int("SOURCES_SCHEDULER_INTERVAL_S", 60)  # how often beat looks for due syncs
 # Bounds on what one git sync may cost, whatever the repository holds (docs/security.md, "Hostile git repositories"):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from search.ingest.base import DocumentDraft
 from search.ingest.code import read_code_document, walk
 from search.ingest.jobs import register
-from search.ingest.web import read_web_document
+from search.ingest.web import read_web_document, refused_report
 from search.ingest.web import walk as web_walk
 from search.ingest.writer import Progress, Skip, sync_documents
 from search.models import Document, IngestJob
@@ -42,12 +42,17 @@ def run_files(*, job: IngestJob, progress: Progress | None) -> None:
     root = Path(job.source).expanduser().resolve()
     if not root.exists():
         raise FileNotFoundError(f"source {root} does not exist")
-    sync_documents(dataset=job.dataset, drafts=_file_drafts(job=job, root=root), job=job, progress=progress)
+    refused: dict[str, str] = {}
+    sync_documents(dataset=job.dataset, drafts=_file_drafts(job=job, root=root, refused=refused), job=job,
+                   progress=progress)
+    if refused:
+        IngestJob.objects.filter(pk=job.pk).update(result=refused_report(refused))
 
 
-def _file_drafts(*, job: IngestJob, root: Path) -> Iterator[DocumentDraft | Skip]:
+def _file_drafts(*, job: IngestJob, root: Path, refused: dict[str, str]) -> Iterator[DocumentDraft | Skip]:
     """The files of a code or web source as drafts. A file whose bytes hash to its stored content hash is
-    skipped before it is parsed (parsing is the expensive part of a re-run)."""
+    skipped before it is parsed (parsing is the expensive part of a re-run). Files the reader refuses are added
+    to `refused` with the reason."""
     repo = job.options.get("repo") or (root.name if root.is_dir() else root.parent.name)
     files = _source_files(job.kind, root)
     IngestJob.objects.filter(pk=job.pk).update(files_total=len(files))
@@ -69,7 +74,9 @@ def _file_drafts(*, job: IngestJob, root: Path) -> Iterator[DocumentDraft | Skip
             if job.kind == "code":
                 draft, _why = read_code_document(root=root, rel=rel, abs_path=abs_path, repo=repo)
             else:
-                draft, _why = read_web_document(rel=rel, abs_path=abs_path, repo=repo)
+                draft, why = read_web_document(rel=rel, abs_path=abs_path, repo=repo)
+                if why.startswith("markup refused"):
+                    refused[rel] = why
         except OSError:
             draft = None
         if draft is None:

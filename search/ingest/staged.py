@@ -29,7 +29,7 @@ from search.ingest import archives
 from search.ingest.base import DocumentDraft
 from search.ingest.code import read_code_document, walk
 from search.ingest.jobs import register
-from search.ingest.web import read_web_document
+from search.ingest.web import read_web_document, refused_report
 from search.ingest.web import walk as web_walk
 from search.ingest.writer import FILE_BATCH, Progress, cache_vectors, delete_documents, write_documents
 from search.models import Document, IngestJob, StagedContent
@@ -54,11 +54,15 @@ def register_tree_upload(kind: str) -> Callable[[Callable[..., dict[str, Any]]],
     return add
 
 
-def _read(*, kind: str, root: Path, rel: str, abs_path: Path, repo: str) -> DocumentDraft | None:
+def _read(*, kind: str, root: Path, rel: str, abs_path: Path, repo: str,
+          refused: dict[str, str]) -> DocumentDraft | None:
+    """One staged file as a draft; a file the reader refuses (markup past its bounds) goes into `refused`."""
     if kind == "code":
         draft, _why = read_code_document(root=root, rel=rel, abs_path=abs_path, repo=repo)
     else:
-        draft, _why = read_web_document(rel=rel, abs_path=abs_path, repo=repo)
+        draft, why = read_web_document(rel=rel, abs_path=abs_path, repo=repo)
+        if why.startswith("markup refused"):
+            refused[rel] = why
     return draft
 
 
@@ -92,6 +96,7 @@ def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str,
     existing = _existing(dataset)
     drafts: list[DocumentDraft] = []
     seen: set[str] = set()
+    refused: dict[str, str] = {}  # files the reader refused: path -> why (job.result)
     meta_only: list[dict[str, Any]] = []  # pushed docs whose text is unchanged: metadata may still change
     with tempfile.TemporaryDirectory(prefix="ingest-staged-") as tmpdir:
         tmp = Path(tmpdir)
@@ -102,7 +107,7 @@ def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str,
                 if existing.get(path, {}).get("content_hash") == hashlib.sha256(data).hexdigest():
                     meta_only.append(doc)
                     continue
-                draft = _read(kind=job.kind, root=tmp, rel=path, abs_path=abs_path, repo=repo)
+                draft = _read(kind=job.kind, root=tmp, rel=path, abs_path=abs_path, repo=repo, refused=refused)
                 if draft is None:
                     continue
                 _apply_push_fields(draft, doc, size=len(data))
@@ -121,11 +126,12 @@ def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str,
                 seen.add(rel)
                 if existing.get(rel, {}).get("content_hash") == hashlib.sha256(raw).hexdigest():
                     continue
-                draft = _read(kind=job.kind, root=tmp, rel=rel, abs_path=abs_path, repo=repo)
+                draft = _read(kind=job.kind, root=tmp, rel=rel, abs_path=abs_path, repo=repo, refused=refused)
                 if draft is not None:
                     draft.size_bytes = len(raw)
                     drafts.append(draft)
-    IngestJob.objects.filter(pk=job.pk).update(files_total=len(seen), files_skipped=len(seen) - len(drafts))
+    IngestJob.objects.filter(pk=job.pk).update(files_total=len(seen), files_skipped=len(seen) - len(drafts),
+                                               **({"result": refused_report(refused)} if refused else {}))
     mirror = job.options.get("mode") == "mirror"
     pushed_ids = {d["external_id"]: d["path"] for d in staged.documents} if job.options["origin"] == "push" else {}
 

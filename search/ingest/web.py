@@ -12,6 +12,14 @@ sample, so a comment line in one (`# Test code`) looks like a heading. So the
 permalink anchors are removed before extraction, and for HTML a `#` line is a
 heading only when its text is one of the page's real <h1>..<h6>; in Markdown
 sources, lines inside a code fence are never headings.
+
+Why a census of the markup before the reader: the reader builds lxml trees (the permalink pass, then
+trafilatura's), whose cost is quadratic in the attributes of one element (libxml2 appends each attribute by
+walking the element's list: 50,000 on one element, 400 KB, took over a minute) and about a third of a
+millisecond per element in trafilatura (1 MB of `<p>` elements, 90,000 of them, took 30 s). A page is counted
+first by libxml2's tokenizer with a target (callbacks per tag, no tree: linear), and refused, with its reason,
+past MAX_ATTRIBUTES_PER_ELEMENT or WEB_READER_MAX_ELEMENTS. Every entry point (saved files, uploads, pushes, git
+sources, the crawler) reads pages through `web_document_from_bytes`, so every one is bounded.
 """
 from __future__ import annotations
 
@@ -20,6 +28,9 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from django.conf import settings
 
 from search.ingest import summaries
 from search.ingest.base import ChunkDraft, DocumentDraft, line_windows
@@ -30,6 +41,8 @@ MAX_SECTION_LINES = 60
 _HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _PERMALINK_MARKS = "¶#🔗\u200b \t"
+# Attributes of one element the reader accepts (its trees are quadratic in them); real pages have a few dozen.
+MAX_ATTRIBUTES_PER_ELEMENT = 256
 # permalink anchors by generator: Sphinx and MkDocs `headerlink`, Docusaurus `hash-link`, others `anchor-link`
 _PERMALINK_XPATH = "//a[" + " or ".join(
     f'contains(concat(" ", normalize-space(@class), " "), " {c} ")'
@@ -71,6 +84,62 @@ def heading_key(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
+class MarkupRefused(ValueError):
+    """The page's markup would cost the reader more than it may spend on one page; the message says why."""
+
+
+class _Census:
+    """lxml's parser target: counts elements and the most attributes one element has; builds nothing."""
+
+    def __init__(self) -> None:
+        self.elements = 0
+        self.max_attributes = 0
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        self.elements += 1
+        if len(attrib) > self.max_attributes:
+            self.max_attributes = len(attrib)
+
+    def end(self, tag: str) -> None:
+        pass
+
+    def data(self, data: str) -> None:
+        pass
+
+    def comment(self, text: str) -> None:
+        pass
+
+    def close(self) -> None:
+        return None
+
+
+def check_markup(html: str, *, max_elements: int | None = None) -> None:
+    """Raise MarkupRefused when the page has an element with more than MAX_ATTRIBUTES_PER_ELEMENT attributes or
+    more than `max_elements` (WEB_READER_MAX_ELEMENTS) elements. Linear in the page whatever its markup."""
+    from lxml import etree  # noqa: PLC0415 - heavy: loads with the web reader only
+
+    limit = settings.WEB_READER_MAX_ELEMENTS if max_elements is None else max_elements
+    census = _Census()
+    parser = etree.HTMLParser(target=census, encoding="utf-8", recover=True, no_network=True)
+    try:
+        parser.feed(html.replace("\x00", "").encode("utf-8", errors="replace"))
+        parser.close()
+    except (etree.LxmlError, ValueError):  # nothing parseable (an empty page): what was counted stands
+        pass
+    if census.max_attributes > MAX_ATTRIBUTES_PER_ELEMENT:
+        raise MarkupRefused(f"markup refused: an element has {census.max_attributes} attributes "
+                            f"(at most {MAX_ATTRIBUTES_PER_ELEMENT} are read)")
+    if census.elements > limit:
+        raise MarkupRefused(f"markup refused: {census.elements} elements (at most {limit} are read)")
+
+
+def refused_report(refused: dict[str, str], *, cap: int = 200) -> dict[str, Any]:
+    """job.result for the files the reader refused (markup past its bounds): each path with its reason, in the
+    shape git syncs report their skipped files."""
+    return {"skipped": [{"path": p, "reason": why} for p, why in sorted(refused.items())[:cap]],
+            "skipped_total": len(refused)}
+
+
 def _without_permalinks(html: str) -> tuple[str, set[str]]:
     """The page without its heading permalink anchors, and the keys of its real headings (h1..h6)."""
     # lxml loads with trafilatura, on the first page a process reads (as html_to_markdown imports trafilatura)
@@ -88,9 +157,11 @@ def _without_permalinks(html: str) -> tuple[str, set[str]]:
 
 
 def html_to_markdown(html: str) -> tuple[str, str, str, set[str]]:
-    """(markdown, title, url, heading keys) with trafilatura; empty markdown when nothing readable is left."""
+    """(markdown, title, url, heading keys) with trafilatura; empty markdown when nothing readable is left.
+    MarkupRefused (before any tree is built) for markup past the reader's bounds (module docstring)."""
     import trafilatura  # noqa: PLC0415 - heavy: the extractor loads only when a page is read
 
+    check_markup(html)
     cleaned, headings = _without_permalinks(html)
     md = trafilatura.extract(cleaned, output_format="markdown", include_formatting=True, include_links=False,
                              include_tables=True, favor_recall=True) or ""
@@ -173,7 +244,10 @@ def web_document_from_bytes(*, rel: str, data: bytes, markdown: bool, repo: str 
     if markdown:
         md, title, page_url, real = raw.replace("\r\n", "\n"), "", "", None
     else:
-        md, title, page_url, real = html_to_markdown(raw)
+        try:
+            md, title, page_url, real = html_to_markdown(raw)
+        except MarkupRefused as exc:
+            return None, str(exc)
     url = url or page_url
     if not md.strip():
         return None, "no readable text"

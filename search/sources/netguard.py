@@ -14,6 +14,11 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
@@ -31,6 +36,44 @@ class UnsafeAddress(BadInput):
     """The URL's host is, or resolves to, an address a source may not fetch from."""
 
     code = "unsafe_address"
+
+
+class SlowLookup(BadInput):
+    """The host name did not resolve within the time its caller had left (a fetch's total deadline)."""
+
+    code = "slow_lookup"
+
+
+Lookup = Callable[..., list[Any]]  # socket.getaddrinfo's shape
+# Lookups given a time limit run here, so the caller can stop waiting: getaddrinfo blocks in C, with the system
+# resolver's own timeouts and retries (tens of seconds), and cannot be interrupted. A lookup past its limit keeps
+# its thread until the resolver gives up; the pool's size bounds how many such threads there are (more lookups
+# wait in its queue, and time out there).
+LOOKUP_THREADS = 8
+_lookups: ThreadPoolExecutor | None = None
+_lookups_lock = threading.Lock()
+
+
+def _lookup_pool() -> ThreadPoolExecutor:
+    global _lookups  # one pool per process, made on the first bounded lookup
+    with _lookups_lock:
+        if _lookups is None:
+            _lookups = ThreadPoolExecutor(max_workers=LOOKUP_THREADS, thread_name_prefix="dns")
+        return _lookups
+
+
+def _getaddrinfo(host: str, port: int, *, timeout_s: float | None, lookup: Lookup, field: str) -> list[Any]:
+    """lookup(host, port, proto=TCP), waited for at most `timeout_s` (None: as long as it takes)."""
+    if timeout_s is None:
+        return lookup(host, port, proto=socket.IPPROTO_TCP)
+    if timeout_s <= 0:
+        raise SlowLookup(f"No time was left to look up {host!r}.", field=field)
+    future = _lookup_pool().submit(lookup, host, port, proto=socket.IPPROTO_TCP)
+    try:
+        return future.result(timeout=timeout_s)
+    except FutureTimeout:
+        future.cancel()  # still queued: never runs
+        raise SlowLookup(f"Looking up {host!r} took longer than the {timeout_s:.3g} s left.", field=field) from None
 
 
 def _allowed_networks() -> tuple[list[ipaddress.IPv4Network | ipaddress.IPv6Network], set[str]]:
@@ -57,8 +100,12 @@ def _ip_allowed(ip: IPAddress, nets: list) -> bool:
     return any(ip.version == n.version and ip in n for n in nets)
 
 
-def resolve(host: str, port: int | None = None, *, field: str = "url") -> list[IPAddress]:
+def resolve(host: str, port: int | None = None, *, field: str = "url", timeout_s: float | None = None,
+            lookup: Lookup = socket.getaddrinfo) -> list[IPAddress]:
     """Every address the host resolves to (an IP literal resolves to itself).
+
+    `timeout_s`: the lookup ends (SlowLookup) once this much time has passed, so a slow resolver cannot hold a
+    fetch past its total deadline. `lookup`: the resolver (getaddrinfo's signature).
 
     A name must be a host name (letters, digits, '-', '_' and dots, no label starting with '-'): a tool
     that takes a host as an argument (ssh) would read `-oProxyCommand=...` as an option."""
@@ -74,7 +121,7 @@ def resolve(host: str, port: int | None = None, *, field: str = "url") -> list[I
     if not _HOST_NAME.match(ascii_name):
         raise BadInput(f"{host[:100]!r} is not a host name.", code="invalid_host", field=field)
     try:
-        infos = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
+        infos = _getaddrinfo(host, port or 443, timeout_s=timeout_s, lookup=lookup, field=field)
     except (socket.gaierror, UnicodeError) as exc:
         raise BadInput(f"Cannot resolve host {host!r}: {exc}", code="unresolvable_host", field=field) from None
     seen: list[IPAddress] = []
@@ -85,7 +132,8 @@ def resolve(host: str, port: int | None = None, *, field: str = "url") -> list[I
     return seen
 
 
-def check_host(host: str, *, port: int | None = None, field: str = "url") -> list[IPAddress]:
+def check_host(host: str, *, port: int | None = None, field: str = "url", timeout_s: float | None = None,
+               lookup: Lookup = socket.getaddrinfo) -> list[IPAddress]:
     """The host's addresses if every one of them may be fetched from; else UnsafeAddress (400).
 
     Every address must pass, not just the first: a name with one public and one private address would let
@@ -95,8 +143,8 @@ def check_host(host: str, *, port: int | None = None, field: str = "url") -> lis
     nets, hosts = _allowed_networks()
     name = host.lower().strip("[]").rstrip(".")
     if name in hosts:
-        return resolve(name, port, field=field)
-    addresses = resolve(name, port, field=field)
+        return resolve(name, port, field=field, timeout_s=timeout_s, lookup=lookup)
+    addresses = resolve(name, port, field=field, timeout_s=timeout_s, lookup=lookup)
     if not addresses:
         raise BadInput(f"Host {host!r} has no address.", code="unresolvable_host", field=field)
     for ip in addresses:
@@ -118,15 +166,17 @@ def split_url(url: str, *, field: str = "url") -> SplitResult:
     return parts
 
 
-def check_url(url: str, *, field: str = "url") -> list[IPAddress]:
+def check_url(url: str, *, field: str = "url", timeout_s: float | None = None,
+              lookup: Lookup = socket.getaddrinfo) -> list[IPAddress]:
     """check_host for a URL's host (http, https, ssh, git); the default port of the scheme is used."""
     parts = split_url(url, field=field)
     port = parts.port
     default = {"http": 80, "https": 443, "ssh": 22, "git": 9418}.get(parts.scheme, None)
-    return check_host(parts.hostname or "", port=port or default, field=field)
+    return check_host(parts.hostname or "", port=port or default, field=field, timeout_s=timeout_s, lookup=lookup)
 
 
-def pinned_address(url: str, *, field: str = "url") -> str:
+def pinned_address(url: str, *, field: str = "url", timeout_s: float | None = None,
+                   lookup: Lookup = socket.getaddrinfo) -> str:
     """The checked address to connect to for this URL (the first of check_url's): connecting to it, with the
     original host in the Host header and TLS SNI, closes the gap between the check and the connection."""
-    return str(check_url(url, field=field)[0])
+    return str(check_url(url, field=field, timeout_s=timeout_s, lookup=lookup)[0])

@@ -211,3 +211,89 @@ def test_a_crawl_of_a_hostile_site_finishes_and_reports_each_refused_page_with_i
         while not visit.left and time.monotonic() < deadline:
             time.sleep(0.05)
         assert 0 < visit.left - visit.arrived < 15, path
+
+
+def blocking_lookup(*, release: threading.Event, asked: list[str]):
+    """A resolver that blocks (on a real event, like a resolver that never answers) until released, then answers
+    with the loopback address, getaddrinfo's signature."""
+    import socket
+
+    def lookup(host: str, port: int, *, proto: int = 0) -> list:
+        asked.append(host)
+        release.wait(TRICKLE_FOR_S)
+        return socket.getaddrinfo("127.0.0.1", port, proto=proto)
+
+    return lookup
+
+
+def test_a_host_name_lookup_that_blocks_past_the_deadline_ends_the_fetch(hostile_settings, server):
+    from search.sources.web.fetcher import Fetcher
+
+    server.routes["/ok.html"] = answer(body=text_page("Behind a slow resolver"))
+    release, asked = threading.Event(), []
+    f = Fetcher(user_agent="HostileTestBot/1.0", timeout_s=READ_TIMEOUT_S, delay_s=0.0, per_host=2,
+                max_page_bytes=CAP, in_scope=lambda _u: True, total_timeout_s=DEADLINE_S,
+                lookup=blocking_lookup(release=release, asked=asked))
+    try:
+        started = time.monotonic()
+        got = f.get(f"http://slow-resolver.example:{server.port}/ok.html")
+        elapsed = time.monotonic() - started
+    finally:
+        release.set()
+        f.close()
+    assert asked == ["slow-resolver.example"]
+    assert got.outcome == "error"
+    assert got.error == "total deadline of 2 s passed (host name still resolving)"
+    assert elapsed < TRICKLE_FOR_S / 2  # ended by the deadline, not by the resolver giving up
+    assert server.visited("/ok.html") == []
+
+
+def test_a_host_name_that_resolves_in_time_is_fetched_through_the_given_resolver(hostile_settings, server):
+    from search.sources.web.fetcher import Fetcher
+
+    server.routes["/ok.html"] = answer(body=text_page("Behind a resolver"))
+    release, asked = threading.Event(), []
+    release.set()
+    f = Fetcher(user_agent="HostileTestBot/1.0", timeout_s=READ_TIMEOUT_S, delay_s=0.0, per_host=2,
+                max_page_bytes=CAP, in_scope=lambda _u: True, total_timeout_s=DEADLINE_S,
+                lookup=blocking_lookup(release=release, asked=asked))
+    try:
+        got = f.get(f"http://resolver.example:{server.port}/ok.html")
+    finally:
+        f.close()
+    assert asked == ["resolver.example"]
+    assert got.outcome == "ok" and b"Behind a resolver" in got.body
+    assert server.visited("/ok.html")[0].headers.get("host") == f"resolver.example:{server.port}"
+
+
+def wildcard_robots(rules: int) -> bytes:
+    """A robots.txt of wildcard rules that each search the whole URL and match none of the site's pages."""
+    return ("User-agent: *\nDisallow: /private\n" + "".join(f"Disallow: /*a*a*a*z{i}\n" for i in range(rules))
+            ).encode()
+
+
+def test_a_robots_txt_of_more_rules_than_are_read_forbids_its_host_with_the_reason(hostile_settings, server):
+    hostile_settings.WEB_ROBOTS_MAX_RULES = 2000
+    body = wildcard_robots(15_000)
+    assert len(body) < 500 * 1024  # within the size read: the rules, not the bytes, are what is refused
+    server.routes["/robots.txt"] = answer(body=body, content_type="text/plain")
+    f = fetcher()
+    try:
+        assert f.allowed(server.url("/page.html")) is False
+        assert f.host(server.url("/")).robots_note == \
+            "robots.txt has 15001 rules, more than the 2000 read; nothing fetched"
+    finally:
+        f.close()
+    assert len(server.visited("/robots.txt")) == 1
+
+
+def test_a_robots_txt_within_the_rule_cap_is_obeyed(hostile_settings, server):
+    hostile_settings.WEB_ROBOTS_MAX_RULES = 2000
+    server.routes["/robots.txt"] = answer(body=wildcard_robots(500), content_type="text/plain")
+    f = fetcher()
+    try:
+        assert f.allowed(server.url("/page.html")) is True
+        assert f.allowed(server.url("/private/page.html")) is False
+        assert f.host(server.url("/")).robots_note == ""
+    finally:
+        f.close()

@@ -58,9 +58,6 @@ READAHEAD = 4
 # is for links robots.txt turns away (they are not requested, so they do not count against max_pages).
 FRONTIER_PER_PAGE = 2
 MAX_OUT_OF_SCOPE = 100_000  # distinct out-of-scope URLs remembered; past it they are counted, not kept
-# Attributes of one element a page may have before the reader (which builds a tree, quadratic in them) sees it;
-# real pages have a few dozen.
-MAX_ATTRIBUTES_PER_ELEMENT = 256
 MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown", "text/plain"})
 
 
@@ -173,7 +170,7 @@ class _Crawl:
         refused: list[BadInput] = []
         for s in self.scope.seeds:
             try:
-                netguard.check_url(s)
+                netguard.check_url(s, timeout_s=self.fetcher.total_timeout_s, lookup=self.fetcher.lookup)
             except BadInput as exc:
                 refused.append(exc)
                 self.note("errors", f"{s}: {exc.code}: {exc.detail}")
@@ -338,10 +335,6 @@ class _Crawl:
             return Skip(item.url)
         if not self.scope.wanted(identity):  # a seed outside include/exclude: crawled through, not indexed
             return Skip(item.url)
-        if found and found.max_attributes > MAX_ATTRIBUTES_PER_ELEMENT:  # its links were read (linear); not its text
-            self.note("errors", f"{identity}: markup refused: an element has {found.max_attributes} attributes "
-                                f"(at most {MAX_ATTRIBUTES_PER_ELEMENT} are read)")
-            return self._keep(stored_path, item.url)
         digest = hashlib.sha256(got.body).hexdigest()
         if identity in self.emitted or self.hashes.get(digest, identity) != identity:
             self.counts["duplicates"] += 1  # the same page under a second URL: stored once
@@ -359,8 +352,12 @@ class _Crawl:
 
                 Document.objects.filter(dataset=self.dataset, path=identity).update(meta=meta)
             return Skip(identity, keep=True)
-        draft, _why = web_document_from_bytes(rel=identity, data=got.body, markdown=not html, url=identity,
-                                               encoding=got.charset or "utf-8")
+        draft, why = web_document_from_bytes(rel=identity, data=got.body, markdown=not html, url=identity,
+                                              encoding=got.charset or "utf-8")
+        if draft is None and why.startswith("markup refused"):  # its links were read (linear); not its text
+            self.emitted.discard(identity)
+            self.note("errors", f"{identity}: {why}")
+            return self._keep(stored_path, item.url)
         if draft is None:
             self.emitted.discard(identity)
             self.note("no_text", identity)

@@ -121,3 +121,48 @@ def test_a_markdown_page_keeps_hash_lines_inside_a_fence_as_code():
     chunks = chunk_markdown(md)
     assert {tuple(c.heading_path) for c in chunks} == {("Guide",), ("Guide", "Next")}
     assert "# not a heading" in chunks[0].text
+
+
+def many_attributes_page(n: int) -> bytes:
+    return (b"<html><body><h1>Attributes</h1><p " + b" ".join(b"x%d=1" % i for i in range(n))
+            + b">A paragraph with very many attributes, which the reader would build a tree of.</p></body></html>")
+
+
+def many_elements_page(n: int) -> bytes:
+    return ("<html><body><h1>Paragraphs</h1>" + "<p>One short paragraph of plain words.</p>" * n
+            + "</body></html>").encode()
+
+
+def test_the_reader_refuses_an_element_with_more_attributes_than_it_reads_and_says_why():
+    from search.ingest.web import web_document_from_bytes
+
+    draft, why = web_document_from_bytes(rel="attrs.html", data=many_attributes_page(2000), markdown=False)
+    assert draft is None
+    assert why == "markup refused: an element has 2000 attributes (at most 256 are read)"
+
+
+def test_the_reader_refuses_a_page_of_more_elements_than_the_setting_and_reads_one_within_it(settings):
+    from search.ingest.web import web_document_from_bytes
+
+    settings.WEB_READER_MAX_ELEMENTS = 500
+    draft, why = web_document_from_bytes(rel="big.html", data=many_elements_page(600), markdown=False)
+    assert draft is None and why == "markup refused: 603 elements (at most 500 are read)"
+    draft, why = web_document_from_bytes(rel="small.html", data=many_elements_page(400), markdown=False)
+    assert draft is not None and why == "" and draft.chunks
+
+
+@pytest.mark.django_db
+def test_a_folder_ingest_names_each_page_the_reader_refused_with_its_reason(tmp_path, make_user, make_project):
+    from search.models import Document
+
+    root = tmp_path / "saved"
+    root.mkdir()
+    (root / "refunds.html").write_text(REFUNDS_HTML)
+    (root / "attrs.html").write_bytes(many_attributes_page(5000))
+    project = make_project("saved", make_user("saved@example.com"))
+    ds, job = ingest(project, "saved", root, kind="web")
+    assert job.status == "done", job.error
+    assert set(Document.objects.filter(dataset=ds).values_list("path", flat=True)) == {"refunds.html"}
+    assert job.result["skipped"] == [
+        {"path": "attrs.html", "reason": "markup refused: an element has 5000 attributes (at most 256 are read)"}]
+    assert job.result["skipped_total"] == 1

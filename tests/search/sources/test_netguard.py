@@ -36,3 +36,32 @@ def test_an_unresolvable_host_is_a_clear_400():
     with pytest.raises(netguard.BadInput) as err:
         netguard.check_url("http://no-such-host.invalid/")
     assert err.value.code == "unresolvable_host"
+
+
+def test_a_lookup_given_a_time_limit_ends_at_it_and_one_in_time_is_used(settings):
+    import socket
+    import threading
+    import time
+
+    settings.SOURCES_ALLOWED_NETWORKS = []
+    release, asked = threading.Event(), []
+
+    def slow(host: str, port: int, *, proto: int = 0) -> list:  # a resolver that answers when released
+        asked.append((host, port))
+        release.wait(30)
+        return [(socket.AF_INET, socket.SOCK_STREAM, proto, "", ("93.184.216.34", port))]
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(netguard.SlowLookup) as err:
+            netguard.check_url("https://slow.example/x", timeout_s=0.5, lookup=slow)
+        elapsed = time.monotonic() - started
+    finally:
+        release.set()
+    assert err.value.code == "slow_lookup" and err.value.status_code == 400 and err.value.field == "url"
+    assert asked == [("slow.example", 443)] and elapsed < 15
+    assert netguard.check_url("https://slow.example/x", timeout_s=5, lookup=slow) == \
+        [ipaddress.ip_address("93.184.216.34")]
+    with pytest.raises(netguard.SlowLookup):  # no time left: the resolver is not asked
+        netguard.check_url("https://slow.example/x", timeout_s=0, lookup=slow)
+    assert len(asked) == 2
