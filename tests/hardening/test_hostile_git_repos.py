@@ -98,6 +98,18 @@ def test_a_tree_bomb_stops_at_the_entry_limit_with_a_clear_reason_and_writes_not
     assert (Source.objects.get(dataset=dataset).state or {}).get("commit") in (None, "")
 
 
+def test_a_tree_with_more_ingestible_files_than_allowed_is_refused_before_any_is_written(dataset, bare, settings):
+    settings.SOURCES_GIT_MAX_FILES = 50
+    blob = Blob.from_string(PY)
+    leaf = tree_of({f"m{i}.py": (FILE, blob.id) for i in range(10)})
+    bare.commit([blob, leaf], tree_of({f"pkg{i}": (FOLDER, leaf.id) for i in range(10)}))  # 100 files
+    attach(dataset, bare.url)
+    job = sync(dataset)
+    assert job.status == "failed"
+    assert job.error.startswith("git_too_many_files: ") and "100 files to ingest, more than 50" in job.error
+    assert Document.objects.filter(dataset=dataset).count() == 0
+
+
 def test_a_tree_nested_past_the_depth_limit_is_refused_before_it_is_walked_whole(dataset, bare, settings):
     settings.SOURCES_GIT_MAX_DEPTH = 64
     main = Blob.from_string(PY)
