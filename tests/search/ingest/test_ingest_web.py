@@ -166,3 +166,36 @@ def test_a_folder_ingest_names_each_page_the_reader_refused_with_its_reason(tmp_
     assert job.result["skipped"] == [
         {"path": "attrs.html", "reason": "markup refused: an element has 5000 attributes (at most 256 are read)"}]
     assert job.result["skipped_total"] == 1
+
+
+@pytest.mark.django_db
+def test_an_upload_names_each_page_the_reader_refused_with_its_reason(make_user, make_project, client_for,
+                                                                      edge_index):
+    import io
+    import zipfile
+
+    from projects.models import Dataset
+    from search.ingest.jobs import run_job
+    from search.models import Document, IngestJob
+
+    owner = make_user("uploader@example.com")
+    project = make_project("uploads", owner)
+    ds = Dataset.objects.create(project=project, name="docs", kind="web")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("site/refunds.html", REFUNDS_HTML)
+        zf.writestr("site/attrs.html", many_attributes_page(3000))
+    upload = io.BytesIO(buf.getvalue())
+    upload.name = "site.zip"
+    resp = client_for(owner).post(f"/api/projects/uploads/datasets/{ds.pk}/uploads", {"file": upload},
+                                  format="multipart")
+    assert resp.status_code == 202, resp.content
+    job = IngestJob.objects.get(pk=resp.json()["id"])
+    run_job(job=job)
+    job.refresh_from_db()
+    assert job.status == "done", job.error
+    paths = set(Document.objects.filter(dataset=ds).values_list("path", flat=True))
+    assert len(paths) == 1 and next(iter(paths)).endswith("refunds.html")
+    [refused] = job.result["skipped"]
+    assert refused["path"].endswith("attrs.html")
+    assert refused["reason"] == "markup refused: an element has 3000 attributes (at most 256 are read)"
