@@ -16,7 +16,7 @@ sources, lines inside a code fence are never headings.
 Why a census of the markup before the reader: the reader builds lxml trees (the permalink pass, then
 trafilatura's), whose cost is quadratic in the attributes of one element (libxml2 appends each attribute by
 walking the element's list: 50,000 on one element, 400 KB, took over a minute) and about a third of a
-millisecond per element in trafilatura (1 MB of `<p>` elements, 90,000 of them, took 30 s). A page is counted
+millisecond per element in trafilatura (1 MB of `<p>` elements, 90,000 of them, took 25 s). A page is counted
 first by libxml2's tokenizer with a target (callbacks per tag, no tree: linear), and refused, with its reason,
 past MAX_ATTRIBUTES_PER_ELEMENT or WEB_READER_MAX_ELEMENTS. Every entry point (saved files, uploads, pushes, git
 sources, the crawler) reads pages through `web_document_from_bytes`, so every one is bounded.

@@ -6,8 +6,8 @@ standard library's tokenizer on this interpreter rescans an unfinished tag from 
 x='` repeated took 16 s for 36 KB and 175 s for 144 KB; libxml2's tokenizer is linear (a 1 MB page of it takes
 milliseconds). With a target, the parser calls back per tag and builds no tree: libxml2's tree appends each
 attribute by walking the element's list, which is quadratic in the attributes of one element, and the target
-never meets it. The parser also reports the most attributes any one element had (`max_attributes`), which the
-crawler checks before handing the page to the tree-building reader.
+never meets it. The parser also reports the most attributes any one element had (`max_attributes`); the
+tree-building reader bounds them itself (search.ingest.web.check_markup), for every way a page reaches it.
 
 Sitemaps are XML from a site the platform does not control: a DOCTYPE (entity definitions, the billion-laughs
 family) is refused before the parser (expat, linear) sees it.
