@@ -36,6 +36,8 @@ RUN_JOB_TASK = "search.tasks.run_ingest_job"
 
 ACTIVE = (IngestJob.Status.PENDING, IngestJob.Status.RUNNING)
 FINISHED = (IngestJob.Status.DONE, IngestJob.Status.CANCELLED)  # a later delivery of the job does nothing
+# what a runner may (re)start: a failed job too, as a Celery retry of a failed ingest re-runs it
+RUNNABLE = (*ACTIVE, IngestJob.Status.FAILED)
 # First key of the two-int advisory lock space that serialises the slot claims of one project (see _claim_slot).
 SLOT_LOCK_CLASS = 0x1A6E58
 
@@ -119,12 +121,12 @@ def _claim_slot(*, job: IngestJob) -> bool:
         busy = sum(1 for pk in others if runner_alive(pk))
         if busy >= max(1, settings.INGEST_PROJECT_MAX_RUNNING):
             return False
-        IngestJob.objects.filter(pk=job.pk, status__in=ACTIVE).update(status=IngestJob.Status.RUNNING)
+        IngestJob.objects.filter(pk=job.pk, status__in=RUNNABLE).update(status=IngestJob.Status.RUNNING)
     return True
 
 
 def _run_locked(*, job: IngestJob, progress: Progress | None) -> IngestJob:
-    started = IngestJob.objects.filter(pk=job.pk, status__in=ACTIVE).update(
+    started = IngestJob.objects.filter(pk=job.pk, status__in=RUNNABLE).update(
         status=IngestJob.Status.RUNNING, started_at=job.started_at or timezone.now(), error="", files_done=0,
         files_skipped=0, files_deleted=0, chunks_written=0, embeddings_computed=0, embeddings_cached=0, result={})
     if not started:  # cancelled while it waited for this runner
