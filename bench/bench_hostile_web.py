@@ -15,6 +15,11 @@ hostile_http.py). Cases:
 - a page gzipped twice (`Content-Encoding: gzip, gzip`), 256 MiB and 1 GiB inflated from 1 KB and 4 KB, fetched;
 - headers that trickle one byte every 0.5 s (the server keeps it up for longer than the cap), fetched with a
   total deadline of `--deadline-s` (WEB_FETCH_TOTAL_TIMEOUT_S; its default is 30 s).
+- the page reader on 1 MB of ordinary markup (paragraphs, a list, a table) and on 2,000 attributes on one
+  element, as a saved file or an upload reaches it (no crawler in front);
+- a robots.txt of 500 KiB of wildcard rules (about 15,000), then 200 URLs of 1,000 characters checked against it;
+- a resolver that takes 120 s to answer (the process's getaddrinfo replaced by one that sleeps), a fetch of a
+  host name under it.
 
     .venv/bin/python bench/bench_hostile_web.py [--cap-s 60] [--mem-gib 3] [--deadline-s 10]
 """
@@ -45,9 +50,50 @@ def crafted(size: int) -> str:
     return "<html><body><p>A page built to stall a tokenizer.</p><a href='/next.html'>next</a>" + "<a x='" * (size // 6)
 
 
-def many_attributes() -> str:
-    return ("<html><body><h1>Attributes</h1><p " + " ".join(f"x{i}=1" for i in range(50_000))
+def many_attributes(n: int = 50_000) -> str:
+    return ("<html><body><h1>Attributes</h1><p " + " ".join(f"x{i}=1" for i in range(n))
             + ">A paragraph with fifty thousand attributes.</p></body></html>")
+
+
+def paragraphs(size: int) -> str:
+    return "<html><body><h1>Paragraphs</h1>" + "<p>word</p>" * (size // 11) + "</body></html>"
+
+
+def list_items(size: int) -> str:
+    return "<html><body><h1>A list</h1><ul>" + "<li>x</li>" * (size // 10) + "</ul></body></html>"
+
+
+def table_rows(size: int) -> str:
+    return "<html><body><h1>A table</h1><table>" + "<tr><td>a</td></tr>" * (size // 18) + "</table></body></html>"
+
+
+def wildcard_robots(size: int) -> bytes:
+    """Wildcard rules that each search the whole URL and match none of the URLs checked."""
+    head = "User-agent: *\nDisallow: /private\n"
+    lines, total, i = [], len(head), 0
+    while True:
+        line = f"Disallow: /*a*a*a*a*z{i}\n"
+        if total + len(line) > size:
+            break
+        lines.append(line)
+        total += len(line)
+        i += 1
+    return (head + "".join(lines)).encode()
+
+
+def wide_elements(size: int) -> str:
+    """Elements of 256 attributes each (the most the reader accepts on one element), as many as fit."""
+    el = "<p " + " ".join(f"a{i}=1" for i in range(256)) + ">w</p>"
+    return "<html><body>" + el * (size // len(el)) + "</body></html>"
+
+
+def paragraph_count(count: int) -> str:
+    return "<html><body><h1>Paragraphs</h1>" + "<p>word</p>" * count + "</body></html>"
+
+
+READERS = {"paragraphs": paragraphs, "list": list_items, "table": table_rows, "wide": wide_elements,
+           "count": paragraph_count}
+ROBOTS_URLS = 200
 
 
 def link_farm() -> str:
@@ -59,6 +105,18 @@ def child(case: str, arg: str) -> dict:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ["SOURCES_ALLOWED_NETWORKS"] = "127.0.0.1/32"
     os.environ["WEB_FETCH_TOTAL_TIMEOUT_S"] = os.environ.get("BENCH_DEADLINE_S", "30")  # read after, not before
+    if case == "dns":  # a resolver that takes 120 s, in place before the project binds getaddrinfo
+        import socket
+
+        real = socket.getaddrinfo
+
+        def slow_getaddrinfo(host, port, *args, **kwargs):  # getaddrinfo's shape
+            if str(host).endswith(".example"):
+                time.sleep(120)
+                return real("127.0.0.1", port, *args, **kwargs)
+            return real(host, port, *args, **kwargs)
+
+        socket.getaddrinfo = slow_getaddrinfo
     import django
 
     django.setup()  # settings only: nothing is started
@@ -73,6 +131,19 @@ def child(case: str, arg: str) -> dict:
         outcome = f"{len(found.links)} links"
         if getattr(found, "links_dropped", 0):
             outcome += f", {found.links_dropped} past the cap"
+    elif case == "reader":
+        from search.ingest.web import web_document_from_bytes
+
+        name, _, size = arg.partition(":")
+        html = many_attributes(int(size)) if name == "attributes" else READERS[name](int(size))
+        draft, why = web_document_from_bytes(rel="page.html", data=html.encode(), markdown=False)
+        outcome = f"read: {len(draft.chunks)} chunks" if draft else f"not read: {why}"
+    elif case == "robots":
+        f = fetcher_mod.Fetcher(user_agent="HostileBench/1.0", timeout_s=10.0, delay_s=0.0, per_host=1,
+                                max_page_bytes=CAP_BYTES, in_scope=lambda _u: True)
+        allowed = sum(f.allowed(f"{arg}/{i}/" + "a" * 990) for i in range(ROBOTS_URLS))
+        note = f.host(arg + "/").robots_note
+        outcome = f"{allowed} of {ROBOTS_URLS} URLs allowed" + (f"; {note}" if note else "")
     elif case == "attributes":
         from search.ingest.web import web_document_from_bytes
         from search.sources.web import crawler
@@ -85,7 +156,7 @@ def child(case: str, arg: str) -> dict:
         else:
             draft, why = web_document_from_bytes(rel="http://h/", data=html.encode(), markdown=False, url="http://h/")
             outcome = f"read: {len(draft.chunks)} chunks" if draft else f"not read: {why}"
-    else:  # a fetch from the hostile server
+    else:  # a fetch from the hostile server (trickle, bomb, dns)
         f = fetcher_mod.Fetcher(user_agent="HostileBench/1.0", timeout_s=10.0, delay_s=0.0, per_host=1,
                                 max_page_bytes=CAP_BYTES, in_scope=lambda _u: True)
         got = f.get(arg)
@@ -128,8 +199,8 @@ def main() -> int:
     ap.add_argument("--before", default=BEFORE, help="the commit measured as 'before'")
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(*args.child)))
-        return 0
+        print(json.dumps(child(*args.child)), flush=True)
+        os._exit(0)  # not waiting at exit for a lookup thread the fetch stopped waiting for
 
     from tests.hardening.hostile_http import HostileServer, answer, gzip_layers, trickle_headers
 
@@ -138,6 +209,10 @@ def main() -> int:
     for size, bomb in bombs.items():
         server.routes[f"/bomb{size}"] = answer(body=bomb, headers=(("Content-Encoding", "gzip, gzip"),))
     server.routes["/trickle"] = trickle_headers(every_s=0.5, for_s=args.cap_s * 1.5)
+    robots = wildcard_robots(500 * 1024)
+    robots_site = HostileServer()  # a site of its own: robots.txt is read per origin
+    robots_site.routes["/robots.txt"] = answer(body=robots, content_type="text/plain")
+    server.routes["/page.html"] = answer(body=b"<html><body><h1>Behind a slow resolver</h1></body></html>")
     old = Path(tempfile.mkdtemp(prefix="hostile-web-before-"))
     try:
         archive = subprocess.run(["git", "archive", args.before], cwd=ROOT, capture_output=True, check=True).stdout
@@ -151,6 +226,17 @@ def main() -> int:
             *((f"`Content-Encoding: gzip, gzip`: {len(bomb):,} bytes on the wire, {size} MiB inflated", "bomb",
                server.url(f"/bomb{size}")) for size, bomb in bombs.items()),
             ("headers trickled one byte every 0.5 s", "trickle", server.url("/trickle")),
+            ("reader: 1 MB of `<p>` paragraphs (90,000 elements)", "reader", "paragraphs:1000000"),
+            ("reader: 1 MB of `<li>` list items (100,000 elements)", "reader", "list:1000000"),
+            ("reader: 1 MB of table rows (55,000 rows)", "reader", "table:1000000"),
+            ("reader: one element with 2,000 attributes, as a saved file or upload", "reader", "attributes:2000"),
+            ("reader, the worst it still reads: 19,990 paragraphs (220 KB, under WEB_READER_MAX_ELEMENTS)", "reader",
+             "count:19990"),
+            ("reader, the worst it still reads: 1 MB of elements with 256 attributes each", "reader", "wide:1000000"),
+            (f"robots.txt of {len(robots) // 1024} KiB, {robots.count(b'Disallow')} wildcard rules: "
+             f"{ROBOTS_URLS} URLs of 1,000 characters checked", "robots", robots_site.url("")),
+            ("a resolver that answers after 120 s: one fetch of a host name", "dns",
+             f"http://slow-resolver.example:{server.port}/page.html"),
         ]
         rows = []
         for label, case, arg in cases:
@@ -163,6 +249,7 @@ def main() -> int:
             print(f"  before: {cell(before)}\n  after:  {cell(after)}", file=sys.stderr)
     finally:
         server.close()
+        robots_site.close()
         shutil.rmtree(old, ignore_errors=True)
     text = "\n".join([
         "# Hostile web servers: one fetch, one page (`bench/bench_hostile_web.py`)",
