@@ -111,7 +111,7 @@ def create_project(*, user: User, name: str, slug: str | None = None) -> Project
                 limits.check(account=account, what="projects",
                              held=Project.objects.filter(created_by_id=user.pk).count())
                 if Project.objects.filter(slug__iexact=wanted, memberships__user_id=user.pk).exists():
-                    raise Conflict(f"You already have a project with the slug {wanted!r}.", field="slug",
+                    raise Conflict(f"A project of yours with the slug {wanted!r} already exists.", field="slug",
                                    code="project_exists")
                 project = Project.objects.create(slug=free_slug(wanted), name=name, created_by_id=user.pk)
                 Membership.objects.create(project=project, user=user, role=OWNER)
