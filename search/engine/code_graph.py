@@ -253,19 +253,21 @@ class Resolver:
         names and of the names their files import them under (an alias resolves through the name it stands for),
         and whether the modules those imports name are in the dataset. Without it, a file with thousands of
         aliased imports cost a query per alias and two per module."""
-        names, modules = [r.name for r in refs], set()
+        names, asks = [r.name for r in refs], set()  # asks: (module, name) pairs an import may be resolved by
         for r in refs:
             self._imports_of(r.document_id)
             if r.kind == "import":
-                modules.add(r.qualifier)
+                asks.add((r.qualifier, r.name))
                 continue
             head = r.qualifier.split(".", 1)[0] if r.qualifier else ""
             for imp in (self._renamed[r.document_id].get(r.name), self._bound[r.document_id].get(head or r.name)):
                 if imp is not None:
                     names.append(imp.name)
-                    modules.update((imp.qualifier, ".".join(p for p in (imp.qualifier, imp.name) if p)))
+                    asks.update(((imp.qualifier, imp.name),
+                                 (".".join(p for p in (imp.qualifier, imp.name) if p), r.name)))
         self.prime(names)
-        self.prime_modules(sorted(m for m in modules if m))
+        # a module is asked about only for a name the dataset defines (an import of a library resolves to nothing)
+        self.prime_modules(sorted({m for m, name in asks if m and self.defs_named(name)}))
 
     def prime_modules(self, modules: list[str]) -> None:
         """module_exists for many modules at once: one query for their exact paths, one scan for the rest (a
