@@ -169,13 +169,14 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "platform")
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Ingest and sync jobs share the workers (docs/security.md, "Jobs that end and share the workers"): each job ends
-# within INGEST_JOB_MAX_S (checked between files, pages and documents; the job ends `job_timeout`), and one project's
-# jobs run at most INGEST_PROJECT_MAX_RUNNING at a time (default: every worker slot but one), so another project's
-# job always finds a slot; a job over its project's limit waits as `pending` and is offered again after
+# within INGEST_JOB_MAX_S (checked between files, pages and documents; the job ends `job_timeout`), and one tenant's
+# jobs (every project its account created) run at most INGEST_TENANT_MAX_RUNNING at a time (default: every worker
+# slot but one), so another tenant's job always finds a slot; a job over its tenant's limit waits as `pending` and is
+# offered again after
 # INGEST_SLOT_RETRY_S. Deleting a dataset or project asks its jobs to stop and waits up to INGEST_CANCEL_WAIT_S.
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
 INGEST_JOB_MAX_S = env_float("INGEST_JOB_MAX_S", 3600.0)
-INGEST_PROJECT_MAX_RUNNING = env_int("INGEST_PROJECT_MAX_RUNNING", max(1, CELERY_WORKER_CONCURRENCY - 1))
+INGEST_TENANT_MAX_RUNNING = env_int("INGEST_TENANT_MAX_RUNNING", max(1, CELERY_WORKER_CONCURRENCY - 1))
 INGEST_SLOT_RETRY_S = env_float("INGEST_SLOT_RETRY_S", 5.0)
 INGEST_CANCEL_WAIT_S = env_float("INGEST_CANCEL_WAIT_S", 10.0)
 # Each worker writes a heartbeat to Redis every WORKER_HEARTBEAT_S (config/heartbeat.py); /healthz reports the worker

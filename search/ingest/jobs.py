@@ -38,8 +38,10 @@ ACTIVE = (IngestJob.Status.PENDING, IngestJob.Status.RUNNING)
 FINISHED = (IngestJob.Status.DONE, IngestJob.Status.CANCELLED)  # a later delivery of the job does nothing
 # what a runner may (re)start: a failed job too, as a Celery retry of a failed ingest re-runs it
 RUNNABLE = (*ACTIVE, IngestJob.Status.FAILED)
-# First key of the two-int advisory lock space that serialises the slot claims of one project (see _claim_slot).
+# First keys of the two-int advisory lock spaces that serialise the slot claims of one tenant (see _claim_slot): the
+# account that created the project, or the project itself where none is recorded.
 SLOT_LOCK_CLASS = 0x1A6E58
+SLOT_LOCK_CLASS_ACCOUNT = 0x1A6E59
 
 Handler = Callable[..., Any]  # handler(*, job, progress) runs the job's work; the job's status is this module's
 _HANDLERS: dict[str, Handler] = {}
@@ -80,7 +82,7 @@ def enqueue(job: IngestJob) -> None:
 
 
 class NoSlot(RuntimeError):
-    """The job's project already runs as many jobs as it may (INGEST_PROJECT_MAX_RUNNING): offer it again later."""
+    """The job's tenant already runs as many jobs as it may (INGEST_TENANT_MAX_RUNNING): offer it again later."""
 
 
 def run_job(*, job: IngestJob, progress: Progress | None = None, claim_slot: bool = False) -> IngestJob:
@@ -101,25 +103,34 @@ def run_job(*, job: IngestJob, progress: Progress | None = None, claim_slot: boo
         if job.status in FINISHED:  # finished (or cancelled) by an earlier delivery
             return job
         if claim_slot and not _claim_slot(job=job):
-            raise NoSlot(f"project {job.dataset.project_id} runs as many ingest jobs as it may")
+            raise NoSlot(f"the tenant of project {job.dataset.project_id} runs as many ingest jobs as it may")
         return _run_locked(job=job, progress=progress)
 
 
 def _claim_slot(*, job: IngestJob) -> bool:
-    """Whether the job may run now: fewer than INGEST_PROJECT_MAX_RUNNING jobs of its project have a live runner.
+    """Whether the job may run now: fewer than INGEST_TENANT_MAX_RUNNING jobs of its tenant have a live runner.
 
+    A tenant is the account that created the job's project (every project of one account counts together, so an
+    account cannot fill the workers by spreading its syncs over projects), or the project itself where no creator
+    is recorded (projects made before creators were recorded, or whose creator was deleted).
     Why a count under an advisory lock in Postgres, not a counter in the worker: workers are processes (and hosts);
-    the database is what they share. Claims of one project are serialised by a transaction-level lock, and a job
+    the database is what they share. Claims of one tenant are serialised by a transaction-level lock, and a job
     counts while its runner holds its job lock (search.ingest.locks), so a dead worker's job frees its slot at once.
     The caller holds this job's lock, so the job is marked running before the claim's lock is released."""
-    project_id = job.dataset.project_id
+    project = job.dataset.project
+    if project.created_by_id is not None:
+        lock_key = (SLOT_LOCK_CLASS_ACCOUNT, int(project.created_by_id) % 2147483647)
+        tenant_jobs = IngestJob.objects.filter(dataset__project__created_by_id=project.created_by_id)
+    else:
+        lock_key = (SLOT_LOCK_CLASS, int(project.pk) % 2147483647)
+        tenant_jobs = IngestJob.objects.filter(dataset__project_id=project.pk)
     with transaction.atomic():
         with connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [SLOT_LOCK_CLASS, int(project_id) % 2147483647])
-        others = (IngestJob.objects.filter(dataset__project_id=project_id, status=IngestJob.Status.RUNNING)
+            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", list(lock_key))
+        others = (tenant_jobs.filter(status=IngestJob.Status.RUNNING)
                   .exclude(pk=job.pk).values_list("pk", flat=True))
         busy = sum(1 for pk in others if runner_alive(pk))
-        if busy >= max(1, settings.INGEST_PROJECT_MAX_RUNNING):
+        if busy >= max(1, settings.INGEST_TENANT_MAX_RUNNING):
             return False
         IngestJob.objects.filter(pk=job.pk, status__in=RUNNABLE).update(status=IngestJob.Status.RUNNING)
     return True

@@ -277,7 +277,7 @@ def start_threads_worker(db_settings: dict, queue: str, env_extra: dict[str, str
     raise RuntimeError("worker did not answer ping within 90 s")
 
 
-def test_two_hostile_syncs_of_one_tenant_leave_a_worker_slot_for_another_tenants_ingest(
+def test_two_hostile_syncs_of_one_account_in_two_projects_leave_a_worker_slot_for_another_tenants_ingest(
         transactional_db, settings, site, make_user, make_project):
     from django.db import connection
 
@@ -290,10 +290,13 @@ def test_two_hostile_syncs_of_one_tenant_leave_a_worker_slot_for_another_tenants
         "SOURCES_ALLOWED_NETWORKS": "127.0.0.1/32", "SOURCES_CRAWL_DELAY_S": "0.01",
         "CELERY_WORKER_CONCURRENCY": "2", "INGEST_SLOT_RETRY_S": "1"})
     try:
-        _a, project_a, ds_a1 = world(make_user, make_project, "hostile")
-        from projects.models import Dataset
+        # The hostile account spreads its syncs over two projects of its own: the limit counts the account.
+        a_user, project_a, ds_a1 = world(make_user, make_project, "hostile")
+        from projects.models import Dataset, Project
 
-        ds_a2 = Dataset.objects.create(project=project_a, name="site2", kind="web")
+        project_a2 = make_project("hostile-two", a_user)
+        Project.objects.filter(pk__in=[project_a.pk, project_a2.pk]).update(created_by=a_user)
+        ds_a2 = Dataset.objects.create(project=project_a2, name="site2", kind="web")
         web_source(ds_a1, slow_chain(site, prefix="/h1", pages=200, sleep_s=1.0))
         web_source(ds_a2, slow_chain(site, prefix="/h2", pages=200, sleep_s=1.0))
         hostile = [start_sync(dataset=ds_a1), start_sync(dataset=ds_a2)]
@@ -310,8 +313,8 @@ def test_two_hostile_syncs_of_one_tenant_leave_a_worker_slot_for_another_tenants
         deadline = queued_at + 120
         while time.monotonic() < deadline:
             job_b.refresh_from_db()
-            most_running = max(most_running, IngestJob.objects.filter(dataset__project=project_a,
-                                                                      status="running").count())
+            most_running = max(most_running, IngestJob.objects.filter(
+                dataset__project__in=[project_a, project_a2], status="running").count())
             if job_b.status in ("done", "failed"):
                 break
             time.sleep(0.2)

@@ -100,7 +100,7 @@ class Command(BaseCommand):
         py = sys.executable
         env = dict(os.environ)
         worker = subprocess.Popen(
-            [py, "-m", "celery", "-A", "config", "worker", "-B", "--pool", "threads", "--concurrency", "2",
+            [py, "-m", "celery", "-A", "config", "worker", "-B", "--pool", "threads", "--concurrency", str(settings.CELERY_WORKER_CONCURRENCY),
              "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "-l", "INFO",
              "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")],
             env=env,
