@@ -17,6 +17,7 @@ from django.utils.html import format_html, format_html_join
 from config.adminkit import ReadOnlyAdmin
 from config.errors import ApiError, DependencyDown
 from projects.admin import ProjectAdmin
+from projects.deletion import deleting
 from projects.models import Dataset, Membership, Project, ProjectShare
 from search.engine.encoders import describe_devices
 from search.engine.reconcile import reconcile_all
@@ -55,7 +56,7 @@ from search.sources.sync import set_source, start_sync, sync_history
 from search.tasks import reembed_dataset
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from django.db.models import Model, QuerySet
     from django.http import HttpRequest
@@ -78,6 +79,32 @@ class DeletesOwnedContent:
         owned |= {str(ProjectShare._meta.verbose_name), str(Membership._meta.verbose_name),
                   str(Dataset._meta.verbose_name)}
         return deleted, counts, {p for p in perms_needed if str(p) not in owned}, protected
+
+    # Deleting from the admin goes through the same guard as the API (projects.deletion): the datasets' jobs are
+    # asked to stop and waited for, else nothing is deleted and the page says why, instead of a foreign-key 500.
+    def delete_model(self, request: HttpRequest, obj: Model) -> None:
+        self._delete_guarded(request, [obj], lambda: super(DeletesOwnedContent, self).delete_model(request, obj))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Model]) -> None:
+        self._delete_guarded(request, list(queryset),
+                             lambda: super(DeletesOwnedContent, self).delete_queryset(request, queryset))
+
+    def message_user(self, request: HttpRequest, message: str, level: int = messages.INFO, *args: Any,
+                     **kwargs: Any) -> None:
+        if level == messages.SUCCESS and getattr(request, "_deletion_refused", False):
+            return  # Django's "deleted successfully" after a refused delete would be false
+        super().message_user(request, message, level, *args, **kwargs)  # type: ignore[misc]
+
+    def _delete_guarded(self, request: HttpRequest, objs: list[Model], delete: Callable[[], None]) -> None:
+        ids: list[int] = []
+        for obj in objs:
+            ids.extend([obj.pk] if isinstance(obj, Dataset) else obj.datasets.values_list("pk", flat=True))
+        try:
+            with deleting(dataset_ids=ids):
+                delete()
+        except ApiError as exc:
+            request._deletion_refused = True  # type: ignore[attr-defined]
+            self.message_user(request, f"Nothing was deleted: {exc.detail}", messages.ERROR)
 
 
 @admin.register(Dataset)

@@ -334,3 +334,33 @@ def test_two_hostile_syncs_of_one_account_in_two_projects_leave_a_worker_slot_fo
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait(5)
+
+
+@pytest.mark.parametrize("what", ["dataset", "project"])
+def test_deleting_from_the_admin_while_a_runner_holds_a_job_deletes_nothing_and_says_why(
+        transactional_db, settings, make_user, make_project, client, what):
+    from projects.models import Dataset, Project
+    from search.ingest.locks import hold_job_lock
+    from search.models import IngestJob
+
+    settings.INGEST_CANCEL_WAIT_S = 0.5
+    _owner, project, ds = world(make_user, make_project, f"admindel{what}")
+    job = IngestJob.objects.create(dataset=ds, source="push", kind="web", status="running",
+                                   options={"origin": "push"})
+    staff = make_user(f"ops-{what}@example.com", staff=True)
+    client.force_login(staff)
+    url = (f"/admin/projects/dataset/{ds.pk}/delete/" if what == "dataset"
+           else f"/admin/projects/project/{project.pk}/delete/")
+    with hold_job_lock(job.pk) as held:  # a runner that has not reached its next entry yet
+        assert held
+        resp = client.post(url, {"post": "yes"}, follow=True)
+    assert resp.status_code == 200
+    text = resp.content.decode()
+    assert "Nothing was deleted" in text and "deleted successfully" not in text
+    assert Dataset.objects.filter(pk=ds.pk).exists() and Project.objects.filter(pk=project.pk).exists()
+    job.refresh_from_db()
+    assert job.cancel_requested  # asked to stop, so a retry succeeds once it has
+
+    resp = client.post(url, {"post": "yes"}, follow=True)  # no runner any more: the delete goes through
+    assert resp.status_code == 200 and "Nothing was deleted" not in resp.content.decode()
+    assert not Dataset.objects.filter(pk=ds.pk).exists()
