@@ -272,6 +272,18 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 16)  # 15-18 % faster tha
 # auto: bf16 autocast where the CPU has native bf16 (AMX / AVX512-BF16), else fp32. bench_embedding.py: ~3x faster,
 # cosine to the fp32 vector >= 0.9999. fp32 | bf16 force one.
 EMBEDDING_PRECISION = env_str("EMBEDDING_PRECISION", "auto").strip().lower()
+# where the encoders run (search.engine.devices): auto = a CUDA GPU when torch sees one, else cpu; or cpu, cuda,
+# cuda:N. Batches (ingest, re-embedding, adaptation and reranker training, the reranker) run on EMBEDDING_DEVICE;
+# single queries on EMBEDDING_QUERY_DEVICE (cpu: a GPU's launch cost can lose for one short text). A GPU encodes
+# EMBEDDING_GPU_BATCH_SIZE texts per pass in fp16 autocast (EMBEDDING_PRECISION=fp32 forces full precision).
+# A value that is not a device stops start-up; a GPU that is not there is a 503 naming the setting at first use.
+EMBEDDING_DEVICE = env_str("EMBEDDING_DEVICE", "auto").strip().lower()
+EMBEDDING_QUERY_DEVICE = env_str("EMBEDDING_QUERY_DEVICE", "cpu").strip().lower()
+EMBEDDING_GPU_BATCH_SIZE = max(1, env_int("EMBEDDING_GPU_BATCH_SIZE", 256))
+for _name, _value in (("EMBEDDING_DEVICE", EMBEDDING_DEVICE), ("EMBEDDING_QUERY_DEVICE", EMBEDDING_QUERY_DEVICE)):
+    _index = _value[5:] if _value.startswith("cuda:") else ""
+    if not (_value in ("auto", "cpu", "cuda") or (_index.isascii() and _index.isdigit() and len(_index) <= 3)):
+        raise ImproperlyConfigured(f"{_name}={_value!r} is not a device: use auto, cpu, cuda or cuda:N")
 
 # --- LLM (OpenAI-compatible; optional) ------------------------------------
 # search/engine/llm.py is the one reader. Both OPENAI_BASE_URL and LLM_MODEL set: query parsing, why-matched and answers
@@ -300,18 +312,6 @@ ALLOW_SIGNUP = env_bool("ALLOW_SIGNUP", True)  # self-serve sign-up (POST /api/s
 SIGNUP_FREE_CREDITS = env_int("SIGNUP_FREE_CREDITS", 0)  # credits granted to each new self-serve account
 # A sign-up is answered the same whether or not the address has an account; the account exists once its owner opens
 # the emailed link, valid this long (accounts/signup.py).
-# where the encoders run (search.engine.devices): auto = a CUDA GPU when torch sees one, else cpu; or cpu, cuda,
-# cuda:N. Batches (ingest, re-embedding, adaptation and reranker training, the reranker) run on EMBEDDING_DEVICE;
-# single queries on EMBEDDING_QUERY_DEVICE (cpu: a GPU's launch cost can lose for one short text). A GPU encodes
-# EMBEDDING_GPU_BATCH_SIZE texts per pass in fp16 autocast (EMBEDDING_PRECISION=fp32 forces full precision).
-# A value that is not a device stops start-up; a GPU that is not there is a 503 naming the setting at first use.
-EMBEDDING_DEVICE = env_str("EMBEDDING_DEVICE", "auto").strip().lower()
-EMBEDDING_QUERY_DEVICE = env_str("EMBEDDING_QUERY_DEVICE", "cpu").strip().lower()
-EMBEDDING_GPU_BATCH_SIZE = max(1, env_int("EMBEDDING_GPU_BATCH_SIZE", 256))
-for _name, _value in (("EMBEDDING_DEVICE", EMBEDDING_DEVICE), ("EMBEDDING_QUERY_DEVICE", EMBEDDING_QUERY_DEVICE)):
-    _index = _value[5:] if _value.startswith("cuda:") else ""
-    if not (_value in ("auto", "cpu", "cuda") or (_index.isascii() and _index.isdigit() and len(_index) <= 3)):
-        raise ImproperlyConfigured(f"{_name}={_value!r} is not a device: use auto, cpu, cuda or cuda:N")
 SIGNUP_CONFIRM_MAX_AGE_S = env_int("SIGNUP_CONFIRM_MAX_AGE_S", 24 * 3600)
 # Outgoing mail (sign-up links). Unset EMAIL_HOST: the console backend, so `make run` prints the link in its log.
 EMAIL_HOST = env_str("EMAIL_HOST", "")
@@ -412,6 +412,14 @@ ADMIN_STATEMENT_TIMEOUT_MS = env_int("ADMIN_STATEMENT_TIMEOUT_MS", 60000)
 REQUEST_SOCKET_TIMEOUT_S = env_float("REQUEST_SOCKET_TIMEOUT_S", 30.0)
 REQUEST_BODY_TIMEOUT_S = env_float("REQUEST_BODY_TIMEOUT_S", 60.0)
 MCP_REQUEST_TIMEOUT_S = env_float("MCP_REQUEST_TIMEOUT_S", 60.0)
+# Work that ends (docs/security.md, "Work that ends"): an API request's work stops at its deadline (config.deadlines;
+# an MCP tool call's at MCP_REQUEST_TIMEOUT_S), and the code tools have budgets of their own inside it: grep stops
+# reading (complete: false) after GREP_BUDGET_S, find_references stops resolving after CODE_REFERENCES_BUDGET_S,
+# and the graph pack follows at most CODE_GRAPH_MAX_USES uses per result.
+REQUEST_DEADLINE_S = env_float("REQUEST_DEADLINE_S", 30.0)
+GREP_BUDGET_S = env_float("GREP_BUDGET_S", 2.0)
+CODE_REFERENCES_BUDGET_S = env_float("CODE_REFERENCES_BUDGET_S", 5.0)
+CODE_GRAPH_MAX_USES = env_int("CODE_GRAPH_MAX_USES", 500)
 STREAM_MAX_S = env_float("STREAM_MAX_S", 120.0)
 # Server-path ingest through the API: staff only, and only under these absolute roots (empty: nowhere).
 # The CLI (`manage.py ingest`) is not limited. VAR_DIR is always refused.
@@ -422,14 +430,6 @@ EVALUATION_DATA_DIR = Path(env_str("EVALUATION_DATA_DIR", str(VAR_DIR / "data"))
 
 # --- Self-serve content (search/ingest/content.py, search/ingest/archives.py, projects/quotas.py) ----------------
 # Uploads: the request body (multipart) and what an archive may expand to. Breaking one is a 413/422, nothing written.
-# Work that ends (docs/security.md, "Work that ends"): an API request's work stops at its deadline (config.deadlines;
-# an MCP tool call's at MCP_REQUEST_TIMEOUT_S), and the code tools have budgets of their own inside it: grep stops
-# reading (complete: false) after GREP_BUDGET_S, find_references stops resolving after CODE_REFERENCES_BUDGET_S,
-# and the graph pack follows at most CODE_GRAPH_MAX_USES uses per result.
-REQUEST_DEADLINE_S = env_float("REQUEST_DEADLINE_S", 30.0)
-GREP_BUDGET_S = env_float("GREP_BUDGET_S", 2.0)
-CODE_REFERENCES_BUDGET_S = env_float("CODE_REFERENCES_BUDGET_S", 5.0)
-CODE_GRAPH_MAX_USES = env_int("CODE_GRAPH_MAX_USES", 500)
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 50 * 1024 * 1024)
 UPLOAD_MAX_FILE_BYTES = env_int("UPLOAD_MAX_FILE_BYTES", 5 * 1024 * 1024)  # a single uploaded file
 UPLOAD_MAX_FILES = env_int("UPLOAD_MAX_FILES", 5000)

@@ -491,11 +491,18 @@ class CodeReferencesResponseSerializer(serializers.Serializer):
     references = CodeReferenceSerializer(many=True)
     total = serializers.IntegerField()
     truncated = serializers.BooleanField()
+    complete = serializers.BooleanField(help_text="false: the time budget (or the request's deadline) or the cap on "
+                                                  "uses read ended the search; `total` counts the uses resolved "
+                                                  "until then.")
 
 
 class CodeOutlineRequestSerializer(InputSerializer):
     path = TextField(max_length=1000, help_text="The file's path as search and list_files show it.")
     dataset = TextField(required=False, max_length=200, help_text=_DATASET_HELP)
+    limit = IntField(required=False, default=DEFAULT_OUTLINE, min_value=1, max_value=MAX_OUTLINE,
+                     help_text="At most this many symbols, and this many imports, in one page.")
+    offset = IntField(required=False, default=0, min_value=0, max_value=10 ** 7,
+                      help_text="Skip this many of each (paging: the previous page's `next`).")
 
 
 class CodeOutlineSymbolSerializer(CodeDefinitionSerializer):
@@ -517,6 +524,10 @@ class CodeOutlineResponseSerializer(serializers.Serializer):
     lang = serializers.CharField(allow_blank=True)
     symbols = CodeOutlineSymbolSerializer(many=True)
     imports = CodeImportSerializer(many=True)
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    complete = serializers.BooleanField(help_text="This page ends both lists.")
+    next = serializers.IntegerField(allow_null=True, help_text="The offset of the next page; null when complete.")
 
 
 class CodeFilesRequestSerializer(InputSerializer):
@@ -532,18 +543,11 @@ class CodeFileSerializer(serializers.Serializer):
     path = serializers.CharField()
     lang = serializers.CharField(allow_blank=True)
     size_bytes = serializers.IntegerField()
-    complete = serializers.BooleanField(help_text="false: the time budget (or the request's deadline) or the cap on "
-                                                  "uses read ended the search; `total` counts the uses resolved "
-                                                  "until then.")
 
 
 class CodeFilesResponseSerializer(serializers.Serializer):
     project = serializers.CharField()
     files = CodeFileSerializer(many=True)
-    limit = IntField(required=False, default=DEFAULT_OUTLINE, min_value=1, max_value=MAX_OUTLINE,
-                     help_text="At most this many symbols, and this many imports, in one page.")
-    offset = IntField(required=False, default=0, min_value=0, max_value=10 ** 7,
-                      help_text="Skip this many of each (paging: the previous page's `next`).")
     limit = serializers.IntegerField()
     offset = serializers.IntegerField()
     truncated = serializers.BooleanField(help_text="More files follow: ask again with a larger offset.")
@@ -565,10 +569,6 @@ class CodeGrepHitSerializer(serializers.Serializer):
     path = serializers.CharField()
     line = serializers.IntegerField()
     span = serializers.CharField(help_text="path:line")
-    limit = serializers.IntegerField()
-    offset = serializers.IntegerField()
-    complete = serializers.BooleanField(help_text="This page ends both lists.")
-    next = serializers.IntegerField(allow_null=True, help_text="The offset of the next page; null when complete.")
     text = serializers.CharField(allow_blank=True, help_text="The line (cut at 500 characters).")
 
 
