@@ -138,6 +138,10 @@ def test_the_key_list_comes_in_pages(settings, make_user, client_for):
     assert [k["name"] for k in first["results"]] == ["k5", "k4", "k3"]  # newest first
     last = client.get("/api/keys", {"page": 3}).json()
     assert len(last["results"]) == 1 and last["next"] is None
-    assert len(client.get("/api/keys", {"page_size": 1000}).json()["results"]) == 7  # at most 200 a page
+    assert len(client.get("/api/keys", {"page_size": 200}).json()["results"]) == 7
+    for bad in ("1000", "0", "-1", "１２", "1.5", "True"):  # past the 200 a page, or not a plain number
+        resp = client.get("/api/keys", {"page_size": bad})
+        assert resp.status_code == 400 and resp.json()["field"] == "page_size", bad
+    assert client.get("/api/keys", {"page": "x"}).json()["field"] == "page"
     resp = client.get("/api/keys", {"page": 4})
     assert resp.status_code == 404 and resp.json()["field"] == "page"
