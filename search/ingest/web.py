@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,17 +88,11 @@ class MarkupRefused(ValueError):
     """The page's markup would cost the reader more than it may spend on one page; the message says why."""
 
 
-class _Census:
-    """lxml's parser target: counts elements and the most attributes one element has; builds nothing."""
+class _StartTags:
+    """lxml's parser target that hands each start tag to a callback and builds nothing (no tree, no text)."""
 
-    def __init__(self) -> None:
-        self.elements = 0
-        self.max_attributes = 0
-
-    def start(self, tag: str, attrib: dict[str, str]) -> None:
-        self.elements += 1
-        if len(attrib) > self.max_attributes:
-            self.max_attributes = len(attrib)
+    def __init__(self, on_start: Callable[[str, dict[str, str]], None]) -> None:
+        self.start = on_start
 
     def end(self, tag: str) -> None:
         pass
@@ -113,19 +107,39 @@ class _Census:
         return None
 
 
-def check_markup(html: str, *, max_elements: int | None = None) -> None:
-    """Raise MarkupRefused when the page has an element with more than MAX_ATTRIBUTES_PER_ELEMENT attributes or
-    more than `max_elements` (WEB_READER_MAX_ELEMENTS) elements. Linear in the page whatever its markup."""
+def scan_start_tags(html: str, *, on_start: Callable[[str, dict[str, str]], None]) -> None:
+    """Each start tag of the page, in order, to `on_start`. Why libxml2's tokenizer: it is linear in the page
+    whatever its markup (Python's html.parser on this interpreter is quadratic on `<a x='` repeated), and a target
+    parser builds nothing. Unparseable input (an empty page) ends the scan; what was seen stands."""
     from lxml import etree  # noqa: PLC0415 - heavy: loads with the web reader only
 
-    limit = settings.WEB_READER_MAX_ELEMENTS if max_elements is None else max_elements
-    census = _Census()
-    parser = etree.HTMLParser(target=census, encoding="utf-8", recover=True, no_network=True)
+    parser = etree.HTMLParser(target=_StartTags(on_start), encoding="utf-8", recover=True, no_network=True)
     try:
         parser.feed(html.replace("\x00", "").encode("utf-8", errors="replace"))
         parser.close()
-    except (etree.LxmlError, ValueError):  # nothing parseable (an empty page): what was counted stands
+    except (etree.LxmlError, ValueError):
         pass
+
+
+class _Census:
+    """Counts elements and the most attributes one element has."""
+
+    def __init__(self) -> None:
+        self.elements = 0
+        self.max_attributes = 0
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        self.elements += 1
+        if len(attrib) > self.max_attributes:
+            self.max_attributes = len(attrib)
+
+
+def check_markup(html: str, *, max_elements: int | None = None) -> None:
+    """Raise MarkupRefused when the page has an element with more than MAX_ATTRIBUTES_PER_ELEMENT attributes or
+    more than `max_elements` (WEB_READER_MAX_ELEMENTS) elements. Linear in the page whatever its markup."""
+    limit = settings.WEB_READER_MAX_ELEMENTS if max_elements is None else max_elements
+    census = _Census()
+    scan_start_tags(html, on_start=census.start)
     if census.max_attributes > MAX_ATTRIBUTES_PER_ELEMENT:
         raise MarkupRefused(f"markup refused: an element has {census.max_attributes} attributes "
                             f"(at most {MAX_ATTRIBUTES_PER_ELEMENT} are read)")

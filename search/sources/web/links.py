@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from search.ingest.web import scan_start_tags
 from search.sources.web.urls import normalize_url, unique
 
 MAX_SITEMAP_URLS = 50_000  # the sitemaps.org limit per file
@@ -40,7 +41,7 @@ class PageLinks:
 
 
 class _Collector:
-    """lxml's parser target: called once per start tag, keeps only what the crawler reads."""
+    """Called once per start tag (search.ingest.web.scan_start_tags), keeps only what the crawler reads."""
 
     def __init__(self, *, max_links: int) -> None:
         self.max_links = max_links
@@ -68,31 +69,13 @@ class _Collector:
         elif tag == "meta" and a.get("name", "").lower() in ("robots", "searchplatformbot"):
             self.robots += [t.strip() for t in a.get("content", "").lower().split(",")]
 
-    def end(self, tag: str) -> None:
-        pass
-
-    def data(self, data: str) -> None:
-        pass
-
-    def comment(self, text: str) -> None:
-        pass
-
-    def close(self) -> None:
-        return None
 
 
 def page_links(html: str, *, url: str, max_links: int | None = None) -> PageLinks:
     """Links (http/https, normalised, de-duplicated, in page order; at most WEB_MAX_LINKS_PER_PAGE), the
     canonical URL and robots meta. Linear in the page, whatever its markup."""
-    from lxml import etree  # noqa: PLC0415 - heavy: loads with the crawler's first page, as the web reader's does
-
     collector = _Collector(max_links=settings.WEB_MAX_LINKS_PER_PAGE if max_links is None else max_links)
-    parser = etree.HTMLParser(target=collector, encoding="utf-8", recover=True, no_network=True)
-    try:
-        parser.feed(html.replace("\x00", "").encode("utf-8", errors="replace"))
-        parser.close()
-    except (etree.LxmlError, ValueError):  # nothing parseable (an empty page): keep what was read
-        pass
+    scan_start_tags(html, on_start=collector.start)
     base = normalize_url(collector.base, base=url) if collector.base else url
     base = base or url
     links = unique(u for u in (normalize_url(h, base=base) for h in collector.hrefs) if u)
