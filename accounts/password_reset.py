@@ -19,13 +19,12 @@ from celery import current_app
 from django.conf import settings
 from django.contrib.auth.forms import PasswordResetForm
 from django.contrib.auth.tokens import default_token_generator
-from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
-from django.core.validators import validate_email
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
+from accounts.signup import clean_email
 from config.errors import BadInput, DependencyDown
 from config.fields import check_text
 from config.ratelimits import enforce, enforce_key
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
     from django.http import HttpRequest
 
 log = logging.getLogger(__name__)
-EMAIL_MAX = 254
 TASK = "accounts.send_password_reset"
 RESET_SENT = ("If this address has an account, an email with a link to choose a new password is on its way. "
               "Nothing changes until the link is used.")
@@ -45,16 +43,7 @@ def clean_reset_email(*, email: object) -> str:
     if not isinstance(email, str):
         raise BadInput("email must be text.", field="email")
     check_text(email, field="email")
-    email = email.strip().lower()
-    if not email:
-        raise BadInput("email is required.", field="email")
-    if len(email) > EMAIL_MAX:
-        raise BadInput(f"email must be at most {EMAIL_MAX} characters.", field="email")
-    try:
-        validate_email(email)
-    except ValidationError:
-        raise BadInput("Enter a valid email address.", field="email") from None
-    return email
+    return clean_email(email=email)
 
 
 def enforce_caller_rate(request: HttpRequest) -> None:

@@ -75,14 +75,10 @@ def link_base(request: HttpRequest) -> str:
     return settings.SITE_URL or request.build_absolute_uri("/").rstrip("/")
 
 
-def _clean(*, email: str, password: str, name: str) -> tuple[str, str, str]:
-    """The sign-up's fields checked as text, email shape and password strength: 400 naming the field."""
-    for field, value in (("email", email), ("password", password), ("name", name)):
-        if not isinstance(value, str):
-            raise BadInput(f"{field} must be text.", field=field)
-        check_text(value, field=field)
+def clean_email(*, email: str) -> str:
+    """An address as stored (trimmed, lower-cased), checked for shape and length: 400 naming `email`. Sign-up and
+    password reset read addresses the same way, so one address is one account and one rate-limit bucket."""
     email = email.strip().lower()
-    name = name.strip()
     if not email:
         raise BadInput("email is required.", field="email")
     if len(email) > EMAIL_MAX:
@@ -91,6 +87,17 @@ def _clean(*, email: str, password: str, name: str) -> tuple[str, str, str]:
         validate_email(email)
     except ValidationError:
         raise BadInput("Enter a valid email address.", field="email") from None
+    return email
+
+
+def _clean(*, email: str, password: str, name: str) -> tuple[str, str, str]:
+    """The sign-up's fields checked as text, email shape and password strength: 400 naming the field."""
+    for field, value in (("email", email), ("password", password), ("name", name)):
+        if not isinstance(value, str):
+            raise BadInput(f"{field} must be text.", field=field)
+        check_text(value, field=field)
+    email = clean_email(email=email)
+    name = name.strip()
     if len(name) > NAME_MAX:
         raise BadInput(f"name must be at most {NAME_MAX} characters.", field="name")
     if not password:
