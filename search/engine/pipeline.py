@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from config import deadlines
 from config.errors import BadInput
 from projects.access import accessible_dataset_ids
 from projects.models import Dataset
@@ -560,9 +561,12 @@ def replace_stage(stages: tuple[Stage, ...], old: Stage, new: Stage) -> tuple[St
 
 def execute(*, spec: QuerySpec, project: Project, user: User | None = None, index: VectorIndex | None = None,
             stages: tuple[Stage, ...] = STAGES) -> QueryRun:
-    """Run the stages in order; no logging (run_query logs)."""
+    """Run the stages in order; no logging (run_query logs). The request's deadline (config.deadlines) is checked
+    before each stage: every stage's own work is capped (leg depth, rerank depth, the graph pack's uses), so a
+    request past its deadline stops at the next stage with 504 `request_timeout` instead of running the rest."""
     run = QueryRun(spec=spec, project=project, user=user, index=index or get_index())
     for stage in stages:
+        deadlines.check()
         stage(run)
     return run
 
