@@ -61,10 +61,12 @@ def test_healthz_names_a_bad_embedding_precision(settings, make_user):
     assert "EMBEDDING_PRECISION" in body["checks"]["embeddings"]["detail"]
 
 
-def test_healthz_reports_the_embedding_model_and_precision(settings, make_user):
+def test_healthz_reports_the_embedding_model_precision_and_device(settings, make_user):
     settings.EMBEDDING_PRECISION = "fp32"
+    settings.EMBEDDING_DEVICE = "cpu"
+    settings.EMBEDDING_BATCH_SIZE = 16
     check = _staff_client(make_user).get("/healthz").json()["checks"]["embeddings"]
-    assert check["ok"] and check["detail"] == "all-MiniLM-L6-v2, fp32"
+    assert check["ok"] and check["detail"] == "all-MiniLM-L6-v2, fp32; batches on cpu fp32, batch 16"
 
 
 def test_healthz_503_when_redis_is_unreachable(settings):
