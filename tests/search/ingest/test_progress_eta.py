@@ -106,8 +106,8 @@ def _write_files(root, n: int) -> None:
 @pytest.mark.django_db
 def test_job_resource_reports_rate_and_eta_while_an_ingest_runs_and_after(make_user, make_project, client_for,
                                                                          tmp_path):
-    """A real ingest, read through the API between files: the rate appears once enough is measured, the ETA
-    shrinks as files are done, and the finished job says 0 s left at its finish time."""
+    """A real ingest, read through the API between files: the rate appears once enough is measured, the ETA is the
+    files left at that rate, and the finished job says 0 s left at its finish time."""
     from projects.models import Dataset
     from search.ingest.jobs import start_ingest
 
@@ -137,7 +137,9 @@ def test_job_resource_reports_rate_and_eta_while_an_ingest_runs_and_after(make_u
     assert all(b["rate_per_s"] > 0 and b["eta_at"] for b in measured)
     by_progress = sorted(measured, key=lambda b: b["files_done"])
     assert by_progress[-1]["files_done"] > by_progress[0]["files_done"]
-    assert by_progress[-1]["eta_s"] < by_progress[0]["eta_s"]  # closer to the end, less time left
+    for b in measured:  # the time left is what is left at the rate measured so far (the rate itself moves with the
+        # machine's load, so a later ETA need not be smaller)
+        assert b["eta_s"] == pytest.approx((files - b["files_done"]) / b["rate_per_s"], rel=0.02, abs=0.2)
     done = client.get(f"/api/ingest-jobs/{job.pk}").json()
     assert done["eta_s"] == 0.0 and done["rate_per_s"] > 0
     assert done["eta_at"].replace("Z", "+00:00")[:19] == job.finished_at.isoformat()[:19]
