@@ -62,6 +62,12 @@ def _lookup_pool() -> ThreadPoolExecutor:
         return _lookups
 
 
+def system_lookup(*args: Any, **kwargs: Any) -> list[Any]:
+    """The system resolver, looked up at each call (not bound when this module loads), so a resolver installed on
+    `socket` later (a test's stand-in for DNS that answers differently on the second lookup) is the one asked."""
+    return socket.getaddrinfo(*args, **kwargs)
+
+
 def _getaddrinfo(host: str, port: int, *, timeout_s: float | None, lookup: Lookup, field: str) -> list[Any]:
     """lookup(host, port, proto=TCP), waited for at most `timeout_s` (None: as long as it takes)."""
     if timeout_s is None:
@@ -101,7 +107,7 @@ def _ip_allowed(ip: IPAddress, nets: list) -> bool:
 
 
 def resolve(host: str, port: int | None = None, *, field: str = "url", timeout_s: float | None = None,
-            lookup: Lookup = socket.getaddrinfo) -> list[IPAddress]:
+            lookup: Lookup = system_lookup) -> list[IPAddress]:
     """Every address the host resolves to (an IP literal resolves to itself).
 
     `timeout_s`: the lookup ends (SlowLookup) once this much time has passed, so a slow resolver cannot hold a
@@ -133,7 +139,7 @@ def resolve(host: str, port: int | None = None, *, field: str = "url", timeout_s
 
 
 def check_host(host: str, *, port: int | None = None, field: str = "url", timeout_s: float | None = None,
-               lookup: Lookup = socket.getaddrinfo) -> list[IPAddress]:
+               lookup: Lookup = system_lookup) -> list[IPAddress]:
     """The host's addresses if every one of them may be fetched from; else UnsafeAddress (400).
 
     Every address must pass, not just the first: a name with one public and one private address would let
@@ -167,7 +173,7 @@ def split_url(url: str, *, field: str = "url") -> SplitResult:
 
 
 def check_url(url: str, *, field: str = "url", timeout_s: float | None = None,
-              lookup: Lookup = socket.getaddrinfo) -> list[IPAddress]:
+              lookup: Lookup = system_lookup) -> list[IPAddress]:
     """check_host for a URL's host (http, https, ssh, git); the default port of the scheme is used."""
     parts = split_url(url, field=field)
     port = parts.port
@@ -176,7 +182,7 @@ def check_url(url: str, *, field: str = "url", timeout_s: float | None = None,
 
 
 def pinned_address(url: str, *, field: str = "url", timeout_s: float | None = None,
-                   lookup: Lookup = socket.getaddrinfo) -> str:
+                   lookup: Lookup = system_lookup) -> str:
     """The checked address to connect to for this URL (the first of check_url's): connecting to it, with the
     original host in the Host header and TLS SNI, closes the gap between the check and the connection."""
     return str(check_url(url, field=field, timeout_s=timeout_s, lookup=lookup)[0])

@@ -18,7 +18,6 @@ Fetching runs in worker threads; nothing here touches the database.
 from __future__ import annotations
 
 import re
-import socket
 import ssl
 import threading
 import time
@@ -125,7 +124,7 @@ class Fetcher:
 
     def __init__(self, *, user_agent: str, timeout_s: float, delay_s: float, per_host: int, max_page_bytes: int,
                  in_scope: Callable[[str], bool], max_total_bytes: int = 0, verify: ssl.SSLContext | bool = True,
-                 total_timeout_s: float | None = None, lookup: netguard.Lookup = socket.getaddrinfo) -> None:
+                 total_timeout_s: float | None = None, lookup: netguard.Lookup = netguard.system_lookup) -> None:
         self.user_agent = user_agent
         self.lookup = lookup  # the resolver; each host-name lookup runs under the fetch's remaining deadline
         self.timeout_s = timeout_s  # per socket operation
