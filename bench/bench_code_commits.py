@@ -395,8 +395,8 @@ def rows_available() -> tuple[list[Row], list[str], list[str]]:
 def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: set[str]) -> dict[str, Any]:
     from tqdm import tqdm
 
-    from projects.models import Dataset, Project
-    from search.models import Chunk, Document, Symbol
+    from projects.models import Project
+    from search.models import Chunk, Dataset, Document, Symbol
     from search.sources.spec import SourceSpec
     from search.sources.sync import set_source
 

@@ -57,10 +57,10 @@ def build(*, chunks: int, seed: int = 7) -> tuple[object, int, int]:
     from django.db import transaction
 
     from accounts.models import User
-    from projects.models import Dataset, Membership, Project
+    from projects.models import Membership, Project
     from search.ingest.code import code_document
     from search.ingest.code_facts import write_code_facts
-    from search.models import Chunk, Document
+    from search.models import Chunk, Dataset, Document
 
     rnd = random.Random(seed)
     existing = Project.objects.filter(slug="bench").first()

@@ -99,10 +99,10 @@ def baseline_ingest(*, target_chunks: int) -> list[list[object]]:
     from django.conf import settings
     from django.test import override_settings
 
-    from projects.models import Dataset, Project
-    from search.engine.encoders import resolve_precision
+    from inference.encoders import resolve_precision
+    from projects.models import Project
     from search.ingest.jobs import start_ingest
-    from search.models import Chunk, EmbeddingCache, IndexOutbox
+    from search.models import Chunk, Dataset, EmbeddingCache, IndexOutbox
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
     build_corpus(target_chunks=target_chunks, dest=tmp)
@@ -147,11 +147,12 @@ def main() -> None:
     from django.conf import settings
     from django.db import connection
 
-    from projects.models import Dataset, Project
-    from search.engine.encoders import embed_query, embed_texts, resolve_precision
+    from inference.encoders import embed_query, embed_texts, resolve_precision
+    from projects.models import Project
     from search.engine.index import apply_outbox, get_index
     from search.engine.pipeline import QuerySpec, build_filter, run_query
     from search.ingest.jobs import start_ingest
+    from search.models import Dataset
 
     embed_texts(["warm the model up"])  # model load is not ingest throughput
     baseline_rows = baseline_ingest(target_chunks=args.baseline_chunks) if args.baseline_chunks else []

@@ -87,8 +87,8 @@ def main() -> None:
     from django.conf import settings
 
     from accounts.models import User
-    from projects.models import Dataset, Project
-    from search.models import Source
+    from projects.models import Project
+    from search.models import Dataset, Source
     from tests.search.sources.site_server import SiteProcess
 
     settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]

@@ -103,9 +103,9 @@ def main() -> None:
     setup_django()
     from django.conf import settings
 
-    from projects.models import Dataset, Project
+    from projects.models import Project
     from search.ingest.jobs import start_ingest
-    from search.models import Chunk
+    from search.models import Chunk, Dataset
     from search.sources.spec import SourceSpec
     from search.sources.sync import set_source
 

@@ -116,8 +116,8 @@ def push(dataset, files: dict[str, str]) -> None:
 def build() -> dict:
     from accounts.apikeys import issue_api_key
     from accounts.models import User
-    from projects.models import Dataset, Membership, Project
-    from search.models import Chunk, SymbolRef
+    from projects.models import Membership, Project
+    from search.models import Chunk, Dataset, SymbolRef
 
     user = User.objects.create_user(email="bench@example.com", password="x")
     project = Project.objects.create(name="shop", slug="shop")

@@ -39,7 +39,8 @@ settings.RATE_LIMITS = {k: "100000/m" for k in settings.RATE_LIMITS}
 from django.test import Client
 from accounts.apikeys import issue_api_key
 from accounts.models import User
-from projects.models import Dataset, Project
+from projects.models import Project
+from search.models import Dataset
 from search.ingest.jobs import run_job
 from search.models import Chunk, Document, Feedback, IngestJob, QuerySession, RerankResult
 

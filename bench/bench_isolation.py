@@ -33,9 +33,10 @@ def _half(coll: object, parity: int) -> list:
 
 
 def _ingest(project_slug: str, name: str, drafts: list) -> tuple[object, float]:
-    from projects.models import Dataset, Project
+    from projects.models import Project
     from search.engine.index import apply_outbox, get_index
     from search.ingest.writer import sync_documents
+    from search.models import Dataset
 
     project, _ = Project.objects.get_or_create(slug=project_slug, defaults={"name": project_slug})
     dataset, _ = Dataset.objects.get_or_create(project=project, name=name, defaults={"kind": "beir"})
@@ -83,8 +84,9 @@ def _trigger_cost(drafts: list) -> tuple[float, float]:
     back, so nothing stays."""
     from django.db import connection, transaction
 
-    from projects.models import Dataset, Project
+    from projects.models import Project
     from search.ingest.writer import write_documents
+    from search.models import Dataset
 
     out = []
     for enabled in (True, False):

@@ -117,10 +117,11 @@ def main() -> None:
     from bench_context import QUERIES, build_corpus
     from django.conf import settings
 
-    from projects.models import Dataset, Project
-    from search.engine.encoders import embed_query, resolve_precision
+    from inference.encoders import embed_query, resolve_precision
+    from projects.models import Project
     from search.engine.index import get_index
     from search.engine.pipeline import QuerySpec, run_query
+    from search.models import Dataset
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-during-"))
     build_corpus(target_chunks=args.chunks, dest=tmp)

@@ -89,7 +89,8 @@ def main() -> None:
 
 
 def measure(args: argparse.Namespace) -> dict:
-    from projects.models import Dataset, Project
+    from projects.models import Project
+    from search.models import Dataset
 
     start_ingest = _first("search.ingest.jobs:start_ingest", "search.ingest.runner:start_ingest")
     apply_outbox = _first("search.engine.index:apply_outbox", "search.index:apply_outbox")

@@ -1,6 +1,6 @@
 """Postgres is the source of truth for everything the engine knows (docs/architecture.md, "Data ownership").
 
-Qdrant holds a projection of Chunk rows (+ vectors from EmbeddingCache), written
+Qdrant holds a projection of Chunk rows (+ vectors from inference.models.EmbeddingCache), written
 only by the applier from IndexOutbox.
 """
 from __future__ import annotations
@@ -11,6 +11,8 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
+
+from projects.models import Dataset, ProjectShare  # noqa: F401 - moving here (state-only migrations follow)
 
 
 class Document(models.Model):
@@ -86,19 +88,6 @@ class Chunk(models.Model):
     @property
     def span(self) -> str:
         return f"{self.path}:{self.start_line}-{self.end_line}"
-
-
-class EmbeddingCache(models.Model):
-    """(model id, text hash) -> vector, so a moved or renamed file re-embeds nothing."""
-
-    model_id = models.CharField(max_length=200)
-    text_hash = models.CharField(max_length=64)
-    dim = models.PositiveSmallIntegerField()
-    vector = ArrayField(models.FloatField())
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["model_id", "text_hash"], name="uniq_embedding")]
 
 
 class IndexOutbox(models.Model):

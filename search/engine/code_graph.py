@@ -25,9 +25,9 @@ from django.db.models import Case, IntegerField, Q, Value, When
 from config import deadlines
 from config.errors import BadInput, NotFound
 from projects.access import accessible_dataset_ids
-from projects.models import Dataset, Project
+from projects.models import Project
 from search.engine.globs import compile_glob
-from search.models import Document, Symbol, SymbolRef
+from search.models import Dataset, Document, Symbol, SymbolRef
 
 MAX_SYMBOL = 500
 MAX_DEFINITIONS = 50

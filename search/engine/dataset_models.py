@@ -13,8 +13,8 @@ from collections.abc import Iterable
 
 from django.db.models import Q
 
-from projects.models import Dataset
-from search.engine.encoders import adapted_model_path, dense_model_id, embedding_dim
+from inference.encoders import adapted_model_path, dense_model_id, embedding_dim
+from search.models import Dataset
 
 CONFIGURED = ""  # the configured EMBEDDING_MODEL's name here
 

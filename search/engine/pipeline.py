@@ -21,11 +21,10 @@ from django.db import connection, transaction
 
 from config import deadlines
 from config.errors import BadInput
+from inference.encoders import dense_model_id, embed_query
 from projects.access import accessible_dataset_ids
-from projects.models import Dataset
 from search.engine.access import filter_accessible_chunk_ids
 from search.engine.dataset_models import CONFIGURED, model_arg, serving_groups
-from search.engine.encoders import dense_model_id, embed_query
 from search.engine.fusion import FUSIONS, RRF_K, WEIGHTED, Candidate, fuse, single_leg
 from search.engine.fusion_settings import FusionSetting, kind_default, project_setting
 from search.engine.globs import GLOB_CHARS, Glob, compile_glob
@@ -34,7 +33,7 @@ from search.engine.index import READ_GATE, IndexFilter, VectorIndex, get_index, 
 from search.engine.packing import DEFAULT_BUDGET, build_pack
 from search.engine.rerank import CrossEncoderReranker, get_reranker, rerank_default, rerank_text
 from search.engine.term_stats import weighted_query
-from search.models import Chunk, Document, QuerySession, RerankResult
+from search.models import Chunk, Dataset, Document, QuerySession, RerankResult
 
 if TYPE_CHECKING:
     from accounts.models import User

@@ -13,8 +13,8 @@ from typing import Any
 
 from config.errors import BadInput, NotFound
 from projects.access import accessible_dataset_ids
-from projects.models import Dataset, Project
-from search.models import Chunk, Document
+from projects.models import Project
+from search.models import Chunk, Dataset, Document
 
 MAX_SPAN_LINES = 2000  # one read_span call
 MAX_FILE_LINES = 20000  # one resource read; longer files come back truncated (and say so)

@@ -25,8 +25,8 @@ from search.ingest import symbols
 from search.models import Chunk, CodeFile, Document, Symbol, SymbolRef
 
 if TYPE_CHECKING:
-    from projects.models import Dataset
     from search.ingest.base import DocumentDraft
+    from search.models import Dataset
 
 SAMPLE = 20
 

@@ -17,11 +17,10 @@ from django.db import transaction
 from config.errors import ApiError, BadInput, Conflict, NotFound
 from projects import policy, quotas
 from projects.access import project_for_member
-from projects.models import Dataset
 from search.ingest import archives
 from search.ingest.jobs import start_ingest
 from search.ingest.writer import delete_documents as delete_rows
-from search.models import Document, Source, StagedContent
+from search.models import Dataset, Document, Source, StagedContent
 
 if TYPE_CHECKING:
     from accounts.models import User

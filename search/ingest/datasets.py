@@ -11,8 +11,8 @@ from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
 from config.errors import NotFound
-from projects.models import Dataset, Project
-from search.models import Chunk, Document
+from projects.models import Project
+from search.models import Chunk, Dataset, Document
 
 if TYPE_CHECKING:
     from django.db.models import Model

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from projects.models import Dataset, Project
-from search.engine.encoders import encoding_plan
+from inference.encoders import encoding_plan
+from projects.models import Project
 from search.engine.index import apply_outbox
 from search.ingest.jobs import start_ingest
 from search.ingest.progress import duration, estimate_code_ingest, file_progress
+from search.models import Dataset
 
 if TYPE_CHECKING:
     from io import TextIOBase

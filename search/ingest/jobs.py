@@ -26,7 +26,7 @@ from search.models import IngestJob, StagedContent
 
 if TYPE_CHECKING:
     from accounts.models import User
-    from projects.models import Dataset
+    from search.models import Dataset
 
 log = logging.getLogger(__name__)
 

@@ -17,18 +17,16 @@ from celery import current_app
 from django.conf import settings
 from django.db.models import Count, Exists, Max, OuterRef
 
-from projects.models import Dataset
+from inference.encoders import fill_embedding_cache
 from search.engine.dataset_models import model_arg, model_id_of, writing_models
-from search.engine.encoders import fill_embedding_cache
 from search.engine.index import rebuild
 from search.ingest.base import ChunkDraft, embed_input
-from search.models import Chunk, Document, EmbeddingCache, IndexOutbox, IngestJob
+from search.models import Chunk, Dataset, Document, EmbeddingCache, IndexOutbox, IngestJob
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
-    from projects.models import Dataset
-    from search.models import Chunk, IngestJob
+    from search.models import Chunk, Dataset, IngestJob
 
 
 # The Celery task that rebuilds a Qdrant server's collection, named rather than imported (search.ingest.jobs says why)

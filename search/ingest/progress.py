@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from search.engine.encoders import embed_texts, text_hash
+from inference.encoders import embed_texts, text_hash
 from search.ingest.base import embed_input
 from search.ingest.code import code_document, walk
 from search.ingest.writer import own_hashes
 from search.models import IngestJob
 
 if TYPE_CHECKING:
-    from projects.models import Dataset
+    from search.models import Dataset
 
 # a rate is reported once this much was measured: before that a start-up cost (walking the tree, loading the model)
 # would make the first seconds' rate, and so the ETA, wrong by a large factor

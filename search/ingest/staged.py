@@ -35,8 +35,8 @@ from search.ingest.writer import FILE_BATCH, Progress, cache_vectors, delete_doc
 from search.models import Document, IngestJob, StagedContent
 
 if TYPE_CHECKING:
-    from projects.models import Dataset, Project
-    from search.models import IngestJob
+    from projects.models import Project
+    from search.models import Dataset, IngestJob
 
 log = logging.getLogger(__name__)
 WEB_SUFFIXES = (".html", ".htm", ".xhtml")

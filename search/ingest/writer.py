@@ -18,10 +18,10 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 
 from config.errors import DependencyDown
+from inference.encoders import fill_embedding_cache, text_hash
 from projects import quotas
 from projects.models import Project
 from search.engine.dataset_models import CONFIGURED, model_arg, model_id_of, writing_models
-from search.engine.encoders import fill_embedding_cache, text_hash
 from search.engine.index import apply_outbox
 from search.engine.sparse import document_term_ids, sparse_document_text
 from search.engine.term_stats import lock_dataset_writes
@@ -32,8 +32,7 @@ from search.ingest.maintenance import embed_missing
 from search.models import Chunk, Document, IndexOutbox, IngestJob
 
 if TYPE_CHECKING:
-    from projects.models import Dataset
-    from search.models import IngestJob
+    from search.models import Dataset, IngestJob
 
 log = logging.getLogger(__name__)
 

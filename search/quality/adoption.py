@@ -25,10 +25,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.errors import BadInput, DependencyDown
-from projects.models import Dataset, Project
+from inference.encoders import adapted_model_path, dense_model_id
+from projects.models import Project
 from search.engine.applier import running_applier
 from search.engine.dataset_models import CONFIGURED, model_arg
-from search.engine.encoders import adapted_model_path, dense_model_id
 from search.engine.index import (
     apply_until_indexed,
     get_index,
@@ -39,7 +39,7 @@ from search.engine.index import (
 )
 from search.engine.term_stats import lock_dataset_writes
 from search.ingest.maintenance import reembed
-from search.models import IndexOutbox
+from search.models import Dataset, IndexOutbox
 from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES
 from search.quality.judged import CHECK_MAX, JudgedSplit, judged_split
 from search.quality.metrics import lower_bound_95, ndcg

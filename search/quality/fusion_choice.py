@@ -27,11 +27,10 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 
 from projects.access import accessible_dataset_ids
-from projects.models import Dataset
 from search.engine.fusion import fuse
 from search.engine.fusion_settings import DEFAULT, FusionSetting, kind_default
 from search.engine.pipeline import build_filter, retrieve
-from search.models import Feedback
+from search.models import Dataset, Feedback
 from search.quality.metrics import lower_bound_95, ndcg
 
 if TYPE_CHECKING:

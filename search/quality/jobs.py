@@ -27,10 +27,10 @@ from django.utils import timezone
 
 from config.errors import BadInput
 from projects.access import accessible_dataset_ids
-from projects.models import Dataset, Project
+from projects.models import Project
 from search.engine.reranker_store import NAME_RE
 from search.ingest.locks import hold_job_lock
-from search.models import QualityJob
+from search.models import Dataset, QualityJob
 from search.quality import reranker_training as rt
 from search.quality.adaptation import AdaptConfig, adapt
 from search.quality.adoption import adopt_if_confirmed

@@ -33,12 +33,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from config.errors import BadInput
-from projects.models import Dataset
-from search.engine.encoders import inference_context, precision, resolve_model, training_device
+from inference.encoders import inference_context, precision, resolve_model, training_device
 from search.engine.pipeline import build_filter, retrieve
 from search.engine.rerank import rerank_text
 from search.engine.reranker_store import BLENDS, NAME_RE, blend_scores, models_dir
-from search.models import Chunk, Feedback
+from search.models import Chunk, Dataset, Feedback
 from search.quality.metrics import ndcg
 from search.quality.progress import bar as progress_bar
 

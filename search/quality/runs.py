@@ -19,23 +19,23 @@ from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 
 from config.errors import DependencyDown
-from projects.access import accessible_dataset_ids
-from projects.models import Dataset, Project
-from search.engine.dataset_models import CONFIGURED, serving_groups
-from search.engine.encoders import (
+from inference.encoders import (
     EmbeddingModelError,
     dense_model_id,
     embedding_dim,
     fill_embedding_cache,
     resolve_model,
 )
+from projects.access import accessible_dataset_ids
+from projects.models import Project
+from search.engine.dataset_models import CONFIGURED, serving_groups
 from search.engine.fusion_settings import kind_default
 from search.engine.index import build_points, get_index, model_index, open_index, searchable_here
 from search.engine.pipeline import QuerySpec, build_filter, retrieve
 from search.engine.rerank import load_reranker
 from search.ingest.maintenance import EMBED_FIELDS, chunk_embed_input, fill_missing_vectors
 from search.ingest.writer import sync_documents
-from search.models import Chunk
+from search.models import Chunk, Dataset
 from search.quality.evaluation import (
     PIPELINES,
     EvalReport,

@@ -34,11 +34,10 @@ from typing import TYPE_CHECKING, Any
 from dulwich.repo import Repo
 
 from projects.access import accessible_dataset_ids
-from projects.models import Dataset
 from search.engine.code_graph import module_of
 from search.engine.fusion_settings import kind_default
 from search.ingest import symbols
-from search.models import Chunk, Document, Source
+from search.models import Chunk, Dataset, Document, Source
 from search.quality import history_pairs
 from search.quality.docstring_pairs import Pair, pairs_from_sources, unique_pairs
 from search.quality.fusion_choice import (

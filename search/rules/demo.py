@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from projects.models import Dataset, Project
+from projects.models import Project
 from search.engine.index import apply_outbox
+from search.models import Dataset
 from search.rules.ingest import ingest_rulebook
 
 if TYPE_CHECKING:

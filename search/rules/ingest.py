@@ -23,8 +23,7 @@ from search.rules.graph import build_graph
 from search.rules.traversal import build_default_config
 
 if TYPE_CHECKING:
-    from projects.models import Dataset
-    from search.models import IngestJob, StagedContent
+    from search.models import Dataset, IngestJob, StagedContent
 
 log = logging.getLogger(__name__)
 

@@ -33,9 +33,9 @@ from search.sources.spec import SourceSpec, display_url, parse_interval, parse_s
 
 if TYPE_CHECKING:
     from accounts.models import User
-    from projects.models import Dataset, Project
+    from projects.models import Project
     from search.ingest.progress import Progress
-    from search.models import IngestJob, Source
+    from search.models import Dataset, IngestJob, Source
 
 log = logging.getLogger(__name__)
 

@@ -161,8 +161,7 @@ def test_project_limited_key_cannot_share_out_of_another_project(user, two_proje
 
 
 def test_project_limited_key_cannot_read_jobs_or_sessions_of_other_projects(user, two_projects):
-    from projects.models import Dataset
-    from search.models import IngestJob, QuerySession
+    from search.models import Dataset, IngestJob, QuerySession
 
     alpha, beta = two_projects
     ds = Dataset.objects.create(project=beta, name="code", kind="code")

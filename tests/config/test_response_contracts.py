@@ -63,8 +63,7 @@ _PUBLIC_GIT = "https://93.184.216.34/org/repo.git"  # a public address literal: 
 
 def _with_source(world: Any) -> None:
     """The fuzz project's own dataset follows a git source (a token stored), with one finished sync."""
-    from projects.models import Dataset
-    from search.models import IngestJob
+    from search.models import Dataset, IngestJob
     from search.sources import spec, sync
 
     dataset = Dataset.objects.get(pk=world.ids["dataset_id"][1])
@@ -106,7 +105,7 @@ def _pending_signup(world: Any) -> None:
 
 
 def _other_dataset_id(world: Any) -> int:
-    from projects.models import Dataset
+    from search.models import Dataset
 
     return Dataset.objects.get(project__slug=world.ids["slug"][2], name="notes").pk
 

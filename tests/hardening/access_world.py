@@ -111,10 +111,10 @@ class Pool:
 
 def build_pool(root: Path) -> Pool:
     """Ingest the pool for real (chunker, embeddings, outbox, Qdrant) into project `pool-home`."""
-    from projects.models import Dataset, Project
+    from projects.models import Project
     from search.engine.index import apply_outbox
     from search.ingest.jobs import start_ingest
-    from search.models import Chunk, Document
+    from search.models import Chunk, Dataset, Document
     from search.rules.ingest import ingest_rulebook
 
     home, _ = Project.objects.get_or_create(slug="pool-home", defaults={"name": "Pool home"})
@@ -250,7 +250,8 @@ class WorldRunner:
 
         from accounts.apikeys import issue_api_key
         from accounts.models import User
-        from projects.models import Dataset, Membership, Project, ProjectShare
+        from projects.models import Membership, Project
+        from search.models import Dataset, ProjectShare
 
         w, pool = self.w, self.pool
         n = w["n_projects"]
@@ -284,8 +285,7 @@ class WorldRunner:
     def mutate(self, op: tuple) -> None:
         from django.utils import timezone
 
-        from projects.models import Dataset, ProjectShare
-        from search.models import Chunk, Document
+        from search.models import Chunk, Dataset, Document, ProjectShare
 
         m, pool, n = self.model, self.pool, self.model.n_projects
         kind = op[0]

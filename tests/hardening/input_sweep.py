@@ -275,8 +275,8 @@ def _state(user_id: int) -> tuple:
     from credits.ledger import get_balance
     from credits.models import LedgerEntry
     from people.models import Search
-    from projects.models import Dataset, Membership, Project, ProjectShare
-    from search.models import Feedback, IngestJob, QuerySession
+    from projects.models import Membership, Project
+    from search.models import Dataset, Feedback, IngestJob, ProjectShare, QuerySession
 
     return (get_balance(user=User.objects.get(pk=user_id)), LedgerEntry.objects.count(), ApiKey.objects.count(),
             Dataset.objects.count(), Project.objects.count(), Membership.objects.count(),

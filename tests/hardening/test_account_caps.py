@@ -41,7 +41,7 @@ def test_the_project_past_the_account_limit_is_refused_and_not_created(small_lim
 
 @pytest.mark.django_db
 def test_the_dataset_past_the_account_limit_is_refused_in_any_project(small_limits, make_user, client_for):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     client = client_for(make_user())
     for slug in ("one", "two"):
@@ -110,8 +110,9 @@ def test_concurrent_creates_stop_at_the_limit(small_limits, make_user):
     from accounts.apikeys import create_api_key
     from accounts.models import ApiKey
     from projects import membership
-    from projects.models import Dataset, Project
+    from projects.models import Project
     from projects.sharing import create_dataset
+    from search.models import Dataset
 
     user = make_user()
     outcomes = _race(8, lambda i: membership.create_project(user=user, name=f"Race {i}"))

@@ -68,9 +68,9 @@ def _run_pending() -> None:
 
 
 def _step(op: tuple, w: dict) -> None:
-    from projects.models import Dataset
     from projects.sharing import create_dataset
     from search.ingest import content
+    from search.models import Dataset
     from search.sources.spec import SourceSpec
     from search.sources.sync import set_source, start_sync
 
@@ -143,8 +143,8 @@ def test_random_content_changes_keep_the_symbol_graph_equal_to_a_fresh_build(mak
                                                                             settings):
     from django.db import transaction
 
-    from projects.models import Dataset
     from search.engine.index import open_index, set_index
+    from search.models import Dataset
 
     settings.SOURCES_GIT_DIR = tmp_path / "mirrors"
     stats = {"examples": 0, "steps": 0, "documents": 0, "syncs": 0}

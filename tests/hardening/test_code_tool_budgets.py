@@ -17,7 +17,7 @@ SLOW_PATTERN = "[a-q][^u-z]{900}x"  # RE2's DFA outgrows its memory: the NFA rea
 
 @pytest.fixture
 def repo(db, make_user, make_project):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     alice = make_user("alice@example.com")
     project = make_project("shop", alice)

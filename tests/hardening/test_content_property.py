@@ -57,9 +57,9 @@ def _run_pending() -> None:
 
 
 def _step(op: tuple, w: dict) -> None:
-    from projects.models import Dataset, ProjectShare
     from projects.sharing import create_dataset, grant_share, revoke_share_row
     from search.ingest import content
+    from search.models import Dataset, ProjectShare
 
     datasets = list(Dataset.objects.filter(project__in=[w["a"], w["b"]]).order_by("pk"))
     pick = datasets[op[1] % len(datasets)] if datasets and len(op) > 1 and isinstance(op[1], int) else None

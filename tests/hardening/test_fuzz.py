@@ -68,7 +68,7 @@ def test_a_wrongly_typed_text_or_flag_field_is_a_400_naming_it_and_costs_nothing
                                                                               field):
     from accounts.models import ApiKey
     from credits.ledger import get_balance
-    from projects.models import Dataset
+    from search.models import Dataset
 
     make_project("typed", user)
     keys, datasets, balance = ApiKey.objects.count(), Dataset.objects.count(), get_balance(user=user)

@@ -19,7 +19,7 @@ LINK = "http://127.0.0.1/" + "a" * 40 + "!"  # Python's re takes ~2^40 steps on 
 
 @pytest.fixture
 def team(make_user, make_project, client_for, settings):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     owner = make_user("owner@example.com")
@@ -140,7 +140,8 @@ def test_a_nul_in_a_path_parameter_is_a_400_json_error(team, path):
 ])
 @pytest.mark.parametrize("encoding", ["urlencoded", "multipart"])
 def test_a_nul_in_a_page_form_body_is_a_400_before_the_view(team, client, url, form, encoding):
-    from projects.models import Dataset, Project
+    from projects.models import Project
+    from search.models import Dataset
 
     client.force_login(team["owner"])
     before = (Dataset.objects.count(), Project.objects.count())

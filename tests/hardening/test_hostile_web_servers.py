@@ -157,8 +157,7 @@ def test_a_page_of_thousands_of_links_is_read_up_to_the_cap(hostile_settings):
 @pytest.mark.timeout(600)
 def test_a_crawl_of_a_hostile_site_finishes_and_reports_each_refused_page_with_its_reason(
         hostile_settings, server, double_gzip, make_user, make_project):
-    from projects.models import Dataset
-    from search.models import Document, Source
+    from search.models import Dataset, Document, Source
     from search.sources.sync import start_sync
 
     pages = ["/ok.html", "/bomb", "/five", "/br", "/slow-head", "/slow-body", "/crafted", "/attrs", "/farm"]

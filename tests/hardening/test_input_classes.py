@@ -64,7 +64,7 @@ def test_nul_and_lone_surrogates_are_a_400_naming_the_field_and_write_nothing(ow
                                                                               field, bad):
     from accounts.models import ApiKey
     from credits.ledger import get_balance
-    from projects.models import Dataset
+    from search.models import Dataset
 
     raw = json.dumps(body).replace("{bad}", json.dumps(bad)[1:-1])
     api = client_for(owner)
@@ -292,7 +292,8 @@ def test_healthz_tells_anonymous_callers_up_or_down_only(client, make_user, edge
 @pytest.mark.django_db
 def test_a_non_member_listing_global_datasets_does_not_learn_the_owner_slug(owner, client_for, make_user,
                                                                           make_project):
-    from projects.models import Dataset, Project
+    from projects.models import Project
+    from search.models import Dataset
 
     secret = Project.objects.create(slug="secret-owner", name="S")
     Dataset.objects.create(project=secret, name="handbook", kind="web", is_global=True)

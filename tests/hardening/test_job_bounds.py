@@ -97,7 +97,7 @@ def running_job(dataset, *, min_done: int = 1):
 
 
 def world(make_user, make_project, name: str):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     owner = make_user(f"{name}@example.com")
     project = make_project(name, owner)
@@ -228,8 +228,8 @@ def test_removing_a_source_cancels_its_running_sync(transactional_db, web_settin
 @pytest.mark.parametrize("what", ["dataset", "project"])
 def test_deleting_while_a_sync_writes_cancels_it_and_completes_never_a_500(
         transactional_db, web_settings, site, make_user, make_project, client_for, what):
-    from projects.models import Dataset, Project
-    from search.models import Document, IngestJob
+    from projects.models import Project
+    from search.models import Dataset, Document, IngestJob
 
     owner, project, ds = world(make_user, make_project, f"gone{what}")
     web_source(ds, slow_chain(site, prefix="/d", pages=300, sleep_s=0.02))
@@ -292,7 +292,8 @@ def test_two_hostile_syncs_of_one_account_in_two_projects_leave_a_worker_slot_fo
     try:
         # The hostile account spreads its syncs over two projects of its own: the limit counts the account.
         a_user, project_a, ds_a1 = world(make_user, make_project, "hostile")
-        from projects.models import Dataset, Project
+        from projects.models import Project
+        from search.models import Dataset
 
         project_a2 = make_project("hostile-two", a_user)
         Project.objects.filter(pk__in=[project_a.pk, project_a2.pk]).update(created_by=a_user)
@@ -339,9 +340,9 @@ def test_two_hostile_syncs_of_one_account_in_two_projects_leave_a_worker_slot_fo
 @pytest.mark.parametrize("what", ["dataset", "project"])
 def test_deleting_from_the_admin_while_a_runner_holds_a_job_deletes_nothing_and_says_why(
         transactional_db, settings, make_user, make_project, client, what):
-    from projects.models import Dataset, Project
+    from projects.models import Project
     from search.ingest.locks import hold_job_lock
-    from search.models import IngestJob
+    from search.models import Dataset, IngestJob
 
     settings.INGEST_CANCEL_WAIT_S = 0.5
     _owner, project, ds = world(make_user, make_project, f"admindel{what}")

@@ -84,7 +84,7 @@ def test_a_project_still_reuses_the_vectors_of_its_own_texts(tenants):
 
 def test_a_global_datasets_text_is_reused_by_every_tenant(tenants):
     """A global dataset is readable by every project, so reusing its vectors tells nobody anything."""
-    from projects.models import Dataset
+    from search.models import Dataset
 
     first = _push(tenants["a"], tenants["a_url"], SECRET)
     Dataset.objects.filter(pk=tenants["a_id"]).update(is_global=True)
@@ -94,9 +94,9 @@ def test_a_global_datasets_text_is_reused_by_every_tenant(tenants):
 
 def test_a_sync_of_another_tenants_text_counts_nothing_cached(tenants):
     """The other write path (sources, rulebooks: sync_documents -> write_documents) scopes the cache too."""
-    from projects.models import Dataset
     from search.ingest.base import ChunkDraft, DocumentDraft
     from search.ingest.writer import sync_documents
+    from search.models import Dataset
 
     def draft() -> DocumentDraft:
         return DocumentDraft(path="plan.md", content_hash="h", chunks=[ChunkDraft(text=SECRET, start_line=1, end_line=9, kind="web")])
@@ -132,8 +132,7 @@ def test_a_slug_of_your_own_project_is_still_409(tenants):
 @pytest.fixture
 def served(make_user, make_project):
     """A logged session of Alice's in a project where Vic is a viewer (rows as run_query writes them)."""
-    from projects.models import Dataset
-    from search.models import Chunk, Document, QuerySession, RerankResult
+    from search.models import Chunk, Dataset, Document, QuerySession, RerankResult
 
     alice, vic = make_user("alice@example.com"), make_user("vic@example.com")
     shop = make_project("shop", alice)

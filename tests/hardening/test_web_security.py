@@ -173,9 +173,9 @@ def _assert_escaped(resp, *, expect_shown: bool = True) -> None:
 @pytest.fixture
 def xss_world(make_user, make_project, tmp_path):
     """A member whose project, code, rulebook and people all carry the payloads."""
-    from projects.models import Dataset
     from search.engine.index import apply_outbox
     from search.ingest.jobs import start_ingest
+    from search.models import Dataset
 
     user = make_user("xss@example.com", credits=20)
     project = make_project("xss", user)

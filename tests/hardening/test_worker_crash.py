@@ -129,12 +129,11 @@ def test_ingest_killed_mid_run_is_resumed_by_a_new_worker_with_nothing_lost_or_d
         transactional_db, settings, make_project, tmp_path, edge_index):
     from django.db import connection
 
-    from projects.models import Dataset
-    from search.engine.encoders import dense_model_id
+    from inference.encoders import dense_model_id
     from search.engine.index import apply_outbox, pending_outbox
     from search.ingest.jobs import start_ingest
     from search.ingest.locks import runner_alive
-    from search.models import Chunk, Document, EmbeddingCache, IngestJob
+    from search.models import Chunk, Dataset, Document, EmbeddingCache, IngestJob
 
     tree = write_tree(tmp_path / "bigrepo", N_FILES)
     exp_docs, exp_chunks = chunker_count(tree, "bigrepo")
@@ -251,7 +250,7 @@ def drop_messages(settings, messages) -> None:
 
 @pytest.fixture
 def code_dataset(make_project, tmp_path):
-    from projects.models import Dataset
+    from search.models import Dataset
     from tests.search.ctx_fixtures import write_repo
 
     project = make_project("recov")

@@ -48,9 +48,9 @@ def member(make_user, make_project):
 
 @pytest.fixture
 def code_dataset(member, tmp_path):
-    from projects.models import Dataset
     from search.engine.index import apply_outbox
     from search.ingest.jobs import start_ingest
+    from search.models import Dataset
 
     _, project = member
     root = tmp_path / "repo"
@@ -66,9 +66,9 @@ def code_dataset(member, tmp_path):
 
 @pytest.fixture
 def rules_dataset(member, tmp_path):
-    from projects.models import Dataset
     from search.engine.index import apply_outbox
     from search.ingest.jobs import start_ingest
+    from search.models import Dataset
 
     _, project = member
     root = tmp_path / "book"

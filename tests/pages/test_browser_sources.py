@@ -41,8 +41,7 @@ def _login(browser, base: str, email: str):
 
 def test_a_member_adds_a_git_source_syncs_it_and_sees_the_failure(browser, live_server, loopback_allowed,
                                                                    celery_worker_proc, make_user, make_project):
-    from projects.models import Dataset
-    from search.models import IngestJob, Source
+    from search.models import Dataset, IngestJob, Source
 
     owner, viewer = make_user("src-owner@example.com"), make_user("src-viewer@example.com")
     project = make_project("srcs", owner)
@@ -101,8 +100,7 @@ def test_staff_follow_a_repository_on_the_page_and_a_second_sync_shows_exactly_t
     """A staff member (the only role that may use a path on the server) points a dataset at a file:// repository,
     syncs it (a real worker runs the job), sees the documents and the commit; after a commit that changes one
     function, Sync now again: the history says the sync re-ingested exactly that file."""
-    from projects.models import Dataset
-    from search.models import Document
+    from search.models import Dataset, Document
     from tests.search.ctx_fixtures import LEDGER_PY, ROUTES_JS
 
     monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)

@@ -81,7 +81,7 @@ def test_a_refused_archive_shows_its_reason_with_its_status(pages):
 
 
 def test_upload_and_delete_forms_need_csrf(make_user, make_project):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     owner = make_user("owner@example.com")
     project = make_project("team", owner)

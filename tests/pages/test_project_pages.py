@@ -7,7 +7,8 @@ import re
 import pytest
 from django.test import Client
 
-from projects.models import Dataset, Membership, Project, ProjectShare
+from projects.models import Membership, Project
+from search.models import Dataset, ProjectShare
 
 pytestmark = pytest.mark.django_db
 

@@ -3,8 +3,8 @@ import pytest
 from django.utils import timezone
 
 from projects.access import accessible_dataset_ids
-from projects.models import Dataset, ProjectShare
 from search.engine.access import is_resource_accessible
+from search.models import Dataset, ProjectShare
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,7 @@
 import pytest
 
-from projects.models import Dataset, Membership, ProjectShare
+from projects.models import Membership
+from search.models import Dataset, ProjectShare
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "permissions.md"
 @pytest.fixture
 def world(make_user, client_for, settings, tmp_path):
     """A factory: the caller with `here` in project A and `there` in project B; B's dataset shared into A."""
-    from projects.models import Dataset, Membership, Project, ProjectShare
+    from projects.models import Membership, Project
+    from search.models import Dataset, ProjectShare
 
     settings.INGEST_ALLOWED_ROOTS = [str(tmp_path)]
     settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from projects.models import Dataset, Membership, Project, ProjectShare
+from projects.models import Membership, Project
+from search.models import Dataset, ProjectShare
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
 
 pytestmark = pytest.mark.django_db

@@ -97,8 +97,8 @@ def ingest(project, name: str, source: Path, *, kind: str = "code", is_global: b
            apply_index: bool = True):
     """A synchronous ingest; like every sync writer it applies its own outbox unless apply_index=False (which is
     what a Celery worker's ingest leaves behind for the applier)."""
-    from projects.models import Dataset
     from search.ingest.jobs import start_ingest
+    from search.models import Dataset
 
     ds, _ = Dataset.objects.get_or_create(project=project, name=name, defaults={"kind": kind, "is_global": is_global})
     job = start_ingest(dataset=ds, source=str(source), kind=kind, options={"repo": repo} if repo else {}, sync=True,

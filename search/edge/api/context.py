@@ -13,13 +13,12 @@ from config.errors import BadInput, Forbidden, NotFound
 from config.ratelimits import enforce
 from config.schema import ERROR_RESPONSES, ErrorSerializer
 from projects.access import limit_to_key_projects, project_for_member
-from projects.models import Dataset
 from projects.policy import authorize
 from search.edge import serializers as s
 from search.engine.pipeline import run_query
 from search.ingest.cancel import cancel_job
 from search.ingest.jobs import start_ingest
-from search.models import IngestJob
+from search.models import Dataset, IngestJob
 from search.quality.feedback import record_feedback
 
 if TYPE_CHECKING:

@@ -22,10 +22,9 @@ from config.errors import ApiError, BadInput, NotFound
 from config.ratelimits import enforce
 from projects import quotas
 from projects.access import membership_role, project_for_member
-from projects.models import Dataset
 from projects.sharing import create_dataset
 from search.ingest import content
-from search.models import Document, IngestJob
+from search.models import Dataset, Document, IngestJob
 from search.sources import sync
 
 

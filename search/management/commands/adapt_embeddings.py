@@ -24,7 +24,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.errors import BadInput, DependencyDown
-from projects.models import Dataset, Project
+from projects.models import Project
+from search.models import Dataset
 from search.quality.adaptation import AdaptConfig, adapt, existing_model
 from search.quality.adoption import adopt_if_confirmed
 from search.quality.judged import CHECK_MAX, JudgedSplit, judged_split

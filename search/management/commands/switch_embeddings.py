@@ -14,7 +14,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.errors import BadInput, DependencyDown
-from projects.models import Dataset, Project
+from projects.models import Project
+from search.models import Dataset
 from search.quality.adoption import switch_model
 from search.quality.runs import NotReady, check_ready
 

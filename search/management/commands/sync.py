@@ -11,9 +11,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from config.errors import ApiError
-from projects.models import Dataset
 from search.ingest.progress import file_progress
-from search.models import IngestJob
+from search.models import Dataset, IngestJob
 from search.sources.sync import start_sync, summarize_result
 
 

@@ -21,8 +21,8 @@ def staff_client(client, make_user):
 
 @pytest.fixture
 def dataset(make_user, make_project, tmp_path):
-    from projects.models import Dataset
     from search.ingest.jobs import start_ingest
+    from search.models import Dataset
 
     project = make_project("adm", make_user())
     for rel, text in FILES.items():
@@ -64,7 +64,7 @@ def test_non_staff_cannot_open_the_console(client, make_user):
 
 
 def test_dataset_page_reports_counts_coverage_and_last_ingest(staff_client, dataset):
-    from search.engine.encoders import dense_model_id
+    from inference.encoders import dense_model_id
 
     html = staff_client.get(reverse("admin:projects_dataset_change", args=[dataset.pk])).content.decode()
     assert "<b>2</b> documents" in html
@@ -129,8 +129,7 @@ PUBLIC_GIT = "https://93.184.216.34/org/repo.git"
 @pytest.fixture
 def sources(make_project, settings):
     """Two code datasets with git sources: one healthy, one whose last two syncs failed."""
-    from projects.models import Dataset
-    from search.models import Source
+    from search.models import Dataset, Source
 
     settings.SOURCES_ALLOWED_NETWORKS = []
     project = make_project("srcadm")

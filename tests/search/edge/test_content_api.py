@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def team(make_user, make_project, client_for, edge_index, monkeypatch):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)
     owner, viewer = make_user("owner@example.com"), make_user("viewer@example.com")
@@ -354,8 +354,7 @@ def test_an_archive_mirror_decides_what_to_remove_when_it_writes_not_when_it_sta
 def test_an_uploaded_rulebook_goes_through_the_rules_reader_and_its_graph(team):
     """A rules dataset's upload is read as one tree (search.rules.ingest registers it with the staged job), so
     cross-references become graph edges."""
-    from projects.models import Dataset
-    from search.models import Document, GraphEdge
+    from search.models import Dataset, Document, GraphEdge
 
     rules = Dataset.objects.create(project=team["project"], name="book", kind="rules")
     book = (b"# Conditions\n\n## Grappled\n\nA grappled creature's speed becomes 0. See Escaping a Grapple.\n\n"

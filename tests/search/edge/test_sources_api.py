@@ -30,7 +30,7 @@ def closed_port() -> int:
 
 @pytest.fixture
 def team(make_user, make_project, client_for, settings):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     settings.SOURCES_ALLOWED_NETWORKS = []
     owner, editor, viewer = (make_user(f"{r}@example.com") for r in ("owner", "editor", "viewer"))
@@ -116,7 +116,7 @@ def test_a_git_url_on_a_private_loopback_or_metadata_address_is_400_unsafe_addre
 
 
 def test_a_web_seed_on_a_private_address_names_the_seed(team):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     web = Dataset.objects.create(project=team["project"], name="docs", kind="web")
     resp = _put(team["owner"], f"/api/projects/team/datasets/{web.pk}",
@@ -255,7 +255,7 @@ def test_a_dataset_can_be_created_with_a_source(team):
     ({"kind": "rules", "source": {"type": "git", "url": PUBLIC_GIT}}, "source.type"),
 ])
 def test_a_dataset_with_a_bad_source_is_not_created(team, extra, field):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     before = Dataset.objects.count()
     resp = team["owner"].post("/api/projects/team/datasets", {"name": "mirror", "kind": "code", **extra},
@@ -294,8 +294,8 @@ def test_the_schema_documents_the_source_endpoints(team):
 def test_a_web_site_synced_through_the_api_shows_what_the_crawl_indexed(team, settings):
     """A web dataset follows a small site served here on 127.0.0.1: the sync's job and history say what the crawl
     indexed, and the dataset holds exactly those pages."""
-    from projects.models import Dataset
     from search.ingest.jobs import run_job
+    from search.models import Dataset
     from tests.search.sources.site_server import LocalSite, html_page
 
     settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]

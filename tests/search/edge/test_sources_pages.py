@@ -19,7 +19,7 @@ PUBLIC_GIT = "https://93.184.216.34/org/repo.git"
 
 @pytest.fixture
 def pages(make_user, make_project, settings):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     settings.SOURCES_ALLOWED_NETWORKS = []
     owner, viewer = make_user("owner@example.com"), make_user("viewer@example.com")

@@ -21,8 +21,8 @@ def _watermark(index) -> int:
 
 def _ingest_unapplied(project, code_repo):
     """An ingest whose outbox is still pending (what a Celery worker leaves behind for the applier)."""
-    from projects.models import Dataset
     from search.ingest.jobs import start_ingest
+    from search.models import Dataset
 
     ds = Dataset.objects.create(project=project, name="shop", kind="code")
     return start_ingest(dataset=ds, source=str(code_repo), kind="code", sync=True, apply_index=False)
@@ -113,12 +113,11 @@ def test_the_pass_reads_past_a_young_gap_and_wait_until_indexed_sees_it(make_use
 @pytest.mark.slow
 def test_background_applier_indexes_what_a_worker_writes_without_any_query(
         transactional_db, celery_worker_proc, make_user, make_project, code_repo, edge_index):
-    from projects.models import Dataset
     from search.engine.applier import BackgroundApplier
     from search.engine.index import wait_until_indexed
     from search.engine.pipeline import QuerySpec, run_query
     from search.ingest.jobs import start_ingest
-    from search.models import Chunk, IngestJob
+    from search.models import Chunk, Dataset, IngestJob
 
     alice = make_user()
     project = make_project("shop", alice)

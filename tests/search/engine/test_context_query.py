@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def world(make_user, make_project, code_repo, edge_index, tmp_path):
     """alice in 'shop' (own code); a global dataset; one shared to shop; one never shared; one revoked."""
-    from projects.models import ProjectShare
+    from search.models import ProjectShare
 
     alice = make_user("alice@example.com")
     shop = make_project("shop", alice)

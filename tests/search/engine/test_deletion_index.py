@@ -49,7 +49,7 @@ def corpus(make_user, make_project, code_repo, edge_index, tmp_path, monkeypatch
 
 def _assert_exact_after_delete(index, gone: set[int]) -> None:
     """The deleted chunks had points and now have none; every remaining chunk has exactly one."""
-    from search.engine.encoders import dense_model_id
+    from inference.encoders import dense_model_id
     from search.engine.reconcile import reconcile
 
     assert gone, "the delete removed no chunks: the test proves nothing"
@@ -104,7 +104,7 @@ def test_project_delete_cascades(corpus):
 
 
 def test_admin_bulk_delete_selected_datasets(corpus, client, make_user):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     client.force_login(make_user("staff@example.com", staff=True))
     selected = [corpus["src"].pk, corpus["lib"].pk]
@@ -172,7 +172,7 @@ def test_reingest_of_a_changed_file_leaves_no_orphans(corpus, code_repo):
 def test_trigger_queues_a_delete_for_every_model_that_may_hold_the_point(corpus):
     """Each store applies only its own model's rows: a model with cached vectors, or one that was queued
     for this chunk, gets a delete too; one row per (chunk, model), whatever the number of earlier rows."""
-    from search.engine.encoders import dense_model_id
+    from inference.encoders import dense_model_id
     from search.models import EmbeddingCache
 
     EmbeddingCache.objects.create(model_id="zz-other-model", text_hash="x" * 64, dim=2, vector=[0.0, 1.0])
@@ -192,7 +192,7 @@ def test_a_queryset_delete_queues_one_row_per_chunk_from_inside_its_delete_state
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from search.engine.encoders import dense_model_id
+    from inference.encoders import dense_model_id
 
     ids = _chunk_ids(dataset=corpus["src"])
     top = IndexOutbox.objects.order_by("-pk").values_list("pk", flat=True).first()

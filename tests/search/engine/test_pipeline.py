@@ -6,7 +6,7 @@ from search.engine.pipeline import build_filter, searched_kinds
 
 
 def test_searched_kinds_are_the_kinds_of_the_searched_datasets(make_project):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     p = make_project("kinds")
     code = Dataset.objects.create(project=p, name="src", kind="code")
@@ -19,7 +19,7 @@ def test_searched_kinds_are_the_kinds_of_the_searched_datasets(make_project):
 
 
 def test_a_kind_filter_decides_the_searched_kinds_exactly(make_project):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     p = make_project("kinds2")
     code = Dataset.objects.create(project=p, name="src", kind="code")

@@ -139,9 +139,9 @@ def test_concurrent_writers_of_one_dataset_neither_deadlock_nor_miscount(make_pr
 
     from django.db import connection
 
-    from projects.models import Dataset
     from search.ingest.base import ChunkDraft, DocumentDraft
     from search.ingest.writer import write_documents
+    from search.models import Dataset
 
     texts = ["def deduct_credits(wallet, amount):\n    return wallet.balance - amount",
              "def grant_bonus(wallet, amount):\n    wallet.balance += amount",

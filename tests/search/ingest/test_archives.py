@@ -42,7 +42,7 @@ def _refused(data: bytes) -> ArchiveRefused:
 @pytest.mark.django_db
 def test_a_tar_compressed_with_another_format_than_gzip_is_refused_by_content_whatever_its_name(
         compress, make_user, make_project, client_for):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     data = compress(_tar([("ok.py", b"x = 1\n")]))
     exc = _refused(data)

@@ -86,9 +86,8 @@ def test_reconcile_code_command_exits_1_on_drift_and_fix_makes_it_exact(code_wor
 
 
 def test_a_diff_sync_rewrites_only_the_changed_files_rows(db, edge_index, tmp_path, settings, make_project):
-    from projects.models import Dataset
     from search.ingest.code_facts import check
-    from search.models import Symbol
+    from search.models import Dataset, Symbol
     from search.sources.spec import SourceSpec
     from search.sources.sync import set_source, start_sync
     from tests.search.code_fixtures import JOBS_PY, SERVICE_PY

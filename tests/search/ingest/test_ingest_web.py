@@ -174,9 +174,8 @@ def test_an_upload_names_each_page_the_reader_refused_with_its_reason(make_user,
     import io
     import zipfile
 
-    from projects.models import Dataset
     from search.ingest.jobs import run_job
-    from search.models import Document, IngestJob
+    from search.models import Dataset, Document, IngestJob
 
     owner = make_user("uploader@example.com")
     project = make_project("uploads", owner)

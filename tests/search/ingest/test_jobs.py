@@ -7,9 +7,8 @@ pytestmark = pytest.mark.django_db
 
 
 def test_file_removed_between_walk_and_read_is_skipped_not_fatal(make_user, make_project, tmp_path, monkeypatch):
-    from projects.models import Dataset
     from search.ingest import files, jobs
-    from search.models import Chunk
+    from search.models import Chunk, Dataset
 
     (tmp_path / "keep.py").write_text('def keep():\n    """Stays."""\n    return 1\n')
     (tmp_path / "gone.py").write_text('def gone():\n    return 2\n')
@@ -31,9 +30,9 @@ def test_file_removed_between_walk_and_read_is_skipped_not_fatal(make_user, make
 @pytest.mark.parametrize("kind", ["code", "rules"])
 def test_progress_bar_counts_every_file_for_code_and_rules(make_user, make_project, tmp_path, kind):
     """The command's tqdm bar ends at files_total for both paths (rules used to stay at 0 files)."""
-    from projects.models import Dataset
     from search.ingest.jobs import start_ingest
     from search.ingest.progress import file_progress
+    from search.models import Dataset
 
     for i in range(3):
         body = f"def f{i}():\n    return {i}\n" if kind == "code" else f"# Rule {i}\n\nThe rule number {i} applies.\n"

@@ -108,8 +108,8 @@ def test_job_resource_reports_rate_and_eta_while_an_ingest_runs_and_after(make_u
                                                                          tmp_path, monkeypatch):
     """A real ingest, read through the API between files: the rate appears once enough is measured, the ETA is the
     files left at that rate, and the finished job says 0 s left at its finish time."""
-    from projects.models import Dataset
     from search.ingest.jobs import start_ingest
+    from search.models import Dataset
 
     files = MIN_MEASURED_ITEMS + 20
     # The writer counts files in batches of 32, so a running job reads 0, 32 and 64 done; with the model already
@@ -151,9 +151,9 @@ def test_job_resource_reports_rate_and_eta_while_an_ingest_runs_and_after(make_u
 
 @pytest.mark.django_db
 def test_admin_job_pages_show_the_pace_and_the_encoders_device(make_user, make_project, tmp_path):
-    from projects.models import Dataset
-    from search.engine.encoders import describe_devices
+    from inference.encoders import describe_devices
     from search.ingest.jobs import start_ingest
+    from search.models import Dataset
 
     _write_files(tmp_path, 3)
     staff = make_user("staff-eta@example.com", staff=True)
@@ -173,11 +173,10 @@ def test_admin_job_pages_show_the_pace_and_the_encoders_device(make_user, make_p
 
 @pytest.mark.django_db
 def test_demo_estimate_counts_what_the_ingest_will_embed_and_writes_nothing(make_user, make_project, tmp_path):
-    from projects.models import Dataset
     from search.ingest.demo import expected_ingest_line
     from search.ingest.jobs import start_ingest
     from search.ingest.progress import estimate_code_ingest
-    from search.models import EmbeddingCache
+    from search.models import Dataset, EmbeddingCache
 
     _write_files(tmp_path, 12)
     ds = Dataset.objects.create(project=make_project("eta-demo", make_user()), name="code", kind="code")

@@ -7,11 +7,10 @@ import pytest
 from django.urls import reverse
 
 from config.errors import BadInput
-from projects.models import Dataset
-from search.engine.encoders import adapted_models_dir, resolve_model
+from inference.encoders import adapted_models_dir, resolve_model
 from search.engine.index import apply_outbox, get_index, model_index, rebuild
 from search.engine.pipeline import QuerySpec, run_query
-from search.models import Chunk, Feedback, IndexOutbox, QuerySession
+from search.models import Chunk, Dataset, Feedback, IndexOutbox, QuerySession
 from search.quality import adoption
 from search.quality.judged import JudgedSplit
 from search.quality.runs import throwaway_index

@@ -72,9 +72,9 @@ def test_evaluate_beir_searches_a_store_of_its_own_and_leaves_the_live_index_alo
     call the evaluation's chunks missing from it."""
     import tempfile
 
-    from projects.models import Dataset
     from search.engine.index import apply_outbox
     from search.engine.reconcile import reconcile, repair, scan
+    from search.models import Dataset
 
     before_tmp = set(Path(tempfile.gettempdir()).glob("eval-index-*"))
     out = StringIO()

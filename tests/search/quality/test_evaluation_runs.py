@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from projects.models import Dataset
 from search.engine.fusion_settings import kind_default
-from search.models import Chunk
+from search.models import Chunk, Dataset
 from search.quality.evaluation import answer_cosine
 from search.quality.runs import served_ranking
 from search.rules.search import RulesSpec, rules_search
@@ -204,8 +203,7 @@ def _collection(root: Path, *, kind: str | None) -> Path:
 
 
 def test_a_code_collection_is_ingested_as_code_chunks_in_its_own_dataset(tmp_path, edge_index, db):
-    from projects.models import Dataset
-    from search.models import Chunk
+    from search.models import Chunk, Dataset
     from search.quality.runs import evaluate_beir
 
     root = _collection(tmp_path / "funcs", kind="code")

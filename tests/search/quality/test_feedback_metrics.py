@@ -14,8 +14,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def served(make_user, make_project):
     """Two logged sessions in project 'shop' over four chunks (rows as run_query writes them)."""
-    from projects.models import Dataset
-    from search.models import Chunk, Document, QuerySession, RerankResult
+    from search.models import Chunk, Dataset, Document, QuerySession, RerankResult
 
     alice = make_user("judge@example.com")
     shop = make_project("shop", alice)
@@ -61,8 +60,7 @@ def test_relevance_outside_0_to_3_is_400(served, client_for, relevance, field):
 
 
 def test_a_chunk_the_session_never_served_is_400_naming_chunk_id(served, client_for):
-    from projects.models import Dataset
-    from search.models import Chunk, Document
+    from search.models import Chunk, Dataset, Document
 
     ds = Dataset.objects.get(name="src")
     doc = Document.objects.create(dataset=ds, path="other.py", content_hash="x")

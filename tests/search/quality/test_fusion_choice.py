@@ -219,8 +219,7 @@ def documented_repo(tmp_path):
 @pytest.mark.django_db
 def test_a_code_project_without_feedback_chooses_on_its_own_docstrings(documented_repo, make_user, make_project,
                                                                        edge_index, client):
-    from projects.models import Dataset
-    from search.models import Chunk
+    from search.models import Chunk, Dataset
 
     project = make_project("books", make_user("keeper@example.com"))
     ingest(project, "src", documented_repo, repo="billing")

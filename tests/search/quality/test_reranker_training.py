@@ -204,7 +204,7 @@ def toy_project(make_user, make_project, edge_index, collection):
 
     owner = make_user("owner@example.com")
     project = make_project("sci", owner)
-    from projects.models import Dataset
+    from search.models import Dataset
 
     dataset = Dataset.objects.create(project=project, name="papers", kind="beir")
     sync_documents(dataset=dataset, drafts=beir_documents(load_beir(collection)))

@@ -69,9 +69,8 @@ def _chunk_id(**kw):
 
 
 def test_srd_grappling_references_the_grappled_condition(db, tmp_path, make_project):
-    from projects.models import Dataset
     from search.ingest.rules import read_rulebook
-    from search.models import GraphEdge
+    from search.models import Dataset, GraphEdge
     from search.rules.traversal import build_default_config
 
     for rel in ("Gameplay/Combat.md", "Gamemastering/Conditions.md"):
@@ -154,7 +153,7 @@ def test_graph_boost_changes_scores_and_is_off_when_disabled(demo_rules):
 
 
 def test_apply_graph_boost_on_dicts_adds_linked_definitions(demo_rules):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     ds = Dataset.objects.get(name="emberfall-rules")
     pin = _chunk_id(symbol="Pin", book_id="core")
@@ -186,7 +185,7 @@ def test_nearest_pairs_keeps_the_k_nearest_above_the_threshold_once_per_pair():
 def test_demo_graph_has_similarity_edges_from_the_stored_embeddings(demo_rules):
     import numpy as np
 
-    from search.engine.encoders import dense_model_id
+    from inference.encoders import dense_model_id
     from search.models import Chunk, EmbeddingCache, GraphEdge
     from search.rules.graph import DEFAULT_SIMILAR_THRESHOLD
 

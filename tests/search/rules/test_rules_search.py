@@ -141,8 +141,8 @@ def test_rrf_base_score_is_reciprocal_rank_sum(demo_project):
 
 
 def test_weighted_base_score_is_min_max_04_sparse_06_dense(demo_project, rules_index):
+    from inference.encoders import embed_query
     from projects.access import accessible_dataset_ids
-    from search.engine.encoders import embed_query
     from search.engine.pipeline import build_filter
     from search.engine.sparse import encode_query
 
@@ -231,7 +231,8 @@ def test_api_rules_search(demo_project, client_for, make_user):
 
 
 def test_a_named_ruleset_the_caller_cannot_read_reveals_no_entities(demo_project, emberfall):
-    from projects.models import Dataset, Project
+    from projects.models import Project
+    from search.models import Dataset
 
     Dataset.objects.filter(project=demo_project, kind="rules").update(is_global=False)
     outsider = Project.objects.create(slug="outsider", name="Outsider")

@@ -46,7 +46,7 @@ def notes_type():
 
 @pytest.fixture
 def web_dataset(make_user, make_project, client_for):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     owner = make_user("notes-owner@example.com")
     project = make_project("notes", owner)

@@ -35,7 +35,7 @@ def closed_port() -> int:
 @pytest.fixture
 def make_source(make_project, settings):
     """make(name, interval_s=..., url=...) -> a code dataset with a git source, via the service."""
-    from projects.models import Dataset
+    from search.models import Dataset
 
     settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     project = make_project("sched")
@@ -242,7 +242,7 @@ def test_describe_and_summarize_show_the_commit_and_what_changed_never_the_token
 
 # --------------------------------------------------------------------------- manage.py sync
 def test_the_sync_command_reports_a_missing_source_and_a_failed_sync(db, make_source, make_project):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     Dataset.objects.create(project=make_project("sched"), name="plain", kind="code")
     with pytest.raises(CommandError, match="no_source"):
@@ -284,10 +284,9 @@ def test_a_worker_killed_mid_sync_leaves_a_job_that_recovery_completes_with_noth
 
     from django.db import connection
 
-    from projects.models import Dataset
     from search.engine.index import apply_outbox, pending_outbox
     from search.ingest.locks import runner_alive
-    from search.models import Chunk, Document
+    from search.models import Chunk, Dataset, Document
     from tests.hardening.test_worker_crash import point_ids, start_worker, stop, wait_for
 
     mirrors = tmp_path / "mirrors"

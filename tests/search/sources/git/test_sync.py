@@ -168,7 +168,7 @@ def http_remote(remote):
 
 @pytest.fixture
 def dataset(make_project, edge_index, git_settings):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     project = make_project("gitshop")
     return Dataset.objects.create(project=project, name="repo", kind="code")

@@ -33,7 +33,7 @@ def site():
 
 @pytest.fixture
 def web_dataset(make_user, make_project):
-    from projects.models import Dataset
+    from search.models import Dataset
 
     return Dataset.objects.create(project=make_project("webs", make_user()), name="site", kind="web")
 
