@@ -436,6 +436,15 @@ UPLOAD_MAX_FILES = env_int("UPLOAD_MAX_FILES", 5000)
 UPLOAD_MAX_TOTAL_BYTES = env_int("UPLOAD_MAX_TOTAL_BYTES", 200 * 1024 * 1024)
 UPLOAD_MAX_RATIO = env_float("UPLOAD_MAX_RATIO", 100.0)
 PUSH_MAX_DOCUMENTS = env_int("PUSH_MAX_DOCUMENTS", 1000)  # per PUT .../documents batch
+# PDFs (search/ingest/formats/pdf.py): each read in a child process under these bounds; one past a bound is refused
+# by name and the rest of the job goes on (docs/security.md, "Documents").
+PDF_MAX_BYTES = env_int("PDF_MAX_BYTES", 64 * 1024 * 1024)
+PDF_MAX_PAGES = env_int("PDF_MAX_PAGES", 5000)  # declared pages; a larger count is refused before a page is read
+PDF_MAX_PAGE_CHARS = env_int("PDF_MAX_PAGE_CHARS", 200_000)  # characters on one page
+PDF_MAX_CHARS = env_int("PDF_MAX_CHARS", 20_000_000)  # characters in the whole document
+PDF_MAX_OUTLINE = env_int("PDF_MAX_OUTLINE", 10_000)  # bookmarks read for headings; the rest are ignored
+PDF_MAX_SECONDS = env_int("PDF_MAX_SECONDS", 120)  # wall time for one document (less when the job has less left)
+PDF_MAX_MEMORY_MB = env_int("PDF_MAX_MEMORY_MB", 1024)  # the reader process's address space
 # Per-project quotas (overrides per project in the admin). A push or upload past one is a 413 quota_exceeded.
 QUOTA_DOCUMENTS = env_int("QUOTA_DOCUMENTS", 100_000)
 QUOTA_CHUNKS = env_int("QUOTA_CHUNKS", 1_000_000)
