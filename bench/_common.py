@@ -8,6 +8,7 @@ percentiles and the results file writer, so every table has the same footer.
 from __future__ import annotations
 
 import atexit
+import datetime
 import os
 import platform
 import shutil
@@ -124,10 +125,12 @@ def table(headers: list[str], rows: list[list[object]]) -> str:
 
 
 def write_result(name: str, text: str) -> Path:
-    """Print the markdown and save it as bench/results/<name>.md (committed, included by the README)."""
+    """Print the markdown and save it as bench/results/<name>.md, stamped with the day it was measured (the
+    benchmark index, docs/reference/benchmark-results.md, reads the stamp)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.md"
-    path.write_text(text.rstrip() + "\n")
+    text = text.rstrip() + f"\n\nMeasured: {datetime.date.today().isoformat()}\n"
+    path.write_text(text)
     print(text)
     print(f"\n[written {path.relative_to(ROOT)}]", file=sys.stderr)
     return path

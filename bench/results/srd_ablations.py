@@ -10,8 +10,8 @@ import json
 import os
 import time
 
-from projects.access import accessible_dataset_ids
 from projects.models import Project
+from search.engine.access import accessible_dataset_ids
 from search.quality.evaluation import load_rules_queries, make_rankers, metrics_by_category, resolve_expected
 from search.quality.metrics import compute_metrics, ranked_to_run
 from search.quality.runs import RULES_FILTER, search_store

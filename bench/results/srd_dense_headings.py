@@ -13,9 +13,9 @@ import time
 import numpy as np
 
 from bench._common import machine
-from projects.access import accessible_dataset_ids
+from inference.encoders import describe_configuration, embed_texts
 from projects.models import Project
-from search.engine.encoders import describe_configuration, embed_texts
+from search.engine.access import accessible_dataset_ids
 from search.ingest.summaries import heading_micro
 from search.models import Chunk
 from search.quality.evaluation import load_rules_queries, resolve_expected

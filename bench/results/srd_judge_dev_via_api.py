@@ -18,8 +18,8 @@ from django.test import Client
 
 from accounts.apikeys import issue_api_key
 from accounts.models import User
-from projects.access import accessible_dataset_ids
 from projects.models import Membership, Project
+from search.engine.access import accessible_dataset_ids
 from search.quality.evaluation import load_rules_queries, resolve_expected
 
 project = Project.objects.get(slug="srd")
