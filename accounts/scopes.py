@@ -5,7 +5,7 @@ from __future__ import annotations
 SCOPES: tuple[str, ...] = ("query", "ingest", "people", "manage")
 SCOPE_HELP = {
     "query": "context query, rules search, answers, feedback; read projects, datasets and jobs",
-    "ingest": "push, upload and delete content; ingest",
+    "ingest": "push, upload and delete content; delete datasets; set, sync and remove their sources; ingest",
     "people": "people search, profiles and contact unlocks (spends credits)",
-    "manage": "projects, members, shares, dataset create/delete, API keys",
+    "manage": "projects, members, shares, creating and renaming datasets, API keys",
 }
