@@ -1,4 +1,4 @@
-"""Staff console for users and API keys, with the credit-grant and key-revoke actions."""
+"""Staff console for users and API keys, with the key-revoke action (credits: credits/admin.py)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -7,12 +7,10 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
-from django.template.response import TemplateResponse
 
 from accounts.apikeys import project_slugs, revoke_api_key
 from accounts.login_limits import LimitedAdminAuthenticationForm
 from accounts.models import SCOPE_HELP, SCOPES, ApiKey, User
-from credits.ledger import get_balance, grant
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
@@ -29,11 +27,6 @@ class EmailUserChangeForm(UserChangeForm):
     class Meta:
         model = User
         fields = "__all__"
-
-
-class GrantCreditsForm(forms.Form):
-    amount = forms.IntegerField(min_value=1, max_value=1_000_000)
-    reason = forms.CharField(max_length=64, initial="admin grant")
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -53,13 +46,12 @@ class UserAdmin(DjangoUserAdmin):
     form = EmailUserChangeForm
     add_form = EmailUserCreationForm
     ordering = ("email",)
-    list_display = ("email", "name", "is_staff", "is_active", "credit_balance", "date_joined", "last_login")
+    list_display = ("email", "name", "is_staff", "is_active", "date_joined", "last_login")
     list_filter = ("is_staff", "is_superuser", "is_active")
     search_fields = ("email", "name")
-    readonly_fields = ("date_joined", "last_login", "credit_balance")
+    readonly_fields = ("date_joined", "last_login")
     fieldsets = (
         (None, {"fields": ("email", "password", "name")}),
-        ("Credits", {"fields": ("credit_balance",)}),
         ("Account limits (blank: the ACCOUNT_MAX_* setting)", {"fields": ("max_projects", "max_datasets",
                                                                           "max_api_keys")}),
         ("Permissions", {"fields": ("is_active", "is_staff", "is_superuser", "groups", "user_permissions")}),
@@ -67,28 +59,6 @@ class UserAdmin(DjangoUserAdmin):
     )
     add_fieldsets = ((None, {"classes": ("wide",), "fields": ("email", "password1", "password2")}),)
     inlines = [ApiKeyInline]
-    actions = ["grant_credits"]
-
-    @admin.display(description="credits")
-    def credit_balance(self, obj: User) -> int:
-        return get_balance(user=obj)
-
-    @admin.action(description="Grant credits to the selected users…")
-    def grant_credits(self, request: HttpRequest, queryset: QuerySet[User]) -> TemplateResponse | None:
-        """Intermediate page: the amount is asked for, then one ledger row per user."""
-        form = GrantCreditsForm(request.POST if "apply" in request.POST else None)
-        if "apply" in request.POST and form.is_valid():
-            amount, reason = form.cleaned_data["amount"], form.cleaned_data["reason"]
-            for user in queryset:
-                grant(user=user, amount=amount, reason=reason, reference_type="admin",
-                      reference_id=str(request.user.pk))
-            self.message_user(request, f"Granted {amount} credit(s) to {queryset.count()} user(s).",
-                              messages.SUCCESS)
-            return None
-        context = {**self.admin_site.each_context(request), "title": "Grant credits", "form": form,
-                   "users": queryset, "opts": self.model._meta,
-                   "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME}
-        return TemplateResponse(request, "admin/accounts/grant_credits.html", context)
 
 
 class ApiKeyForm(forms.ModelForm):

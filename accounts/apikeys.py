@@ -1,14 +1,19 @@
-"""API keys: create (secret shown once, with scopes, a project limit and an expiry), verify, revoke."""
+"""API keys: create (secret shown once, with scopes, a project limit and an expiry), verify, revoke.
+
+A key's project limit is a list of project ids. What they stand for (which slugs, which of them the user is a
+member of) is the projects app's knowledge, and accounts sits below projects: so projects installs its answers
+when it starts (`use_key_projects`, called from projects/apps.py) instead of accounts importing it."""
 from __future__ import annotations
 
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -16,10 +21,9 @@ from django.utils import timezone
 from accounts import limits
 from accounts.models import SCOPES, ApiKey, User
 from config.errors import BadInput, InsufficientScope
-from projects.access import key_project_ids, limit_to_key_projects
-from projects.models import Membership, Project
 
 if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser
     from django.db.models import QuerySet
 
 KEY_PREFIX = "sk_"
@@ -34,6 +38,39 @@ class IssuedKey:
 
 def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class KeyProjects:
+    """The two questions a key's project limit asks of the app that owns projects (projects/keys.py answers)."""
+
+    member_ids: Callable[..., dict[str, int]]  # (user=, slugs=) -> {slug: id} of the user's projects among slugs,
+    #                                             within the request's own key limit (key_project_ids)
+    slugs: Callable[..., list[str]]  # (ids=) -> the slugs of those projects that still exist, sorted
+
+
+_key_projects: dict[str, KeyProjects] = {}
+
+
+def use_key_projects(projects: KeyProjects) -> None:
+    """Called once by the projects app when it starts."""
+    _key_projects["installed"] = projects
+
+
+def _projects() -> KeyProjects:
+    try:
+        return _key_projects["installed"]
+    except KeyError:
+        raise ImproperlyConfigured("API keys' project limits need the projects app in INSTALLED_APPS") from None
+
+
+def key_project_ids(user: User | AnonymousUser) -> frozenset[int] | None:
+    """The projects the request's API key is limited to; None = no limit (a session, or an unlimited key).
+
+    ApiKeyAuthentication sets it on the request's user object (accounts/authentication.py), so every helper that
+    takes a user applies it (projects.access): to a limited key another project of the same user is as invisible
+    as a project it is not a member of."""
+    return getattr(user, "_key_project_ids", None)
 
 
 class KeyExpired(Exception):
@@ -91,8 +128,7 @@ def project_slugs(api_key: ApiKey) -> list[str] | None:
     """The slugs of the key's project limit (None = no limit); a deleted project drops out, the limit stays."""
     if api_key.project_ids is None:
         return None
-
-    return list(Project.objects.filter(pk__in=api_key.project_ids).order_by("slug").values_list("slug", flat=True))
+    return _projects().slugs(ids=list(api_key.project_ids))
 
 
 def create_api_key(*, user: User, creator: ApiKey | None = None, name: str = "default",
@@ -122,8 +158,7 @@ def create_api_key(*, user: User, creator: ApiKey | None = None, name: str = "de
     if projects is not None:
         if not projects:
             raise BadInput("Give at least one project slug, or omit projects for every project.", field="projects")
-        rows = limit_to_key_projects(Membership.objects.filter(user_id=user.pk, project__slug__in=projects), user)
-        found = dict(rows.values_list("project__slug", "project_id"))
+        found = _projects().member_ids(user=user, slugs=list(projects))
         missing = [slug for slug in projects if slug not in found]
         if missing:
             raise BadInput(f"Not a project you are a member of: {missing[0]!r}.", field="projects")

@@ -1,4 +1,4 @@
-"""Logging in and asking for a password reset, limited: included by config/urls.py before the admin's and Django's
+"""Logging in and asking for a password reset, limited: included by console/urls.py before the admin's and Django's
 own views of the same paths (/admin/login/, /accounts/login/, /accounts/password_reset/), which these wrap or
 replace. Django's remaining auth views (logout, the reset link, password change) stay as they are."""
 from django.urls import path

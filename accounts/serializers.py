@@ -8,31 +8,6 @@ from accounts.models import SCOPES, ApiKey
 from config.fields import InputSerializer, IntField, TextField
 
 
-class ProjectRoleSerializer(serializers.Serializer):
-    slug = serializers.SlugField()
-    name = serializers.CharField()
-    role = serializers.CharField()
-
-
-class CurrentKeySerializer(serializers.Serializer):
-    prefix = serializers.CharField()
-    name = serializers.CharField()
-    scopes = serializers.ListField(child=serializers.ChoiceField(choices=SCOPES))
-    projects = serializers.ListField(child=serializers.SlugField(), allow_null=True,
-                                     help_text="The key's project limit; null = every project.")
-    expires_at = serializers.DateTimeField(allow_null=True)
-
-
-class MeSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    email = serializers.EmailField()
-    name = serializers.CharField(allow_blank=True)
-    is_staff = serializers.BooleanField()
-    balance = serializers.IntegerField()
-    projects = ProjectRoleSerializer(many=True)
-    key = CurrentKeySerializer(allow_null=True, help_text="The API key of this request (null for a session).")
-
-
 class ApiKeySerializer(serializers.ModelSerializer):
     is_active = serializers.BooleanField(read_only=True, help_text="Not revoked and not expired.")
     is_expired = serializers.BooleanField(read_only=True)
@@ -110,10 +85,3 @@ class SignupConfirmSerializer(InputSerializer):
                          help_text="The password chosen at this sign-up: the account is created only for whoever "
                                    "knows it, so a link from someone else's sign-up of your address cannot give "
                                    "you an account with their password.")
-
-
-class SignedUpSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    email = serializers.EmailField(help_text="As stored (lower case).")
-    name = serializers.CharField(allow_blank=True)
-    balance = serializers.IntegerField(help_text="Credits the new account starts with (SIGNUP_FREE_CREDITS).")

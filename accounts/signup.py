@@ -12,7 +12,8 @@ the way around the other:
 - the email must be a valid address (stored lower-cased; the unique index settles two confirmations racing);
 - the password passes Django's AUTH_PASSWORD_VALIDATORS (length, similarity to the email and name, common
   passwords, all digits): 400 naming `password`;
-- a new account starts with `SIGNUP_FREE_CREDITS` credits, granted through the ledger in the same transaction.
+- a confirmed account is announced (accounts.signals.account_confirmed) in the transaction that creates it:
+  the credits app grants `SIGNUP_FREE_CREDITS` from it, so the account and its credits commit together.
 Rate limiting needs the request, so the callers do it, both through `enforce_signup_rate`.
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import PendingSignup
+from accounts.signals import account_confirmed
 from config.errors import BadInput, Conflict, Forbidden
 
 if TYPE_CHECKING:
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
     from accounts.models import User
 from config.fields import check_text
 from config.ratelimits import enforce
-from credits.ledger import grant
 
 EMAIL_MAX = 254
 NAME_MAX = 200
@@ -175,22 +176,19 @@ def _proven(*, pending: PendingSignup, password: object) -> None:
 
 def confirm_sign_up(*, token: str, password: object) -> User:
     """Create the account a sign-up link stands for once the opener proves the password chosen at that sign-up
-    (_proven), with SIGNUP_FREE_CREDITS through the ledger, in one transaction; every pending sign-up of that
-    address ends with it."""
+    (_proven), in one transaction with what the apps above do when an account is confirmed (account_confirmed:
+    the free credits); every pending sign-up of that address ends with it."""
     require_signup_allowed()
     pending = pending_for(token)
     _proven(pending=pending, password=password)
     User = get_user_model()  # noqa: N806
-    credits = int(settings.SIGNUP_FREE_CREDITS or 0)
     try:
         with transaction.atomic():
             if User.objects.filter(email__iexact=pending.email).exists():
                 raise IntegrityError
             user = User(email=pending.email, name=pending.name, password=pending.password_hash)
             user.save()
-            if credits > 0:
-
-                grant(user=user, amount=credits, reason="signup")
+            account_confirmed.send(sender=User, user=user)
             PendingSignup.objects.filter(email=pending.email).delete()
     except IntegrityError:  # confirmed already (another link of the same address won): log in instead
         PendingSignup.objects.filter(email=pending.email).delete()

@@ -78,7 +78,7 @@ def main() -> None:
     from django.test import Client
 
     from accounts.models import User
-    from config.health import health_report
+    from console.health import health_report
     from search.engine.index import close_index, get_index
 
     worker = _start_worker()
@@ -114,7 +114,7 @@ def main() -> None:
         close_index()  # gunicorn owns the embedded store from here
 
         port = _free_port()
-        web = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "-k", "gthread", "-w",
+        web = subprocess.Popen([sys.executable, "-m", "gunicorn", "console.wsgi:application", "-k", "gthread", "-w",
                                 "1", "--threads", "4", "-b", f"127.0.0.1:{port}", "--log-level", "warning"],
                                cwd=ROOT, env=dict(os.environ))
         url = f"http://127.0.0.1:{port}/healthz"

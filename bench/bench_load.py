@@ -69,7 +69,7 @@ def _start_gunicorn(threads: int) -> tuple[subprocess.Popen, str]:
     env = dict(os.environ, RATE_LIMIT_SEARCH="1000000/m", RATE_LIMIT_CONTEXT_QUERY="1000000/m",
                RATE_LIMIT_ANSWER="1000000/m", RATE_LIMIT_UNLOCK="1000000/m", RATE_LIMIT_DEFAULT="1000000/m",
                OPENAI_BASE_URL="", LLM_MODEL="")
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "-k", "gthread",
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "console.wsgi:application", "-k", "gthread",
                              "-w", "1", "--threads", str(threads), "-b", f"127.0.0.1:{port}", "--timeout", "300",
                              "--log-level", "warning"], cwd=ROOT, env=env)
     url = f"http://127.0.0.1:{port}"

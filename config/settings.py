@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "credits",
     "search",
     "people",
+    "console",  # the roof: composes the apps above (root URLs, process entry points, staff console)
 ]
 
 MIDDLEWARE = [
@@ -106,9 +107,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "config.urls"
-WSGI_APPLICATION = "config.wsgi.application"
-ASGI_APPLICATION = "config.asgi.application"
+ROOT_URLCONF = "console.urls"
+WSGI_APPLICATION = "console.wsgi.application"
+ASGI_APPLICATION = "console.asgi.application"
 
 TEMPLATES = [
     {

@@ -4,6 +4,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from accounts.models import User
+
 
 class CreditAccount(models.Model):
     """The cached balance. Only ledger.py changes it, always with a LedgerEntry, under a row lock."""
@@ -17,6 +19,16 @@ class CreditAccount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user}: {self.balance}"
+
+
+class UserCredits(User):
+    """A user seen from credits: the staff console's list of balances and its grant action (credits/admin.py).
+    A proxy: no table of its own, the accounts' user admin stays as accounts has it."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "user's credits"
+        verbose_name_plural = "users' credits"
 
 
 class LedgerEntry(models.Model):

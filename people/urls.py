@@ -1,8 +1,12 @@
 from django.urls import path
 
-from people import api
+from people.edge import api, pages
 
 urlpatterns = [
+    # The pages share their names with the API routes below, which reverse() finds (the later of two alike).
+    path("people/", pages.people_search, name="people-search"),
+    path("people/discover", pages.discover, name="people-discover"),
+    path("people/p/<uuid:person_id>", pages.person_profile, name="people-profile"),
     path("api/search", api.SearchView.as_view(), name="people-search"),
     path("api/searches/<uuid:search_id>", api.SearchDetailView.as_view(), name="people-search-detail"),
     path("api/people", api.PeopleListView.as_view(), name="people-discover"),

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from django.db import connection, models
 
+from accounts.apikeys import key_project_ids  # the request key's project limit, set by accounts' authentication
 from config.errors import NotFound
 from projects.models import Membership, Project
 
@@ -44,14 +45,6 @@ def is_dataset_accessible(project: Project, dataset_id: int | str) -> bool:
     with connection.cursor() as cur:
         cur.execute(sql, {"pid": project.pk, "glob": True, "did": dataset_id})
         return bool(cur.fetchone()[0])
-
-
-def key_project_ids(user: User | AnonymousUser) -> frozenset[int] | None:
-    """The projects the request's API key is limited to; None = no limit (a session, or an unlimited key).
-
-    ApiKeyAuthentication sets it on the request's user object, so every helper here that takes a user applies it:
-    to a limited key another project of the same user is as invisible as a project it is not a member of."""
-    return getattr(user, "_key_project_ids", None)
 
 
 def limit_to_key_projects(queryset: QuerySet[_M], user: User | AnonymousUser,

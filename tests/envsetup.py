@@ -12,7 +12,7 @@ _OWN_VAR = "VAR_DIR" not in os.environ and "DATABASE_URL" not in os.environ
 if _OWN_VAR:
     os.environ["VAR_DIR"] = tempfile.mkdtemp(prefix="platform-test-")
 os.environ.setdefault("RATELIMIT_ENABLE", "1")
-# Importing config.wsgi (the fuzz run does, at collection) must not start the web process's outbox applier in
+# Importing console.wsgi (the fuzz run does, at collection) must not start the web process's outbox applier in
 # the test process: a stray applier races every test that applies the outbox itself. Tests that need one (a
 # worker writes, the "web process" indexes) start it themselves: the celery_worker_proc fixture does.
 os.environ.setdefault("INDEX_APPLIER_THREAD", "0")

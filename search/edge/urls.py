@@ -7,12 +7,20 @@ from search.edge.api import context as api
 from search.edge.api import datasets
 from search.edge.api import rules as rules_api
 from search.edge.api import sources as sources_api
+from search.edge.mcp.http import mcp_endpoint
 from search.edge.pages import content as content_pages
+from search.edge.pages import context as search_pages
 from search.edge.pages import sources as sources_pages
 
 _DATASET = "api/projects/<slug:slug>/datasets/<id:dataset_id>"
 
 urlpatterns: list = [
+    path("mcp", mcp_endpoint, name="mcp"),  # the MCP server over streamable HTTP (search/edge/mcp/http.py)
+    path("search/", search_pages.context_search, name="context-search"),
+    path("search/feedback", search_pages.context_feedback, name="context-feedback"),
+    path("rules/", search_pages.rules_page, name="rules"),
+    path("rules/stream", search_pages.rules_stream, name="rules-stream"),
+    path("rules/chunk/<id:chunk_id>", search_pages.rules_chunk, name="rules-chunk"),
     path("api/projects/<slug:slug>/datasets", datasets.DatasetListView.as_view(), name="api-project-datasets"),
     path("api/projects/<slug:slug>/datasets/<id:dataset_id>", datasets.DatasetDetailView.as_view(),
          name="api-project-dataset"),

@@ -4,7 +4,7 @@ Why a thread here and not on the query path: applying the outbox writes the
 index and may take seconds (a 10k-chunk ingest) behind a lock; a query that
 applied first would write, and wait on another query's write. The embedded
 store (qdrant-edge-py) admits one open handle, so only the process that owns it
-(the web process: config/wsgi.py and config/asgi.py start this) can apply.
+(the web process: console/wsgi.py and console/asgi.py start this) can apply.
 With a Qdrant server (QDRANT_URL) Celery applies instead (search.tasks), and
 this thread is not started.
 
@@ -147,7 +147,7 @@ _running_lock = threading.Lock()
 def start_background_applier(*, index: Any = None, poll_s: float | None = None) -> BackgroundApplier | None:
     """Start this process's applier thread once (idempotent). None with a Qdrant server: Celery applies there.
 
-    Called by the web entry points (config/wsgi.py, config/asgi.py: runserver, gunicorn, uvicorn), which own
+    Called by the web entry points (console/wsgi.py, console/asgi.py: runserver, gunicorn, uvicorn), which own
     the embedded store; set INDEX_APPLIER_THREAD=0 for a web process that must not open it.
     """
     global _running

@@ -3,7 +3,7 @@
 Why server-rendered SVG: the machines have no internet (no CDN chart library) and
 an SVG from matplotlib needs no JavaScript to read.
 Why only search's figures: people searches and credits are above and beside search in the layers; the page
-(config.dashboard, at the edge) asks each app for its own series and puts them together.
+(console.dashboard, in the roof) asks each app for its own series and puts them together.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import json, django
 django.setup()
-import config.celery, config.urls  # the Celery app and every view module, as a worker or the web process loads them
+import config.celery, console.urls  # the Celery app and every view module, as a worker or the web process loads them
 from django.conf import settings
 print(json.dumps({"db": settings.DATABASE_URL, "redis": settings.REDIS_URL, "embedded": sorted(settings.EMBEDDED),
                   "var": str(settings.VAR_DIR)}))

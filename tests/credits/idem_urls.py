@@ -7,7 +7,7 @@ from django.urls import path
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.urls import urlpatterns as base_patterns
+from console.urls import urlpatterns as base_patterns
 from credits.idempotency import idempotent
 from credits.ledger import deduct
 

@@ -1,7 +1,7 @@
 """gunicorn entry point for the idempotency kill test: the real WSGI application with the test-only charge URL."""
 from django.conf import settings
 
-from config.wsgi import application
+from console.wsgi import application
 
 settings.ROOT_URLCONF = "tests.credits.idem_urls"
 

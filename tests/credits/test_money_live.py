@@ -28,7 +28,7 @@ BE = {"intent_primary": "backend", "country": "india", "title": "Backend Enginee
 @pytest.fixture
 def gunicorn_url(transactional_db):
     env = db_env(RATE_LIMIT_SEARCH="100000/m", RATE_LIMIT_UNLOCK="100000/m", RATE_LIMIT_DEFAULT="100000/m")
-    with serving(["-m", "gunicorn", "config.wsgi:application", "-w", str(WORKERS), "-b", "127.0.0.1:{port}",
+    with serving(["-m", "gunicorn", "console.wsgi:application", "-w", str(WORKERS), "-b", "127.0.0.1:{port}",
                   "--timeout", "300", "--log-level", "warning"], env=env, probe="/api/schema/",
                  what="gunicorn") as (url, _):
         yield url

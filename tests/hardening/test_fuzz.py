@@ -27,7 +27,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from config.wsgi import application
+from console.wsgi import application
 from tests.hardening.fuzz_world import InProcessRequests, use_world
 
 # negative_data_rejection is left to bench/fuzz_api.py as a figure, not a gate: DRF coerces JSON numbers into

@@ -32,7 +32,7 @@ def test_dashboard_renders_charts_from_logged_data(client, make_user, make_proje
 
 
 def test_people_search_latency_is_recorded_and_plotted(make_user, client_for):
-    from config.dashboard import query_volume
+    from console.dashboard import query_volume
     from people.models import Search
     from tests.people.factory import embed_all, make_person
 

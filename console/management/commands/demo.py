@@ -19,7 +19,7 @@ from projects.models import Membership, Project
 DEMO_EMAIL = "demo@example.com"
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "demo-password")
 DEMO_CREDITS = 100
-LOADERS = (("search.ingest.demo", "load_demo"), ("search.rules.demo", "load_demo_rules"), ("people.demo", "load_demo"))
+LOADERS = (("search.ingest.demo", "load_demo"), ("search.rules.demo", "load_demo_rules"), ("people.importing.demo", "load_demo"))
 
 
 def ensure_demo_platform() -> tuple[User, Project, Project]:

@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from config import embedded
-from config.health import health_report
+from console.health import health_report
 
 if TYPE_CHECKING:
     from types import FrameType

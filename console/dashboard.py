@@ -15,7 +15,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from credits.ledger import spent_per_day
-from people.sessions import searches_per_day
+from people.service.sessions import searches_per_day
 from search.quality.dashboard import (
     Series,
     last_reconcile,

@@ -2,14 +2,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from config.health import health_report
+from console.health import health_report
 from projects.sharing import projects_of
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 when every dependency answers, else 503 naming the ones that did not.
 
-    Cheap checks only (config.health: no worker ping, the index is never opened here), because a load balancer
+    Cheap checks only (console.health: no worker ping, the index is never opened here), because a load balancer
     polls this. Anonymous callers learn up or down per dependency; versions, collection names and error texts are
     for staff only."""
     report = health_report()
