@@ -62,8 +62,8 @@ def read_pdf(*, data: bytes, name: str) -> TextLayer:
     if proc.returncode != 0 or not out:
         if proc.returncode in (-9, -24, 137):  # killed by its CPU limit
             raise Refused(f"{name}: reading it took longer than {lim['max_seconds']} s and was stopped")
-        raise Refused(f"{name}: the PDF reader failed on it (needed more than {lim['max_memory_mb']} MB or "
-                      f"met a structure it cannot read; exit {proc.returncode})")
+        raise Refused(f"{name}: the PDF reader stopped on it: it needed more than the {lim['max_memory_mb']} MB "
+                      f"a PDF may use here, or holds a structure the reader cannot read (exit {proc.returncode})")
     try:
         answer = json.loads(out)
     except ValueError:

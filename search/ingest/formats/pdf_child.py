@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import ctypes
 import json
+import re
 import resource
 import sys
 import time
+from collections.abc import Iterator
 
 from search.ingest.formats.pdf_layout import Document, OutlineEntry, Page, Piece
 
-CHECK_EVERY = 4096  # characters read between two looks at the clock
 SPLIT_GAP_EM = 1.0  # a gap wider than this many font sizes on one baseline ends a piece (a column, a cell)
 MAX_OUTLINE_DEPTH = 8
 
@@ -38,61 +39,102 @@ def _style(tp: object, j: int, name_buf: ctypes.Array, raw: object) -> tuple[boo
     return bold, mono
 
 
+_WORDS = re.compile(r"[^\s]+|[\r\n]+")
+Word = tuple[str, int, int, float, float, float, float]
+
+
+def _words(text: str, tp: object, raw: object, rect: ctypes.Structure, height: float) -> Iterator[Word]:
+    """(text, first index, last index, x0, x1, top, bottom) of each word, a line break as "\\n"; a word PDFium
+    joined across a line end (after a hyphen) is split where its characters change line."""
+    rect_p = ctypes.byref(rect)
+    loose_box = raw.FPDFText_GetLooseCharBox
+    for m in _WORDS.finditer(text):
+        a, b = m.start(), m.end() - 1
+        word = m.group()
+        if word[0] in "\r\n":
+            yield word, a, b, 0.0, 0.0, 0.0, 0.0
+            continue
+        if not loose_box(tp, a, rect_p):
+            continue
+        l0, r0, t0, b0 = rect.left, rect.right, rect.top, rect.bottom
+        if b == a or not loose_box(tp, b, rect_p):
+            yield word, a, b, l0, r0, height - t0, height - b0
+            continue
+        if abs(rect.top + rect.bottom - t0 - b0) <= t0 - b0:  # the last character on the first's line
+            yield word, a, b, l0, max(r0, rect.right), height - max(t0, rect.top), height - min(b0, rect.bottom)
+            continue
+        k, r1 = a + 1, r0
+        while k < b and loose_box(tp, k, rect_p) and abs(rect.top + rect.bottom - t0 - b0) <= t0 - b0:
+            r1 = max(r1, rect.right)
+            k += 1
+        yield text[a:k], a, k - 1, l0, r1, height - t0, height - b0
+        yield "\n", k, k, 0.0, 0.0, 0.0, 0.0
+        loose_box(tp, k, rect_p)
+        l2, t2, b2 = rect.left, rect.top, rect.bottom
+        loose_box(tp, b, rect_p)
+        yield text[k:b + 1], k, b, l2, max(rect.right, l2), height - max(t2, rect.top), height - min(b2,
+                                                                                                  rect.bottom)
+
+
 def _page_pieces(*, raw: object, tp: object, height: float, count: int, deadline: float,
                  number: int) -> list[Piece]:
+    """The page's words as pieces. Why by word: PDFium already puts a space (or a line break) where it sees a
+    gap, so a word's first and last character boxes place it; two calls per word, not one per character, is
+    what makes a 300-page book seconds. The font size is read where the glyph height changes, the style at each
+    piece's first and last character. Locals, not attributes, in the loop."""
     buf = ctypes.create_string_buffer((count + 1) * 2)
     got = raw.FPDFText_GetText(tp, 0, count, ctypes.cast(buf, ctypes.POINTER(ctypes.c_ushort)))
     text = buf.raw[:max(0, got - 1) * 2].decode("utf-16-le", "replace")
     if len(text) != count:  # characters outside the BMP: read them one by one
         text = "".join(chr(raw.FPDFText_GetUnicode(tp, j) or 32) for j in range(count))
     rect = raw.FS_RECTF()
-    rect_p = ctypes.byref(rect)
+    font_size = raw.FPDFText_GetFontSize
     name_buf = ctypes.create_string_buffer(128)
+    monotonic = time.monotonic
     pieces: list[Piece] = []
-    cur: Piece | None = None
-    chars: list[str] = []
-    space = False
+    words: list[str] = []
+    open_ = False
+    x0 = x1 = top = bottom = mid0 = h0 = size = 0.0
+    first = last = 0
 
     def close() -> None:
-        nonlocal cur
-        if cur is not None and chars:
-            cur.text = "".join(chars).strip()
-            if cur.text:
-                pieces.append(cur)
-        cur = None
-        chars.clear()
+        if words:
+            bold, mono = _style(tp, first, name_buf, raw)
+            if bold and last != first:
+                bold = _style(tp, last, name_buf, raw)[0]  # a run-in bold heading is not a bold line
+            pieces.append(Piece(text=" ".join(words), x0=x0, x1=x1, top=top, bottom=bottom, size=round(size, 1),
+                                bold=bold, mono=mono))
+        words.clear()
 
-    for j, c in enumerate(text):
-        if j % CHECK_EVERY == 0 and time.monotonic() > deadline:
+    for n, (word, a, b, w_x0, w_x1, w_top, w_bottom) in enumerate(_words(text, tp, raw, rect, height)):
+        if not n & 1023 and monotonic() > deadline:
             raise Stop(f"reading page {number} ran past the time limit")
-        if c in "\r\n":
+        if word[0] in "\r\n":
             close()
+            open_ = False
             continue
-        if c.isspace():
-            space = True
-            continue
-        if not raw.FPDFText_GetLooseCharBox(tp, j, rect_p):
-            continue
-        size = raw.FPDFText_GetFontSize(tp, j) or (rect.top - rect.bottom)
-        x0, x1, top, bottom = rect.left, rect.right, height - rect.top, height - rect.bottom
-        if cur is not None:
-            mid = (top + bottom) / 2
-            h = min(cur.height, max(1.0, bottom - top))
-            gap = x0 - cur.x1
-            if abs(mid - cur.mid) > 0.5 * h or gap > SPLIT_GAP_EM * max(size, cur.size) or x0 < cur.x0 - 1:
-                close()
-            else:
-                if space or gap > 0.25 * size:
-                    chars.append(" ")
-                chars.append(c)
-                cur.x1 = max(cur.x1, x1)
-                cur.top, cur.bottom = min(cur.top, top), max(cur.bottom, bottom)
-                space = False
+        w_h = w_bottom - w_top
+        if open_:
+            gap = w_x0 - x1
+            if abs((w_top + w_bottom) / 2 - mid0) <= 0.5 * min(h0, w_h if w_h > 1.0 else 1.0) \
+                    and gap <= SPLIT_GAP_EM * size and w_x0 >= x0 - 1 \
+                    and (abs(w_h - h0) <= 0.12 * h0 or abs((font_size(tp, a) or w_h) - size) <= 0.15 * size):
+                words.append(word)
+                if w_x1 > x1:
+                    x1 = w_x1
+                if w_top < top:
+                    top = w_top
+                if w_bottom > bottom:
+                    bottom = w_bottom
+                last = b
                 continue
-        bold, mono = _style(tp, j, name_buf, raw)
-        cur = Piece(text="", x0=x0, x1=x1, top=top, bottom=bottom, size=round(size, 1), bold=bold, mono=mono)
-        chars.append(c)
-        space = False
+            close()
+        open_ = True
+        x0, x1, top, bottom = w_x0, w_x1, w_top, w_bottom
+        mid0, h0 = (w_top + w_bottom) / 2, (w_h if w_h > 1.0 else 1.0)
+        size = font_size(tp, a) or h0
+        first, last = a, b
+        words.append(word)
     close()
     return pieces
 
@@ -141,7 +183,7 @@ def read(data: bytes, *, max_pages: int, max_page_chars: int, max_chars: int, ma
         total += max(0, n)
         if total > max_chars:
             raise Stop(f"its text passes {max_chars} characters, the most a PDF may hold here")
-        pieces = _page_pieces(raw=raw, tp=tp, height=height, count=n, deadline=deadline, number=i + 1) \
+        pieces = _page_pieces(raw=raw, tp=tp.raw, height=height, count=n, deadline=deadline, number=i + 1) \
             if n > 0 else []
         tp.close()
         page.close()

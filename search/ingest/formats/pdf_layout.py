@@ -222,6 +222,14 @@ def _rows(items: list[Piece]) -> list[list[Piece]]:
     return rows
 
 
+def _prose(column: list[Piece], *, width: float) -> bool:
+    """A column of running text (a page column beside a table, not a table's column): wide, long lines."""
+    if len(column) < 3:
+        return False
+    span = max(p.x1 for p in column) - min(p.x0 for p in column)
+    return span >= 0.3 * width and statistics.median(len(p.text) for p in column) > 30
+
+
 def _as_table(items: list[Piece], cuts: list[float]) -> _Table | None:
     """The band read as a table when its columns hold short cells on shared baselines; None when it reads as
     columns of prose."""
@@ -282,13 +290,13 @@ class _Reader:
                 if crossing:
                     self._bands(items, crossing, depth)
                     return
-                table = _as_table(items, cuts)
-                if table is not None:
-                    self._table(table)
-                    return
                 columns: list[list[Piece]] = [[] for _ in range(len(cuts) + 1)]
                 for p in items:
                     columns[sum(1 for c in cuts if (p.x0 + p.x1) / 2 > c)].append(p)
+                table = None if any(_prose(c, width=width) for c in columns) else _as_table(items, cuts)
+                if table is not None:
+                    self._table(table)
+                    return
                 if sum(1 for c in columns if c) > 1:
                     for column in columns:
                         self.read(column, depth + 1)
