@@ -57,6 +57,8 @@ CATALOGUE: dict[str, str] = {
     "bench_web_reader.py": "Debian's python3-doc (`apt-get install python3-doc`), served on 127.0.0.1",
     "typeset_srd.py": SRD + "; it writes the SRD as a printed PDF for bench_srd_pdf.py",
     "bench_srd_pdf.py": SRD + ", typeset by typeset_srd.py",
+    "typeset_demo_pdf.py": "nothing but reportlab; it typesets the demo's PDF rulebook (committed under "
+                           "search/rules/demo_rules/roads-and-rest), not a benchmark",
     "bench_pdf_manuals.py": MANUALS,
     "bench_pdf_speed.py": MANUALS + ", and the SRD PDF from typeset_srd.py",
     "latency_probe.py": "nothing; bench_context.py --against REV runs it in each checkout (not run alone)",

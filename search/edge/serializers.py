@@ -255,7 +255,10 @@ class RulesResultSerializer(ResultSerializer):
     book_id = serializers.CharField(allow_blank=True)
     ruleset_id = serializers.CharField(allow_blank=True)
     section_path = serializers.ListField(child=serializers.CharField())
-    page = serializers.CharField(allow_blank=True)
+    page = serializers.CharField(allow_blank=True, help_text="Where the passage is printed (\"p. 112\", "
+                                                             "\"pp. 112–113\"), for a paged book (PDF); empty "
+                                                             "where the format has no pages.")
+    cite = serializers.CharField(help_text="How to cite it: the book and, where known, its page (\"core, p. 112\").")
     content_kind = serializers.CharField(allow_blank=True)
     tags = serializers.ListField(child=serializers.CharField())
     traits = serializers.DictField()

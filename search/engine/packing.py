@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from search.engine.pages import merged_label
+
 DEFAULT_BUDGET = 8000
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -30,13 +32,18 @@ def _merge_file(chunks: list[Any]) -> list[dict[str, Any]]:
             cur["end_line"] = max(cur["end_line"], c.end_line)
             cur["chunk_ids"].append(c.pk)
             cur["best_rank"] = min(cur["best_rank"], c._pack_rank)
+            cur["pages"].append(getattr(c, "page", ""))
         else:
             spans.append({"start_line": c.start_line, "end_line": c.end_line, "chunk_ids": [c.pk],
-                          "best_rank": c._pack_rank,
+                          "best_rank": c._pack_rank, "pages": [getattr(c, "page", "")],
                           "lines": {c.start_line + i: line for i, line in enumerate(lines)}})
     for s in spans:
         s["text"] = "\n".join(s["lines"].get(n, "") for n in range(s["start_line"], s["end_line"] + 1))
         del s["lines"]
+        # a paged document's span (a PDF rulebook) also says where it is printed; other files' spans are unchanged
+        page = merged_label(labels=s.pop("pages"))
+        if page:
+            s["page"] = page
     return spans
 
 
@@ -123,5 +130,6 @@ def render_pack(pack: dict[str, Any]) -> str:
         for s in f["spans"]:
             why = s.get("why")
             note = f" (added: {why['relation']} {why['symbol']}, from result {why['from_rank']})" if why else ""
-            parts.append(f"--- {s['span']}{note}\n{s['text']}")
+            page = f" ({s['page']})" if s.get("page") else ""
+            parts.append(f"--- {s['span']}{page}{note}\n{s['text']}")
     return "\n".join(parts)

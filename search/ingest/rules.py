@@ -1,4 +1,4 @@
-"""Rulebooks (markdown or JSON records) -> enriched ChunkDrafts.
+"""Rulebooks (markdown, a text layer read from a paged format such as PDF, or JSON records) -> enriched ChunkDrafts.
 
 Why a deterministic classifier instead of an LLM: the same book must always give
 the same chunks, kinds and traits, so graph edges, evaluation queries and cached
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from search.ingest.base import ChunkDraft, DocumentDraft
+from search.ingest.formats.text_layer import TextLayer, page_label
 
 SCHOOLS = ("abjuration", "conjuration", "divination", "enchantment", "evocation", "illusion", "necromancy",
            "transmutation")
@@ -73,13 +74,13 @@ class _Block:
         self.lines: list[tuple[int, str]] = []
 
 
-def _split_blocks(text: str) -> list[_Block]:
+def _split_blocks(lines: list[str]) -> list[_Block]:
     """One block per heading (plus a preamble block); stat blocks absorb their deeper headings."""
     blocks: list[_Block] = [_Block(0, "", [], 1)]
     stack: list[tuple[int, str]] = []
     in_fence = False
     absorb_level: int | None = None  # level of the open stat block
-    for no, line in enumerate(text.splitlines(), start=1):
+    for no, line in enumerate(lines, start=1):
         if _FENCE.match(line):
             in_fence = not in_fence
         m = None if in_fence else _HEADING.match(line)
@@ -273,12 +274,20 @@ def _slug(s: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- public API
 
-def chunk_markdown(*, text: str, source: str, ruleset_id: str, book_id: str, chapter: str = "",
-                   max_words: int = 350) -> list[ChunkDraft]:
-    """Enriched chunks for one markdown file. `chapter` prefixes every section path (e.g. the folder)."""
+def chunk_rules_layer(*, layer: TextLayer, source: str, ruleset_id: str, book_id: str, chapter: str = "",
+                      max_words: int = 350) -> list[ChunkDraft]:
+    """Enriched chunks for one rulebook document read into a text layer (Markdown, or a PDF's Markdown with pages).
+
+    Why one chunker for every format: a PDF, DOCX or EPUB rulebook gets the same section paths, kinds, tags,
+    graph, chapter routing and aliases as a Markdown one. A chunk's `page` is the printed page range of its line
+    span ("p. 112", "pp. 112–113"), empty where the format has no pages; the book is `book_id`, never the file.
+    `chapter` prefixes every section path (e.g. the folder)."""
+    # a paged layer numbers its lines by "\n" (its line_pages do too); a Markdown file keeps splitlines, so the
+    # line numbers of every existing rulebook stay what they were
+    lines = layer.markdown.split("\n") if layer.line_pages else layer.markdown.splitlines()
     drafts: list[ChunkDraft] = []
     stem = Path(source).stem
-    for block in _split_blocks(text):
+    for block in _split_blocks(lines):
         chain = block.chain or [stem]
         section_path = ([chapter] if chapter else []) + chain
         for n, (seg_kind, seg) in enumerate(_segments(block, max_words=max_words)):
@@ -289,14 +298,22 @@ def chunk_markdown(*, text: str, source: str, ruleset_id: str, book_id: str, cha
             heading = block.title
             full = f"{'#' * block.level} {heading}\n\n{body}" if block.level else body
             start = block.start if (block.level and n == 0) else seg[0][0]
+            first, last = layer.page_span(start_line=start, end_line=seg[-1][0])
             drafts.append(ChunkDraft(
                 text=full, start_line=start, end_line=seg[-1][0], kind="rules",
                 symbol=heading, heading_path=list(chain), ruleset_id=ruleset_id, book_id=book_id,
-                section_path=section_path, page=Path(source).name[:50], content_kind=kind,
+                section_path=section_path, page=page_label(first=first, last=last)[:50], content_kind=kind,
                 tags=_tags(kind, traits, chain, chapter), traits=traits,
                 is_rule_bearing=kind != "narrative", meta={"source": source},
             ))
     return drafts
+
+
+def chunk_markdown(*, text: str, source: str, ruleset_id: str, book_id: str, chapter: str = "",
+                   max_words: int = 350) -> list[ChunkDraft]:
+    """Enriched chunks for one markdown file: a text layer without pages, so its chunks carry no page."""
+    return chunk_rules_layer(layer=TextLayer(markdown=text), source=source, ruleset_id=ruleset_id, book_id=book_id,
+                             chapter=chapter, max_words=max_words)
 
 
 def chunk_json_records(*, records: Iterable[dict[str, Any]], source: str, ruleset_id: str,
@@ -341,16 +358,34 @@ def read_rulebook(*, path: str | Path, ruleset_id: str, book_id: str) -> list[Do
         rel = f.name if root.is_file() else f.relative_to(root).as_posix()
         raw = f.read_bytes()
         text = raw.decode("utf-8", errors="replace")
-        chapter = rel.split("/")[0] if "/" in rel else ""
         if f.suffix.lower() == ".json":
             data = json.loads(text)
             records = data.get("chunks", data.get("records", [])) if isinstance(data, dict) else data
             chunks = chunk_json_records(records=records, source=rel, ruleset_id=ruleset_id, book_id=book_id)
-        else:
-            chunks = chunk_markdown(text=text, source=rel, ruleset_id=ruleset_id, book_id=book_id, chapter=chapter)
-        if not chunks:
+            if chunks:
+                docs.append(DocumentDraft(path=rel, content_hash=hashlib.sha256(raw).hexdigest(), chunks=chunks,
+                                          lang="markdown", title=chunks[0].section_path[-1],
+                                          meta={"ruleset_id": ruleset_id, "book_id": book_id}))
             continue
-        docs.append(DocumentDraft(path=rel, content_hash=hashlib.sha256(raw).hexdigest(), chunks=chunks,
-                                  lang="markdown", title=chunks[0].section_path[-1] if chunks else f.stem,
-                                  meta={"ruleset_id": ruleset_id, "book_id": book_id}))
+        doc = rulebook_document(layer=TextLayer(markdown=text), rel=rel, content_hash=hashlib.sha256(raw).hexdigest(),
+                                ruleset_id=ruleset_id, book_id=book_id)
+        if doc is not None:
+            docs.append(doc)
     return docs
+
+
+def rulebook_document(*, layer: TextLayer, rel: str, content_hash: str, ruleset_id: str,
+                      book_id: str) -> DocumentDraft | None:
+    """One rulebook file read into a text layer (Markdown as it is, a PDF through its reader) -> its document with
+    enriched chunks, or None when it holds no section. `rel` is the file's path in the book; its first folder is
+    the chapter (SRD: Spells, Monsters, Gameplay...). `content_hash`: of the file's bytes, so an unchanged file
+    is skipped whatever its format."""
+    chapter = rel.split("/")[0] if "/" in rel else ""
+    chunks = chunk_rules_layer(layer=layer, source=rel, ruleset_id=ruleset_id, book_id=book_id, chapter=chapter)
+    if not chunks:
+        return None
+    meta: dict[str, Any] = {"ruleset_id": ruleset_id, "book_id": book_id}
+    if layer.pages:
+        meta.update(pages=layer.pages, pages_without_text=layer.pages_without_text)
+    return DocumentDraft(path=rel, content_hash=content_hash, chunks=chunks, lang="markdown",
+                         title=chunks[0].section_path[-1], meta=meta)

@@ -22,6 +22,7 @@ from django.conf import settings
 
 from config.errors import ApiError
 from search.engine import llm
+from search.engine.pages import cite, prompt_pages
 from search.engine.sparse import tokenize
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,11 @@ def _public_error(exc: Exception, *, fallback_code: str, fallback_detail: str) -
 
 
 def citation(n: int, r: dict[str, Any]) -> dict[str, Any]:
-    return {"n": n, "chunk_id": r["chunk_id"], "book": r.get("book_id", ""), "ruleset": r.get("ruleset_id", ""),
-            "section_path": r.get("section_path") or r.get("heading_path") or [], "page": r.get("page", ""),
+    """One cited passage; `cite` names it as a reader looks it up: the book and, for a paged book, its page."""
+    book, page = r.get("book_id", ""), r.get("page", "")
+    return {"n": n, "chunk_id": r["chunk_id"], "book": book, "ruleset": r.get("ruleset_id", ""),
+            "section_path": r.get("section_path") or r.get("heading_path") or [], "page": page,
+            "cite": cite(book=book, page=page),
             "file": r.get("path", ""), "span": r.get("span", ""), "content_kind": r.get("content_kind", "")}
 
 
@@ -99,6 +103,9 @@ def _context_prompt(q: str, results: list[dict[str, Any]]) -> str:
     parts = []
     for n, r in enumerate(results[:MAX_CONTEXT_CHUNKS], start=1):
         where = " > ".join(r.get("section_path") or []) or r.get("path", "")
+        # the page where known, so the model can say where the rule is printed ("Page 112")
+        page = prompt_pages(page=r.get("page", ""))
+        where = f"{where}, {page}" if page else where
         parts.append(f"[{n}] ({r.get('book_id', '')}: {where})\n{r.get('text', '')[:MAX_CONTEXT_CHARS]}")
     return "Passages:\n\n" + "\n\n".join(parts) + f"\n\nQuestion: {q}\nAnswer with citations:"
 

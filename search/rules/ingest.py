@@ -23,6 +23,7 @@ from search.rules.graph import build_graph
 from search.rules.traversal import build_default_config
 
 if TYPE_CHECKING:
+    from search.ingest.base import DocumentDraft
     from search.models import Dataset, IngestJob, StagedContent
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,15 @@ def ingest_rulebook(*, dataset: Dataset, path: str | Path, ruleset_id: str = "",
     if not Path(path).exists():
         raise FileNotFoundError(f"rulebook source {path} does not exist")
     drafts = read_rulebook(path=path, ruleset_id=ruleset_id, book_id=book_id)
+    return ingest_rulebook_documents(dataset=dataset, drafts=drafts, ruleset_id=ruleset_id, book_id=book_id, job=job,
+                                     graph=graph, progress=progress)
+
+
+def ingest_rulebook_documents(*, dataset: Dataset, drafts: list[DocumentDraft], ruleset_id: str, book_id: str,
+                              job: IngestJob | None = None, graph: bool = True,
+                              progress: Progress | None = None) -> dict[str, Any]:
+    """Persist a book's read documents (search.ingest.rules, whatever format each file was read from), then
+    refresh the ruleset's traversal config and the book's graph: the one write path every rulebook takes."""
     for d in drafts:
         d.path = f"{book_id}/{d.path}"
     if job is not None:

@@ -17,6 +17,7 @@ from config.errors import BadInput
 from config.fields import check_text
 from projects.access import accessible_dataset_ids
 from search.engine.fusion import RULES_FUSIONS, Candidate
+from search.engine.pages import cite
 from search.engine.pipeline import MAX_Q, STAGES, QueryRun, QuerySpec, fuse_legs, run_query, with_stage
 from search.models import Chunk
 from search.rules.aliases import expand_query
@@ -248,6 +249,7 @@ def rules_search(*, user: User | None, project: Project, spec: RulesSpec,
         ch = c.chunk
         extra_why = getattr(c, "extra", {}) or {}
         r.update(book_id=ch.book_id, ruleset_id=ch.ruleset_id, section_path=ch.section_path, page=ch.page,
+                 cite=cite(book=ch.book_id, page=ch.page),
                  content_kind=ch.content_kind, tags=ch.tags, traits=ch.traits, is_rule_bearing=ch.is_rule_bearing)
         # score = base (fusion) + policy boost + heading boost + graph boost; the graph's own base already holds the
         # policy and heading boosts

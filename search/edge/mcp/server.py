@@ -397,7 +397,7 @@ async def _finish_answer(events: Iterator[tuple[str, dict[str, Any]]], ctx: Cont
         if event == "error":
             return error_result({**data, "status": 503 if data.get("code") == "llm_failed" else 500})
         if event == "complete":
-            cites = "\n".join(f"[{c['n']}] {c['book']} {' > '.join(c['section_path'])} ({c['span']})"
+            cites = "\n".join(f"[{c['n']}] {c['cite'] or c['book']} {' > '.join(c['section_path'])} ({c['span']})"
                               for c in data["citations"])
             return _ok(f"{data['answer']}\n\nCitations:\n{cites}",
                        {"answer": data["answer"], "citations": data["citations"], "mode": data["mode"],

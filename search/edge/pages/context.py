@@ -23,6 +23,7 @@ from projects.sharing import projects_of
 from search.edge.api.rules import encode_sse
 from search.engine.access import is_resource_accessible
 from search.engine.packing import render_pack
+from search.engine.pages import cite
 from search.engine.pipeline import QuerySpec, run_query
 from search.models import Chunk
 from search.quality.feedback import record_feedback
@@ -161,4 +162,4 @@ def rules_chunk(request: HttpRequest, chunk_id: int) -> HttpResponse:
     if not any(is_resource_accessible(row["project"], "chunk", chunk_id) for row in projects_of(user=request.user)):
         raise Http404("No such section.")
     chunk = Chunk.objects.select_related("document").get(pk=chunk_id)
-    return render(request, "pages/rules_chunk.html", {"chunk": chunk})
+    return render(request, "pages/rules_chunk.html", {"chunk": chunk, "cite": cite(book=chunk.book_id, page=chunk.page)})

@@ -30,7 +30,7 @@ def test_grappled_is_a_condition():
     assert "speed becomes 0" in grappled.text
     assert grappled.is_rule_bearing
     assert "condition:grappled" in grappled.tags
-    assert grappled.page == "Conditions.md" and grappled.start_line < grappled.end_line
+    assert grappled.page == "" and grappled.start_line < grappled.end_line  # Markdown has no pages; the book is book_id
 
 
 def test_fireball_is_a_level_3_evocation_spell():

@@ -73,7 +73,8 @@ def test_extractive_answer_streams_in_order_with_citations(demo_project, member_
     for c in done["citations"]:
         assert f"[{c['n']}]" in done["answer"]
         assert c["chunk_id"] == context[c["n"]]["chunk_id"]
-        assert c["book"] in {"core", "gm-guide"} and c["section_path"] and c["page"].endswith(".md")
+        assert c["book"] in {"core", "gm-guide"} and c["section_path"] and c["page"] == ""  # Markdown: no pages
+        assert c["cite"] == c["book"]
         assert c["file"].startswith(f"{c['book']}/")
     assert any(c["section_path"] == ["Conditions", "Pinned"] and c["book"] == "core" for c in done["citations"])
 
