@@ -2,7 +2,7 @@
 
 Why a child process (search.ingest.formats.pdf_child): PDFium parses in C, where no Python check runs; the child
 caps its own memory (PDF_MAX_MEMORY_MB, RLIMIT_AS) and CPU, and this side kills it at the wall deadline
-(PDF_MAX_SECONDS, or less when the running job has less left), so a bomb, a cycle or a page of a million objects
+(PDF_MAX_SECONDS), so a bomb, a cycle or a page of a million objects
 costs one bounded failure and the rest of the job goes on. Page count, characters per page and characters in all
 are checked inside the child's page loop (PDF_MAX_PAGES, PDF_MAX_PAGE_CHARS, PDF_MAX_CHARS); the answer is JSON.
 Why PDFium (pypdfium2, Apache-2.0/BSD): the fastest of the permissive readers measured, with character boxes,
@@ -17,7 +17,6 @@ from pathlib import Path
 
 from django.conf import settings
 
-from search.ingest import job_control
 from search.ingest.formats.base import Format
 from search.ingest.formats.text_layer import Refused, TextLayer
 
@@ -44,11 +43,7 @@ def read_pdf(*, data: bytes, name: str) -> TextLayer:
     if not is_pdf(data):
         raise Refused(f"{name}: not a PDF (no %PDF- header)")
     lim = limits()
-    left = job_control.remaining_s()
-    wall = float(lim["max_seconds"]) if left is None else max(0.0, min(float(lim["max_seconds"]), left))
-    if wall <= 0:
-        job_control.check()  # the job is out of time: it stops here, whole
-    lim["max_seconds"] = max(1, int(wall))
+    wall = float(lim["max_seconds"])
     proc = subprocess.Popen(  # our own interpreter and module; the PDF goes in on stdin
         [sys.executable, "-E", "-s", "-m", CHILD, json.dumps(lim)], cwd=ROOT, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
@@ -57,7 +52,6 @@ def read_pdf(*, data: bytes, name: str) -> TextLayer:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        job_control.check()
         raise Refused(f"{name}: reading it took longer than {lim['max_seconds']} s and was stopped") from None
     if proc.returncode != 0 or not out:
         if proc.returncode in (-9, -24, 137):  # killed by its CPU limit

@@ -188,14 +188,21 @@ class _Table:
 
 
 def _gaps(items: list[Piece], *, lo: float, hi: float, min_gap: float) -> list[tuple[float, float]]:
-    """Empty x intervals at least `min_gap` wide between the pieces (not at the region's edges)."""
-    spans = sorted((p.x0, p.x1) for p in items)
+    """X intervals at least `min_gap` wide that at most a few pieces cross (a title over two columns, a wide
+    caption), inside the region; a sweep over the pieces' edges."""
+    allowed = min(3, len(items) // 20)
+    events = sorted([(p.x0, 1) for p in items] + [(p.x1, -1) for p in items])
     out = []
-    reach = None
-    for a, b in spans:
-        if reach is not None and a - reach >= min_gap:
-            out.append((reach, a))
-        reach = b if reach is None else max(reach, b)
+    depth = 0
+    start = None
+    for x, step in events:
+        depth += step
+        if depth <= allowed and start is None:
+            start = x
+        elif depth > allowed and start is not None:
+            if x - start >= min_gap:
+                out.append((start, x))
+            start = None
     return [g for g in out if lo < g[0] and g[1] < hi]
 
 

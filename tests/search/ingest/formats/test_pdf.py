@@ -35,22 +35,22 @@ def _lines(text: str) -> list[str]:
 
 
 def test_two_columns_are_read_column_by_column_even_when_drawn_line_by_line_across():
-    left = [f"Left column sentence {i} about the wizard." for i in range(12)]
-    right = [f"Right column sentence {i} about the rogue." for i in range(12)]
+    left = [f"Left column sentence {i} about the wizard." for i in range(30)]
+    right = [f"Right column sentence {i} about the rogue." for i in range(30)]
 
     def draw(c):
         c.setFont("Helvetica-Bold", 18)
-        c.drawString(72, 780, "Classes of the Realm, a title across both columns")
+        c.drawCentredString(297, 780, "Classes of the Realm")  # short, centred: it crosses the gutter
         c.setFont("Helvetica", 10)
-        for i in range(12):  # drawn across: right line first, then left, as some producers do
-            y = 740 - i * 13
+        for i in range(30):  # drawn across: right line first, then left, as some producers do
+            y = 740 - i * 16
             c.drawString(310, y, right[i])
             c.drawString(60, y, left[i])
         c.showPage()
 
     layer = read_pdf(data=_pdf(draw), name="columns.pdf")
     text = layer.markdown
-    assert text.index("Classes of the Realm") < text.index("Left column sentence 0")
+    assert text.index("Classes of the Realm") < text.index("Left column sentence 0 ")
     positions = [text.index(s) for s in left + right]
     assert positions == sorted(positions), text
     assert "wizard. Right" not in text and "rogue. Left" not in text
