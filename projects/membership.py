@@ -146,19 +146,13 @@ def rename_project(*, user: User, project: Project, name: str) -> Project:
     return update_project(user=user, project=project, name=name)
 
 
-def update_project(*, user: User, project: Project, name: str | None = None, reranker: str | None = None) -> Project:
-    """Owners change the display name and the project's reranker (a name the caller has checked is trained
-    here; '' for none). The slug (in every URL and API key limit) never changes."""
+def update_project(*, user: User, project: Project, name: str | None = None) -> Project:
+    """Owners change the display name (search.engine.project_ranking sets the reranker under the same rule).
+    The slug (in every URL and API key limit) never changes."""
     policy.authorize("project.update", user=user, project=project)
-    fields = []
     if name is not None:
         project.name = _clean_name(name)
-        fields.append("name")
-    if reranker is not None:
-        project.reranker = reranker
-        fields.append("reranker")
-    if fields:
-        project.save(update_fields=fields)
+        project.save(update_fields=["name"])
     return project
 
 
@@ -169,7 +163,7 @@ def delete_project(*, user: User, project: Project) -> None:
     removed chunk in this same transaction. Datasets of this project that were shared into other projects
     disappear from them too."""
     policy.authorize("project.delete", user=user, project=project)
-    with deleting(dataset_ids=list(project.datasets.values_list("pk", flat=True))):  # jobs stop first, or 409
+    with deleting(project_ids=[project.pk]):  # its datasets' jobs stop first, or 409 (projects.deletion)
         project.delete()
 
 

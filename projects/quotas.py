@@ -7,10 +7,10 @@ once cannot both squeeze under the limit: the project row is locked while they c
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
-from django.db import connection
 
 from config.errors import ApiError
 from projects.models import Project
@@ -34,16 +34,24 @@ def limits_of(project: Project) -> Usage:
                  bytes=project.quota_bytes if project.quota_bytes is not None else settings.QUOTA_BYTES)
 
 
+# What the project's datasets hold, counted by the app that holds it (search registers its counter when it starts:
+# search.apps); projects may not import search (docs/architecture.md), so the count is asked for, not made here.
+Counter = Callable[[Project], Usage]
+_COUNTERS: list[Counter] = []
+
+
+def register_counter(counter: Counter) -> Counter:
+    """Add what an app stores for a project to its usage (idempotent)."""
+    if counter not in _COUNTERS:
+        _COUNTERS.append(counter)
+    return counter
+
+
 def usage_of(project: Project) -> Usage:
-    """Documents, chunks and source bytes over the project's own datasets (two aggregate queries)."""
-    with connection.cursor() as cur:
-        cur.execute("SELECT count(*), coalesce(sum(d.size_bytes), 0) FROM search_document d "
-                    "JOIN projects_dataset ds ON ds.id = d.dataset_id WHERE ds.project_id = %s", [project.pk])
-        docs, size = cur.fetchone()
-        cur.execute("SELECT count(*) FROM search_chunk c JOIN projects_dataset ds ON ds.id = c.dataset_id "
-                    "WHERE ds.project_id = %s", [project.pk])
-        chunks = cur.fetchone()[0]
-    return Usage(documents=int(docs), chunks=int(chunks), bytes=int(size))
+    """Documents, chunks and source bytes over the project's own datasets, summed over the registered counters."""
+    counted = [count(project) for count in _COUNTERS]
+    return Usage(documents=sum(u.documents for u in counted), chunks=sum(u.chunks for u in counted),
+                 bytes=sum(u.bytes for u in counted))
 
 
 def report(project: Project) -> dict[str, dict[str, int]]:

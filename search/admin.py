@@ -16,27 +16,30 @@ from django.utils.html import format_html, format_html_join
 
 from config.adminkit import ReadOnlyAdmin
 from config.errors import ApiError, DependencyDown
-from projects.admin import ProjectAdmin
+from inference.encoders import describe_devices
+from projects.admin import extend_project_admin
 from projects.deletion import deleting
-from projects.models import Dataset, Membership, Project, ProjectShare
-from search.engine.encoders import describe_devices
+from projects.models import Project
 from search.engine.reconcile import reconcile_all
 from search.engine.reranker_store import trained_rerankers
 from search.ingest import maintenance
 from search.ingest.cancel import cancel_job
 from search.ingest.locks import runner_alive
 from search.ingest.progress import describe_pace, ingest_job_pace
+from search.ingest.sharing import revoke_share_row
 from search.models import (
     Chunk,
     DailyMetric,
+    Dataset,
     Document,
-    EmbeddingCache,
     EvaluationRun,
     Feedback,
     GraphEdge,
     IndexOutbox,
     IndexWatermark,
     IngestJob,
+    ProjectRanking,
+    ProjectShare,
     QualityJob,
     QuerySession,
     ReconcileRun,
@@ -64,8 +67,8 @@ if TYPE_CHECKING:
 
 
 class DeletesOwnedContent:
-    """Deleting a project or dataset deletes what it owns (documents, chunks, ingest jobs, graph edges, logs,
-    shares, memberships), and the index deletes are queued by the search_chunk trigger.
+    """Deleting a dataset deletes what it owns (documents, chunks, ingest jobs, graph edges, shares), and the index
+    deletes are queued by the search_chunk trigger (a project's delete: projects.admin.ProjectAdmin).
 
     Why the override: those rows have read-only admins (history is never edited by hand), and Django's delete
     confirmation requires delete permission on every cascaded model, so no one could delete a dataset that had
@@ -76,8 +79,6 @@ class DeletesOwnedContent:
                             request: HttpRequest) -> tuple[list[Any], dict[str, int], set[str], list[Any]]:
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
         owned = {str(m._meta.verbose_name) for m in apps.get_app_config("search").get_models()}
-        owned |= {str(ProjectShare._meta.verbose_name), str(Membership._meta.verbose_name),
-                  str(Dataset._meta.verbose_name)}
         return deleted, counts, {p for p in perms_needed if str(p) not in owned}, protected
 
     # Deleting from the admin goes through the same guard as the API (projects.deletion): the datasets' jobs are
@@ -96,11 +97,8 @@ class DeletesOwnedContent:
         super().message_user(request, message, level, *args, **kwargs)  # type: ignore[misc]
 
     def _delete_guarded(self, request: HttpRequest, objs: list[Model], delete: Callable[[], None]) -> None:
-        ids: list[int] = []
-        for obj in objs:
-            ids.extend([obj.pk] if isinstance(obj, Dataset) else obj.datasets.values_list("pk", flat=True))
         try:
-            with deleting(dataset_ids=ids):
+            with deleting(dataset_ids=[obj.pk for obj in objs]):
                 delete()
         except ApiError as exc:
             request._deletion_refused = True  # type: ignore[attr-defined]
@@ -111,8 +109,7 @@ class DeletesOwnedContent:
 class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
     """Long actions go to Celery (or the embedded store's owner); progress shows under Ingest jobs.
 
-    Registered here, not in projects.admin: its panel and actions are search's upkeep of the dataset's content
-    (search.ingest.maintenance), and projects does not reach into search."""
+    Its panel and actions are search's upkeep of the dataset's content (search.ingest.maintenance)."""
 
     list_display = ("name", "project", "kind", "is_global", "dense_model", "created_at")
     list_filter = ("kind", "is_global")
@@ -189,6 +186,24 @@ class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
         self.message_user(request, f"Reindex: {maintenance.reindex()}.")
 
 
+@admin.register(ProjectShare)
+class ProjectShareAdmin(admin.ModelAdmin):
+    list_display = ("dataset", "project", "granted_by", "granted_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter), "granted_at")
+    search_fields = ("dataset__name", "dataset__project__slug", "project__slug", "granted_by__email")
+    autocomplete_fields = ("dataset", "project", "granted_by")
+    readonly_fields = ("granted_at",)
+    actions = ["revoke_shares"]
+
+    @admin.action(description="Revoke the selected shares")
+    def revoke_shares(self, request: HttpRequest, queryset: QuerySet[ProjectShare]) -> None:
+        n = 0
+        for share in queryset.filter(revoked_at__isnull=True):
+            revoke_share_row(share=share)
+            n += 1
+        self.message_user(request, f"Revoked {n} share(s).", messages.SUCCESS)
+
+
 @admin.register(Document)
 class DocumentAdmin(ReadOnlyAdmin):
     list_display = ("path", "dataset", "repo", "lang", "content_hash", "updated_at")
@@ -209,14 +224,6 @@ class ChunkAdmin(ReadOnlyAdmin):
         return f"{obj.path}:{obj.start_line}-{obj.end_line}"
 
 
-@admin.register(EmbeddingCache)
-class EmbeddingCacheAdmin(ReadOnlyAdmin):
-    list_display = ("model_id", "text_hash", "dim", "created_at")
-    list_filter = ("model_id",)
-    search_fields = ("text_hash",)
-    exclude = ("vector",)
-
-
 @admin.register(IndexOutbox)
 class IndexOutboxAdmin(ReadOnlyAdmin):
     list_display = ("id", "op", "chunk_id", "model_id", "created_at")
@@ -230,7 +237,7 @@ class IndexWatermarkAdmin(ReadOnlyAdmin):
 
 
 def encoders_line() -> str:
-    """Where the encoders run, for the job pages' header: a job's pace depends on it (search.engine.devices)."""
+    """Where the encoders run, for the job pages' header: a job's pace depends on it (inference.devices)."""
     d = describe_devices()
     if "error" in d:
         return f"Encoders: {d['error']}"
@@ -692,12 +699,12 @@ class SourceAdmin(admin.ModelAdmin):
 
 
 # --------------------------------------------------------------------------- projects: ranking settings
-class ProjectForm(forms.ModelForm):
+class ProjectRankingForm(forms.ModelForm):
     """The reranker is picked from the models trained here, each labelled with its held-out evidence."""
 
     class Meta:
-        model = Project
-        fields = "__all__"
+        model = ProjectRanking
+        fields = ("reranker",)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -707,89 +714,91 @@ class ProjectForm(forms.ModelForm):
             h = m.get("heldout") or {}
             choices.append((m["name"], f"{m['name']} — held-out nDCG@10 {h.get('reranked_ndcg@10')} vs fused "
                                        f"{h.get('fused_ndcg@10')}"))
-        current = self.instance.reranker if self.instance and self.instance.pk else ""
+        current = self.instance.reranker if self.instance and self.instance.pk else ""  # pk: the project
         if current and current not in {c[0] for c in choices}:
             choices.append((current, f"{current} (missing on this machine)"))
         self.fields["reranker"] = forms.ChoiceField(choices=choices, required=False,
-                                                    help_text=Project._meta.get_field("reranker").help_text)
+                                                    help_text=ProjectRanking._meta.get_field("reranker").help_text)
 
 
-admin.site.unregister(Project)
+class ProjectRankingInline(admin.StackedInline):
+    """The ranking settings on the project's admin page (projects.admin.extend_project_admin): the reranker picked
+    from the models trained here, and the fusion chosen from feedback with its evidence."""
 
-
-@admin.register(Project)
-class RankedProjectAdmin(DeletesOwnedContent, ProjectAdmin):
-    """The project admin with what search adds: the reranker picked from the models trained here, the fusion
-    chosen from feedback with its evidence, and deleting a project deletes its search content."""
-
-    form = ProjectForm
-    list_display = ("slug", "name", "member_count", "reranker", "fusion_label", "created_at")
-    readonly_fields = ("usage", "fusion_choice")
-    actions = ["choose_fusion"]
-    fieldsets = (ProjectAdmin.fieldsets[0], ("Ranking", {"fields": ("reranker", "fusion_choice")}),
-                 *ProjectAdmin.fieldsets[1:])
-
-    @admin.action(description="Choose fusion from feedback (adopted only on held-out evidence)")
-    def choose_fusion(self, request: HttpRequest, queryset: QuerySet[Project]) -> None:
-        """Runs here, in the web process, because it owns the embedded index handle (a command in another
-        process cannot open it while the server runs); a few seconds per hundred judged queries."""
-        for project in queryset:
-            try:
-                result = choose_for_project(project=project)
-            except DependencyDown as exc:
-                self.message_user(request, f"{project.slug}: {exc.detail}", messages.WARNING)
-                continue
-            verdict = f"adopted {result.setting.label}" if result.adopted else f"kept the default ({result.evidence.get('baseline', 'rrf k=60')})"
-            self.message_user(request, f"{project.slug}: {verdict}: {result.reason}",
-                              messages.SUCCESS if result.adopted else messages.INFO)
-
-    @admin.display(description="fusion")
-    def fusion_label(self, obj: Project) -> str:
-        choice = obj.fusion or {}
-        if choice.get("setting"):
-            return choice.get("label", "")
-        return f"default ({choice.get('evidence', {}).get('baseline', 'for its content kind')})"
+    model = ProjectRanking
+    form = ProjectRankingForm
+    can_delete = False
+    max_num = 1
+    min_num = 0
+    extra = 1
+    verbose_name = verbose_name_plural = "ranking"
+    fields = ("reranker", "fusion_choice")
+    readonly_fields = ("fusion_choice",)
 
     @admin.display(description="fusion, from feedback")
-    def fusion_choice(self, obj: Project) -> str:
-        """What `manage.py choose_fusion` decided and on what evidence."""
-        choice = obj.fusion or {}
-        if not choice:
-            return ("not evaluated yet: manage.py choose_fusion --project <slug> (needs judged queries; a Python code "
-                    "project without feedback: add --self-judged)")
-        ev = choice.get("evidence", {})
-        running = choice.get("label") if choice.get("setting") else f"the default, {ev.get('baseline', '')}"
-        if ev.get("source") == "self-judged":  # label-free: its docstrings and commits (search.quality.self_judged)
-            judged = ("judged queries", f"{ev.get('pairs', 0)} self-judged (docstring → function, no feedback; "
-                                        f"at least {ev.get('min_queries', '?')})")
-            history = None  # a choice stored before commit messages took part has no "git_sources"
-            if ev.get("git_sources"):
-                history = ("commit-message queries", f"{ev.get('history', 0)} (commit message → changed files, from "
-                                                     f"{len(ev['git_sources'])} git sources' history)")
-            elif "git_sources" in ev:
-                history = ("commit-message queries", "none: no git source, so docstrings decide alone")
-        else:
-            judged = ("judged queries", f"{ev.get('judged_queries', 0)} (at least {ev.get('min_queries', '?')})")
-            history = None
-        rows = [("runs", running), ("why", choice.get("reason", "")), judged, *([history] if history else [])]
-        if "legs" in ev:
-            rows.append(("single legs, nDCG@10", f"dense {ev['legs']['dense']}, sparse {ev['legs']['sparse']}"))
-        if "pick" in ev:
-            rows.append((f"pick half ({ev['pick']['queries']} q), best", ev["pick"]["best"]))
-        kinds = {name: t for name, t in (ev.get("types") or {}).items() if "legs" in t}
-        for name, t in kinds.items() if len(ev.get("types") or {}) > 1 else ():  # every kind must confirm
-            rows.append((f"{name}: single legs, nDCG@10", f"dense {t['legs']['dense']}, sparse {t['legs']['sparse']}"))
-            if "confirm" not in t:
-                continue
-            c = t["confirm"]
-            rows.append((f"{name} confirm half ({c['queries']} q)",
-                         f"default {c['default']} → best {c['best']} (gain {c['gain']:+}, 95 % lower bound "
-                         f"{c['gain_lower_95']:+}; {c['wins']} wins, {c['losses']} losses): "
-                         f"{'passes' if t.get('passes') else 'fails'}"))
-        if "confirm" in ev:
-            c = ev["confirm"]
-            rows.append((f"confirm half ({c['queries']} q)", f"default {c['default']} → best {c['best']} "
-                         f"(gain {c['gain']:+}, 95 % lower bound {c['gain_lower_95']:+}; {c['wins']} wins, "
-                         f"{c['losses']} losses)"))
-        rows.append(("computed", ev.get("computed_at", "")))
-        return format_html("<table>{}</table>", format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", rows))
+    def fusion_choice(self, obj: ProjectRanking) -> str:
+        return fusion_report(obj.fusion or {})
+
+
+@admin.action(description="Choose fusion from feedback (adopted only on held-out evidence)")
+def choose_fusion(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Project]) -> None:
+    """Runs here, in the web process, because it owns the embedded index handle (a command in another
+    process cannot open it while the server runs); a few seconds per hundred judged queries."""
+    for project in queryset:
+        try:
+            result = choose_for_project(project=project)
+        except DependencyDown as exc:
+            modeladmin.message_user(request, f"{project.slug}: {exc.detail}", messages.WARNING)
+            continue
+        verdict = f"adopted {result.setting.label}" if result.adopted else f"kept the default ({result.evidence.get('baseline', 'rrf k=60')})"
+        modeladmin.message_user(request, f"{project.slug}: {verdict}: {result.reason}",
+                                messages.SUCCESS if result.adopted else messages.INFO)
+
+
+def fusion_report(choice: dict[str, Any]) -> str:
+    """What `manage.py choose_fusion` decided and on what evidence."""
+    if not choice:
+        return ("not evaluated yet: manage.py choose_fusion --project <slug> (needs judged queries; a Python code "
+                "project without feedback: add --self-judged)")
+    ev = choice.get("evidence", {})
+    running = choice.get("label") if choice.get("setting") else f"the default, {ev.get('baseline', '')}"
+    if ev.get("source") == "self-judged":  # label-free: its docstrings and commits (search.quality.self_judged)
+        judged = ("judged queries", f"{ev.get('pairs', 0)} self-judged (docstring → function, no feedback; "
+                                    f"at least {ev.get('min_queries', '?')})")
+        history = None  # a choice stored before commit messages took part has no "git_sources"
+        if ev.get("git_sources"):
+            history = ("commit-message queries", f"{ev.get('history', 0)} (commit message → changed files, from "
+                                                 f"{len(ev['git_sources'])} git sources' history)")
+        elif "git_sources" in ev:
+            history = ("commit-message queries", "none: no git source, so docstrings decide alone")
+    else:
+        judged = ("judged queries", f"{ev.get('judged_queries', 0)} (at least {ev.get('min_queries', '?')})")
+        history = None
+    rows = [("runs", running), ("why", choice.get("reason", "")), judged, *([history] if history else [])]
+    if "legs" in ev:
+        rows.append(("single legs, nDCG@10", f"dense {ev['legs']['dense']}, sparse {ev['legs']['sparse']}"))
+    if "pick" in ev:
+        rows.append((f"pick half ({ev['pick']['queries']} q), best", ev["pick"]["best"]))
+    kinds = {name: t for name, t in (ev.get("types") or {}).items() if "legs" in t}
+    for name, t in kinds.items() if len(ev.get("types") or {}) > 1 else ():  # every kind must confirm
+        rows.append((f"{name}: single legs, nDCG@10", f"dense {t['legs']['dense']}, sparse {t['legs']['sparse']}"))
+        if "confirm" not in t:
+            continue
+        c = t["confirm"]
+        rows.append((f"{name} confirm half ({c['queries']} q)",
+                     f"default {c['default']} → best {c['best']} (gain {c['gain']:+}, 95 % lower bound "
+                     f"{c['gain_lower_95']:+}; {c['wins']} wins, {c['losses']} losses): "
+                     f"{'passes' if t.get('passes') else 'fails'}"))
+    if "confirm" in ev:
+        c = ev["confirm"]
+        rows.append((f"confirm half ({c['queries']} q)", f"default {c['default']} → best {c['best']} "
+                     f"(gain {c['gain']:+}, 95 % lower bound {c['gain_lower_95']:+}; {c['wins']} wins, "
+                     f"{c['losses']} losses)"))
+    rows.append(("computed", ev.get("computed_at", "")))
+    return format_html("<table>{}</table>", format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", rows))
+
+
+# The project admin stays projects'; search adds its ranking inline and the fusion action, and a project's delete
+# takes search's rows with it without asking for their (read-only) admins' delete permission.
+extend_project_admin(inlines=[ProjectRankingInline], actions=[choose_fusion],
+                     owned=list(apps.get_app_config("search").get_models()))

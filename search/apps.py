@@ -40,8 +40,11 @@ class SearchConfig(AppConfig):
         for module in JOB_TYPES:
             import_module(module)
         post_delete.connect(_drop_git_mirror, sender=self.get_model("Source"), dispatch_uid="search.drop_git_mirror")
-        # A dataset (alone or with its project) is deleted only once its jobs stopped (projects.deletion).
+        # A dataset (alone or with its project) is deleted only once its jobs stopped, holding its rows
+        # (projects.deletion); a project's quota usage is what its datasets hold (projects.quotas).
         from projects.deletion import register_guard
-        from search.ingest.cancel import stop_dataset_jobs
+        from projects.quotas import register_counter
+        from search.ingest.datasets import lock_before_delete, stop_jobs_before_delete, usage_of
 
-        register_guard(stop_dataset_jobs)
+        register_guard(stop_jobs_before_delete, lock=lock_before_delete)
+        register_counter(usage_of)

@@ -11,14 +11,97 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
+from django.db.models import Q
 
-from projects.models import Dataset, ProjectShare  # noqa: F401 - moving here (state-only migrations follow)
+
+class Dataset(models.Model):
+    """A project's collection of documents: what is searched, shared and ingested into.
+
+    Owned here, not by projects: everything about a dataset but its owning project and the permission to write it
+    is search's (its kind, its embedding model, its content). The table was projects_dataset until migration
+    0019/0020 moved the model without copying a row (docs/architecture.md, "Apps")."""
+
+    class Kind(models.TextChoices):
+        CODE = "code"
+        WEB = "web"
+        RULES = "rules"
+        BEIR = "beir"
+
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CODE)
+    is_global = models.BooleanField(default=False, db_index=True)
+    # An evaluation corpus (`evaluate --beir`, `train_reranker --beir`): kept out of the live index, searched only
+    # in a throwaway store built for the run and dropped after it, so an evaluation never touches live search.
+    is_evaluation = models.BooleanField(default=False)
+    # The dense model its chunks are searched with: "" is the configured EMBEDDING_MODEL, else the name of a model
+    # adapted to this content (var/models/embeddings/<name>; docs/architecture.md, "Per-dataset embedding models").
+    # `embedding_model_next` is the model being re-embedded into: queries keep the old vectors until it is complete.
+    embedding_model = models.CharField(max_length=64, blank=True, default="")
+    embedding_model_next = models.CharField(max_length=64, blank=True, default="")
+    # Why the current model was adopted (or an adaptation was not): the held-out and judged-query checks.
+    embedding_evidence = models.JSONField(default=dict, blank=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # the account that created it: what its per-account dataset limit counts (accounts/limits.py)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["project__slug", "name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="uniq_dataset_name")]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}/{self.name}"
+
+
+class ProjectShare(models.Model):
+    """A dataset shared into another project. Revoking keeps the row for history."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="shares")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="incoming_shares")
+    granted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+    granted_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-granted_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "project"], condition=Q(revoked_at__isnull=True),
+                                    name="uniq_active_share"),
+        ]
+
+    def __str__(self) -> str:
+        state = "revoked" if self.revoked_at else "active"
+        return f"{self.dataset} -> {self.project} ({state})"
+
+
+class ProjectRanking(models.Model):
+    """How a project's queries rank by default: its trained reranker and its adopted fusion.
+
+    A row of its own (one per project, absent until something is set) so that the ranking, which only search reads
+    and writes, is search's table; the values were Project.reranker and Project.fusion until migration 0021."""
+
+    project = models.OneToOneField("projects.Project", on_delete=models.CASCADE, primary_key=True,
+                                   related_name="ranking")
+    # a cross-encoder trained here (manage.py train_reranker; a folder under var/models/rerankers/): this project's
+    # queries rerank with it by default. Blank: RERANKER_MODEL, else the embedded reranker (opt-in).
+    reranker = models.CharField(max_length=64, blank=True, default="",
+                                help_text="Name of a reranker trained with manage.py train_reranker (blank: none).")
+    # the fusion chosen from this project's feedback by `manage.py choose_fusion` (search.quality.fusion_choice):
+    # {"setting": {...} or null when the default stays, "label", "reason", "evidence"}; queries that name no
+    # fusion run the setting when one was adopted
+    fusion = models.JSONField(default=dict, blank=True, editable=False)
+
+    def __str__(self) -> str:
+        return f"ranking of {self.project_id}"
 
 
 class Document(models.Model):
     """One source file or page (or rulebook file / BEIR doc) in a dataset."""
 
-    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="documents")
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="documents")
     repo = models.CharField(max_length=200, blank=True, default="")
     path = models.CharField(max_length=1000)  # repo-relative path, URL, or external doc id
     url = models.CharField(max_length=2000, blank=True, default="")
@@ -47,7 +130,7 @@ class Chunk(models.Model):
     """A retrievable span. start_line/end_line are 1-based and inclusive."""
 
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
-    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="chunks")
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="chunks")
     ordinal = models.PositiveIntegerField(default=0)
     kind = models.CharField(max_length=32, default="code")  # code | web | rules | beir
     repo = models.CharField(max_length=200, blank=True, default="")
@@ -109,7 +192,7 @@ class IndexWatermark(models.Model):
     store = models.CharField(max_length=500, unique=True)
     last_outbox_id = models.BigIntegerField(default=0)
     # The last complete pass: it read every row committed before scanned_at, up to scanned_id, even past a young
-    # gap that holds last_outbox_id back. search.engine.index.wait_until_indexed reads both.
+    # gap that holds last_outbox_id back. search.engine.applier.wait_until_indexed reads both.
     scanned_id = models.BigIntegerField(default=0)
     scanned_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -124,7 +207,7 @@ class IngestJob(models.Model):
         CANCELLED = "cancelled"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="ingest_jobs")
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="ingest_jobs")
     source = models.CharField(max_length=2000)
     kind = models.CharField(max_length=16)
     options = models.JSONField(default=dict, blank=True)
@@ -163,7 +246,7 @@ class Source(models.Model):
     state (last commit, schedule, failures) changes on every sync and belongs to search, which runs it.
     Each sync is an IngestJob with options.origin == "sync": its history, progress and errors are the job's."""
 
-    dataset = models.OneToOneField("projects.Dataset", on_delete=models.CASCADE, related_name="source")
+    dataset = models.OneToOneField("Dataset", on_delete=models.CASCADE, related_name="source")
     # a registered source type (search.sources.registry); no `choices` here, so a new type needs no migration
     type = models.CharField(max_length=8)
     # git: {"url", "ref", "subdir"}; web: {"seeds", "scope", "max_pages", "max_depth", "include", "exclude"}
@@ -289,7 +372,7 @@ class GraphEdge(models.Model):
         REFERENCES = "references"
         SIMILAR_TO = "similar_to"  # embedding neighbours above a threshold (search.rules.graph.similarity_edges)
 
-    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="graph_edges")
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="graph_edges")
     ruleset_id = models.CharField(max_length=100, db_index=True)
     book_id = models.CharField(max_length=100, db_index=True)
     source_id = models.CharField(max_length=600, db_index=True)
@@ -437,7 +520,7 @@ class CodeFile(models.Model):
     text; `manage.py reconcile_code` proves it and the symbol rows equal a fresh build from the chunks."""
 
     document = models.OneToOneField(Document, on_delete=models.CASCADE, related_name="code_file")
-    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="+")
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+")
     path = models.CharField(max_length=1000)
     lang = models.CharField(max_length=40, blank=True, default="")
     lines = models.PositiveIntegerField(default=0)
@@ -453,7 +536,7 @@ class CodeFile(models.Model):
 class Symbol(models.Model):
     """A definition in a file (search.ingest.symbols.Definition); lines 1-based, inclusive."""
 
-    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="+")
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="symbols")
     path = models.CharField(max_length=1000)
     lang = models.CharField(max_length=40, blank=True, default="")
@@ -473,7 +556,7 @@ class SymbolRef(models.Model):
     """A use of a name in a file (search.ingest.symbols.Reference): a call, a reference, an import, a base class.
     Which definition it means is resolved when asked (search.engine.code_graph), never stored."""
 
-    dataset = models.ForeignKey("projects.Dataset", on_delete=models.CASCADE, related_name="+")
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="symbol_refs")
     path = models.CharField(max_length=1000)
     name = models.CharField(max_length=300)

@@ -5,16 +5,23 @@ from search.edge.api import code as code_api
 from search.edge.api import content as content_api
 from search.edge.api import context as api
 from search.edge.api import datasets
+from search.edge.api import projects as projects_api
 from search.edge.api import rules as rules_api
 from search.edge.api import sources as sources_api
 from search.edge.mcp.http import mcp_endpoint
 from search.edge.pages import content as content_pages
 from search.edge.pages import context as search_pages
+from search.edge.pages import projects as project_pages
 from search.edge.pages import sources as sources_pages
 
 _DATASET = "api/projects/<slug:slug>/datasets/<id:dataset_id>"
 
 urlpatterns: list = [
+    path("api/projects", projects_api.ProjectListView.as_view(), name="api-projects"),
+    path("api/projects/<slug:slug>", projects_api.ProjectDetailView.as_view(), name="api-project"),
+    path("api/projects/<slug:slug>/shares", projects_api.ShareListView.as_view(), name="api-project-shares"),
+    path("api/projects/<slug:slug>/shares/<id:share_id>", projects_api.ShareDetailView.as_view(),
+         name="api-project-share"),
     path("mcp", mcp_endpoint, name="mcp"),  # the MCP server over streamable HTTP (search/edge/mcp/http.py)
     path("search/", search_pages.context_search, name="context-search"),
     path("search/feedback", search_pages.context_feedback, name="context-feedback"),
@@ -42,6 +49,16 @@ urlpatterns: list = [
     path(f"{_DATASET}/source", sources_api.SourceView.as_view(), name="api-dataset-source"),
     path(f"{_DATASET}/sync", sources_api.SyncView.as_view(), name="api-dataset-sync"),
     path(f"{_DATASET}/syncs", sources_api.SyncHistoryView.as_view(), name="api-dataset-syncs"),
+    path("projects/<slug:slug>/settings", project_pages.project_settings, name="project-settings"),
+    path("projects/<slug:slug>/settings/rename", project_pages.project_rename, name="project-rename"),
+    path("projects/<slug:slug>/settings/delete", project_pages.project_delete, name="project-delete"),
+    path("projects/<slug:slug>/members/add", project_pages.member_add, name="project-member-add"),
+    path("projects/<slug:slug>/members/<id:member_id>/role", project_pages.member_role, name="project-member-role"),
+    path("projects/<slug:slug>/members/<id:member_id>/remove", project_pages.member_remove,
+         name="project-member-remove"),
+    path("projects/<slug:slug>/datasets/<id:dataset_id>/delete", project_pages.dataset_delete,
+         name="project-dataset-delete"),
+    path("projects/<slug:slug>/shares/<id:share_id>/revoke", project_pages.share_revoke, name="project-share-revoke"),
     path("projects/<slug:slug>/datasets/new", content_pages.dataset_create, name="dataset-create"),
     path("projects/<slug:slug>/datasets/<id:dataset_id>/", content_pages.dataset_page, name="dataset-page"),
     path("projects/<slug:slug>/datasets/<id:dataset_id>/upload", content_pages.dataset_upload, name="dataset-upload"),

@@ -10,7 +10,7 @@ reference's meaning is decided now, from the dataset as it is:
      every candidate, never guessed.
 
 Resolution never crosses datasets (a name in one repository does not mean a definition in another), and every
-query is limited in SQL to the datasets the project can read (projects.access), like search.
+query is limited in SQL to the datasets the project can read (search.engine.access), like search.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from django.db.models import Case, IntegerField, Q, Value, When
 
 from config import deadlines
 from config.errors import BadInput, NotFound
-from projects.access import accessible_dataset_ids
 from projects.models import Project
+from search.engine.access import accessible_dataset_ids
 from search.engine.globs import compile_glob
 from search.models import Dataset, Document, Symbol, SymbolRef
 

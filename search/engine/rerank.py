@@ -24,7 +24,8 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from config.errors import BadInput, DependencyDown
-from search.engine.encoders import encoding_plan, inference_context, precision
+from inference.encoders import encoding_plan, inference_context, precision
+from search.engine.project_ranking import reranker_of
 from search.engine.reranker_store import NAME_RE, blend_scores, model_path, models_dir
 from search.engine.sparse import tokenize
 
@@ -123,14 +124,14 @@ def _cross_encoder(path: str, label: str = "") -> CrossEncoderReranker:
 
 def get_reranker(*, project: Any = None) -> Reranker:
     """The project's trained reranker when it has one, else RERANKER_MODEL, else the embedded one."""
-    if project is not None and getattr(project, "reranker", ""):
-
+    trained = reranker_of(project)
+    if trained:
         try:
-            path = model_path(project.reranker)
+            path = model_path(trained)
         except BadInput as exc:
-            raise DependencyDown("reranker", f"project {project.slug!r} names reranker {project.reranker!r}, which "
+            raise DependencyDown("reranker", f"project {project.slug!r} names reranker {trained!r}, which "
                                              "is not trained on this machine (var/models/rerankers/).") from exc
-        return _cross_encoder(str(path), label=f"trained:{project.reranker}")
+        return _cross_encoder(str(path), label=f"trained:{trained}")
     path = settings.RERANKER_MODEL
     if path:
         if not Path(path).expanduser().exists():
@@ -159,4 +160,4 @@ def load_reranker(name_or_path: str) -> CrossEncoderReranker:
 def rerank_default(*, project: Any = None) -> bool:
     """Rerank by default only with a real cross-encoder: the project's trained one or RERANKER_MODEL (the embedded
     one is opt-in)."""
-    return bool(getattr(project, "reranker", "") or settings.RERANKER_MODEL)
+    return bool(reranker_of(project) or settings.RERANKER_MODEL)

@@ -3,7 +3,7 @@ its `platform://` resources).
 
 Why from chunks: Postgres keeps no other copy of a file's text. A chunk's text is its lines start_line..end_line
 exactly (search.engine.packing merges spans the same way), so the lines an agent reads here are the lines that search
-returned, from the same indexed version. Access is resolved in SQL first (projects.access), like every query: a
+returned, from the same indexed version. Access is resolved in SQL first (search.engine.access), like every query: a
 path in a dataset the project cannot see is answered exactly like a path that does not exist.
 """
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from config.errors import BadInput, NotFound
-from projects.access import accessible_dataset_ids
 from projects.models import Project
+from search.engine.access import accessible_dataset_ids
 from search.models import Chunk, Dataset, Document
 
 MAX_SPAN_LINES = 2000  # one read_span call

@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from projects.access import accessible_dataset_ids
+from search.engine.access import accessible_dataset_ids
 from search.engine.fusion import fuse
 from search.engine.fusion_settings import DEFAULT, FusionSetting, kind_default
-from search.engine.pipeline import build_filter, retrieve
+from search.engine.pipeline import QuerySpec, build_filter, execute, over, retrieve_legs
+from search.engine.project_ranking import save_fusion
 from search.models import Dataset, Feedback
 from search.quality.metrics import lower_bound_95, ndcg
 
@@ -82,14 +83,11 @@ Legs = dict[str, tuple[list[tuple[int, float]], list[tuple[int, float]]]]
 
 def run_legs(*, queries: list[str], dataset_ids: list[int], index: VectorIndex | None = None) -> Legs:
     """Each query's dense and sparse hits (top DEPTH), searched once; every setting is scored from these."""
-    flt = build_filter(dataset_ids=dataset_ids)
+    stages = (over(build_filter(dataset_ids=dataset_ids), setting=DEFAULT), retrieve_legs)  # the legs, not fused
     out: Legs = {}
     for q in queries:
-        dense = [(c.chunk_id, c.dense_score or 0.0) for c in retrieve(q=q, flt=flt, candidates=DEPTH, legs="dense",
-                                                                     index=index)]
-        sparse = [(c.chunk_id, c.sparse_score or 0.0) for c in retrieve(q=q, flt=flt, candidates=DEPTH,
-                                                                       legs="sparse", index=index)]
-        out[q] = (dense, sparse)
+        run = execute(spec=QuerySpec(q=q, log=False, candidates=DEPTH), project=None, index=index, stages=stages)
+        out[q] = (run.dense, run.sparse)
     return out
 
 
@@ -279,6 +277,5 @@ def choose_for_project(*, project: Project, min_queries: int = MIN_QUERIES, min_
         legs = run_legs(queries=sorted(judged), dataset_ids=dataset_ids, index=index)
         result = choose(legs=legs, judged=judged, min_queries=min_queries, min_gain=min_gain, baseline=baseline)
     if save:
-        type(project).objects.filter(pk=project.pk).update(fusion=result.as_dict())
-        project.fusion = result.as_dict()
+        save_fusion(project=project, choice=result.as_dict())
     return result

@@ -26,8 +26,8 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from config.errors import BadInput
-from projects.access import accessible_dataset_ids
 from projects.models import Project
+from search.engine.access import accessible_dataset_ids
 from search.engine.reranker_store import NAME_RE
 from search.ingest.locks import hold_job_lock
 from search.models import Dataset, QualityJob

@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from dulwich.repo import Repo
 
-from projects.access import accessible_dataset_ids
+from search.engine.access import accessible_dataset_ids
 from search.engine.code_graph import module_of
 from search.engine.fusion_settings import kind_default
+from search.engine.project_ranking import save_fusion
 from search.ingest import symbols
 from search.models import Chunk, Dataset, Document, Source
 from search.quality import history_pairs
@@ -202,6 +203,5 @@ def choose_self_judged(*, project: Project, min_queries: int = MIN_QUERIES, min_
             result.reason += f" (commit messages alone: {len(pairs)} documented functions, at least {min_queries})"
     result.evidence.update(source)
     if save:
-        type(project).objects.filter(pk=project.pk).update(fusion=result.as_dict())
-        project.fusion = result.as_dict()
+        save_fusion(project=project, choice=result.as_dict())
     return result

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from config.errors import BadInput
 from config.fields import check_text
-from projects.access import accessible_dataset_ids
+from search.engine.access import accessible_dataset_ids
 from search.engine.fusion import RULES_FUSIONS, Candidate
 from search.engine.pages import cite
 from search.engine.pipeline import MAX_Q, STAGES, QueryRun, QuerySpec, fuse_legs, run_query, with_stage
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from search.engine.index import VectorIndex
     from search.models import TraversalConfig
 
-# fusion: the min-max weighted sum since issue 29 §4. Chosen with the heading match on the SRD dev questions
+# fusion: the min-max weighted sum since the SRD development questions chose it. Chosen with the heading match on the SRD dev questions
 # (nDCG@10 0.4939 RRF -> 0.5167 weighted + headings; RRF + headings 0.4995): RRF squeezes the fused scores into a
 # narrow band, so any boost relative to the top score (policies, headings, graph) swamps the fusion's order.
 # rerank: None, the project's default as for context retrieval (search.engine.rerank.rerank_default): on with a
@@ -56,7 +56,7 @@ DEFAULTS: dict[str, Any] = {"fusion": "weighted", "graph": True, "seed_top_n": D
                             "decay": DEFAULT_DECAY, "graph_top_k": DEFAULT_TOP_K, "graph_strength": DEFAULT_STRENGTH,
                             "top_k": 8, "candidates": 100, "rerank": None}
 # Rows for `evaluate` and bench/results/srd_ablations.py: the API default with one thing changed (RulesSpec fields);
-# rrf-no-headings is the rules default before issue 29 (RRF, no heading match, no rerank)
+# rrf-no-headings is the rules default before the heading match (RRF, no heading match, no rerank)
 ABLATIONS: dict[str, dict[str, Any]] = {
     "rrf": {"fusion": "rrf"},
     "no-headings": {"heading_strength": 0.0},

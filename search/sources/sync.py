@@ -21,10 +21,10 @@ from django.utils import timezone
 
 from config.errors import BadInput, Conflict, NotFound
 from projects import policy
-from projects.sharing import create_dataset
 from search.ingest.cancel import request_cancel
 from search.ingest.jobs import job_error_text, register, run_job, start_ingest
 from search.ingest.maintenance import last_ingest
+from search.ingest.sharing import create_dataset
 from search.ingest.writer import apply_own_writes
 from search.models import IngestJob, Source
 from search.sources import secrets

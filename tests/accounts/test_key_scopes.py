@@ -151,7 +151,7 @@ def test_project_limited_key_sees_only_its_projects(user, two_projects):
 
 
 def test_project_limited_key_cannot_share_out_of_another_project(user, two_projects):
-    from projects.sharing import create_dataset
+    from search.ingest.sharing import create_dataset
 
     alpha, beta = two_projects
     ds = create_dataset(user=user, project=beta, name="notes", kind="web")

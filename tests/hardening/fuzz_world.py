@@ -35,11 +35,11 @@ def build_world(tmp: Path) -> World:
     from accounts.apikeys import issue_api_key
     from accounts.models import User
     from credits.ledger import grant
-    from people.service import run_search
+    from people.service.searches import run_search
     from projects.models import Membership, Project
-    from projects.sharing import create_dataset, grant_share
-    from search.engine.index import apply_outbox
+    from search.engine.applier import apply_outbox
     from search.engine.pipeline import QuerySpec, run_query
+    from search.ingest.sharing import create_dataset, grant_share
     from search.rules.demo import load_demo_rules
     from tests.people.factory import embed_all, make_person
     from tests.search.ctx_fixtures import ingest, write_repo

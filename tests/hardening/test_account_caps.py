@@ -111,7 +111,7 @@ def test_concurrent_creates_stop_at_the_limit(small_limits, make_user):
     from accounts.models import ApiKey
     from projects import membership
     from projects.models import Project
-    from projects.sharing import create_dataset
+    from search.ingest.sharing import create_dataset
     from search.models import Dataset
 
     user = make_user()

@@ -68,8 +68,8 @@ def _run_pending() -> None:
 
 
 def _step(op: tuple, w: dict) -> None:
-    from projects.sharing import create_dataset
     from search.ingest import content
+    from search.ingest.sharing import create_dataset
     from search.models import Dataset
     from search.sources.spec import SourceSpec
     from search.sources.sync import set_source, start_sync

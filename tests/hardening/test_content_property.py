@@ -57,8 +57,8 @@ def _run_pending() -> None:
 
 
 def _step(op: tuple, w: dict) -> None:
-    from projects.sharing import create_dataset, grant_share, revoke_share_row
     from search.ingest import content
+    from search.ingest.sharing import create_dataset, grant_share, revoke_share_row
     from search.models import Dataset, ProjectShare
 
     datasets = list(Dataset.objects.filter(project__in=[w["a"], w["b"]]).order_by("pk"))
@@ -92,7 +92,7 @@ def _step(op: tuple, w: dict) -> None:
 
 
 def _check(w: dict, index) -> int:
-    from projects.access import accessible_dataset_ids
+    from search.engine.access import accessible_dataset_ids
     from search.engine.pipeline import QuerySpec, run_query
     from search.engine.reconcile import reconcile
     from search.models import Chunk
@@ -119,7 +119,7 @@ def test_random_content_lifecycles_keep_the_index_exact_and_access_tight(make_us
 
     from search.engine.index import open_index, set_index
 
-    monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)
+    monkeypatch.setattr("search.engine.applier.GAP_GRACE_S", 0.0)
     stats = {"examples": 0, "steps": 0, "results": 0}
 
     @hsettings(max_examples=12, deadline=None, database=None, derandomize=True,

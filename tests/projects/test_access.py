@@ -2,8 +2,7 @@
 import pytest
 from django.utils import timezone
 
-from projects.access import accessible_dataset_ids
-from search.engine.access import is_resource_accessible
+from search.engine.access import accessible_dataset_ids, is_resource_accessible
 from search.models import Dataset, ProjectShare
 
 pytestmark = pytest.mark.django_db

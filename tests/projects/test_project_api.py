@@ -101,11 +101,11 @@ def test_deleting_a_project_removes_its_datasets_shared_into_other_projects(team
 
 def test_deleting_a_project_with_ingested_content_leaves_zero_orphan_points(team, code_repo, edge_index,
                                                                              monkeypatch, make_project):
-    from search.engine.index import apply_outbox
+    from search.engine.applier import apply_outbox
     from search.engine.reconcile import reconcile
     from search.models import Chunk
 
-    monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)  # earlier tests' rolled-back ids are not young gaps
+    monkeypatch.setattr("search.engine.applier.GAP_GRACE_S", 0.0)  # earlier tests' rolled-back ids are not young gaps
     ingest(team["project"], "src", code_repo, repo="shop")
     keep = make_project("keep", team["users"]["owner"])
     ingest(keep, "kept", code_repo, repo="kept")
@@ -226,7 +226,9 @@ def test_a_project_limited_key_cannot_create_projects_nor_manage_members_elsewhe
 
 def test_new_views_declare_the_manage_scope():
     from projects import api
+    from search.edge.api import projects as project_api
 
     assert api.MemberListView.required_scope == "manage" and api.MemberDetailView.required_scope == "manage"
-    assert api.ProjectListView.required_scope["POST"] == "manage"
-    assert api.ProjectDetailView.required_scope["PATCH"] == api.ProjectDetailView.required_scope["DELETE"] == "manage"
+    assert project_api.ProjectListView.required_scope["POST"] == "manage"
+    assert (project_api.ProjectDetailView.required_scope["PATCH"] == project_api.ProjectDetailView.required_scope["DELETE"]
+            == "manage")

@@ -13,16 +13,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.schema import ERROR_RESPONSES, WRITE_ERRORS
-from projects import datasets as datasets_service
-from projects import sharing
 from projects.access import project_for_member
-from projects.serializers import DatasetSerializer, DatasetUpdateSerializer
+from search.edge.project_serializers import DatasetSerializer, DatasetUpdateSerializer
 from search.edge.serializers import (
     DatasetCreateWithSourceSerializer,
     DatasetDetailWithSourceSerializer,
     DatasetWithSourceSerializer,
 )
+from search.ingest import datasets as datasets_service
 from search.ingest import datasets as search_datasets
+from search.ingest import sharing
 from search.sources import sync as sources
 
 if TYPE_CHECKING:

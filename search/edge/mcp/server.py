@@ -47,7 +47,7 @@ from config.errors import NotFound, api_exception_handler, error_body
 from config.parsers import find_bad_text
 from config.ratelimits import enforce
 from projects.access import project_for_member
-from projects.sharing import datasets_seen_by, projects_of
+from projects.sharing import projects_of
 from search.edge.serializers import (
     CodeFilesRequestSerializer,
     CodeGrepRequestSerializer,
@@ -67,6 +67,7 @@ from search.engine.packing import render_pack
 from search.engine.pipeline import run_query
 from search.engine.spans import indexed_files, read_file
 from search.engine.spans import read_span as read
+from search.ingest.sharing import datasets_seen_by
 from search.quality.feedback import record_feedback
 from search.rules.answer import stream_answer
 from search.rules.search import rules_search
@@ -429,7 +430,7 @@ async def feedback(
     return await _call("feedback", work)
 
 
-# --------------------------------------------------------------------------- code tools (issue 31)
+# --------------------------------------------------------------------------- code tools
 DatasetRef = Annotated[str | int | None, Field(description="Only this dataset (name or id, see list_datasets).")]
 
 

@@ -2,7 +2,7 @@
 see and delete its documents.
 
 Why pages: a team with only a browser must be able to bring its own content in. Every POST is CSRF-protected
-and calls the same services as the API (projects.sharing.create_dataset, search.ingest.content.upload and
+and calls the same services as the API (search.ingest.sharing.create_dataset, search.ingest.content.upload and
 delete_document); the progress bar reads the same job endpoint a frontend polls (/api/ingest-jobs/{id},
 session-authenticated) and, without JavaScript, the page refreshes itself while a job runs.
 """
@@ -22,8 +22,8 @@ from config.errors import ApiError, BadInput, NotFound
 from config.ratelimits import enforce
 from projects import quotas
 from projects.access import membership_role, project_for_member
-from projects.sharing import create_dataset
 from search.ingest import content
+from search.ingest.sharing import create_dataset
 from search.models import Dataset, Document, IngestJob
 from search.sources import sync
 

@@ -18,10 +18,10 @@ from django.views.decorators.http import require_http_methods
 
 from config.errors import ApiError, BadInput, error_body
 from config.fields import parse_int
-from projects.access import accessible_dataset_ids, project_for_member
+from projects.access import project_for_member
 from projects.sharing import projects_of
 from search.edge.api.rules import encode_sse
-from search.engine.access import is_resource_accessible
+from search.engine.access import accessible_dataset_ids, is_resource_accessible
 from search.engine.packing import render_pack
 from search.engine.pages import cite
 from search.engine.pipeline import QuerySpec, run_query

@@ -12,8 +12,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from projects.access import accessible_dataset_ids
 from projects.models import Project
+from search.engine.access import accessible_dataset_ids
 from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES, choose_for_project
 from search.quality.runs import NotReady, check_ready, search_store
 from search.quality.self_judged import MAX_COMMITS, MAX_PAIRS, choose_self_judged

@@ -66,7 +66,7 @@ def test_non_staff_cannot_open_the_console(client, make_user):
 def test_dataset_page_reports_counts_coverage_and_last_ingest(staff_client, dataset):
     from inference.encoders import dense_model_id
 
-    html = staff_client.get(reverse("admin:projects_dataset_change", args=[dataset.pk])).content.decode()
+    html = staff_client.get(reverse("admin:search_dataset_change", args=[dataset.pk])).content.decode()
     assert "<b>2</b> documents" in html
     assert f"{dense_model_id()}: 100.0%" in html
     assert "done (2/2 files" in html
@@ -75,7 +75,7 @@ def test_dataset_page_reports_counts_coverage_and_last_ingest(staff_client, data
 def test_reingest_action_queues_a_job_for_the_last_source(staff_client, dataset):
     from search.models import IngestJob
 
-    resp = staff_client.post(reverse("admin:projects_dataset_changelist"),
+    resp = staff_client.post(reverse("admin:search_dataset_changelist"),
                              {"action": "reingest", "_selected_action": [dataset.pk]})
     assert resp.status_code == 302
     jobs = list(IngestJob.objects.filter(dataset=dataset).order_by("created_at"))
@@ -83,8 +83,9 @@ def test_reingest_action_queues_a_job_for_the_last_source(staff_client, dataset)
 
 
 def test_reembed_recomputes_every_vector_and_queues_upserts(dataset):
+    from inference.models import EmbeddingCache
     from search.ingest.maintenance import reembed
-    from search.models import Chunk, EmbeddingCache, IndexOutbox
+    from search.models import Chunk, IndexOutbox
 
     chunks = Chunk.objects.filter(dataset=dataset)
     EmbeddingCache.objects.filter(text_hash__in=chunks.values("text_hash")).delete()
@@ -200,7 +201,7 @@ def test_ingest_again_on_a_followed_dataset_queues_a_sync_once(staff_client, sou
     from search.models import IngestJob
 
     ok, _ = sources
-    changelist = reverse("admin:projects_dataset_changelist")
+    changelist = reverse("admin:search_dataset_changelist")
     staff_client.post(changelist, {"action": "reingest", "_selected_action": [ok.dataset_id]})
     job = IngestJob.objects.get(dataset=ok.dataset)
     assert job.options == {"origin": "sync", "trigger": "admin", "source_type": "git"} and job.source == PUBLIC_GIT

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from search.engine.index import apply_outbox
+from search.engine.applier import apply_outbox
 from search.models import Chunk, Document, IndexOutbox
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
 
@@ -28,7 +28,7 @@ def corpus(make_user, make_project, code_repo, edge_index, tmp_path, monkeypatch
     """acme owns 'src' (the shop repo) and 'docs'; beta owns 'lib'. All applied to the private store."""
     # Sequence ids of rolled-back earlier tests are "young gaps" to the applier, which would hold its watermark
     # and replay from 0 on every call (repairing what a test planted); a settled applier has no young gaps.
-    monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)
+    monkeypatch.setattr("search.engine.applier.GAP_GRACE_S", 0.0)
     owner = make_user("owner@example.com")
     acme = make_project("acme", owner)
     beta = make_project("beta", owner)
@@ -109,7 +109,7 @@ def test_admin_bulk_delete_selected_datasets(corpus, client, make_user):
     client.force_login(make_user("staff@example.com", staff=True))
     selected = [corpus["src"].pk, corpus["lib"].pk]
     gone = _chunk_ids(dataset_id__in=selected)
-    url = reverse("admin:projects_dataset_changelist")
+    url = reverse("admin:search_dataset_changelist")
     confirm = client.post(url, {"action": "delete_selected", "_selected_action": selected})
     assert confirm.status_code == 200 and b"Are you sure" in confirm.content
     resp = client.post(url, {"action": "delete_selected", "_selected_action": selected, "post": "yes"})
@@ -173,7 +173,7 @@ def test_trigger_queues_a_delete_for_every_model_that_may_hold_the_point(corpus)
     """Each store applies only its own model's rows: a model with cached vectors, or one that was queued
     for this chunk, gets a delete too; one row per (chunk, model), whatever the number of earlier rows."""
     from inference.encoders import dense_model_id
-    from search.models import EmbeddingCache
+    from inference.models import EmbeddingCache
 
     EmbeddingCache.objects.create(model_id="zz-other-model", text_hash="x" * 64, dim=2, vector=[0.0, 1.0])
     chunk = Chunk.objects.filter(dataset=corpus["lib"]).first()

@@ -8,7 +8,8 @@ from django.urls import reverse
 
 from config.errors import BadInput
 from inference.encoders import adapted_models_dir, resolve_model
-from search.engine.index import apply_outbox, get_index, model_index, rebuild
+from search.engine.applier import apply_outbox, rebuild
+from search.engine.index import get_index, model_index
 from search.engine.pipeline import QuerySpec, run_query
 from search.models import Chunk, Dataset, Feedback, IndexOutbox, QuerySession
 from search.quality import adoption
@@ -149,7 +150,7 @@ def test_a_rejected_model_leaves_the_evidence_of_the_one_that_serves_and_the_adm
     assert ds_b.embedding_evidence["adopted"] is False and "last_rejected" not in ds_b.embedding_evidence
 
     client.force_login(make_user("staff@example.com", staff=True))
-    html = client.get(reverse("admin:projects_dataset_change", args=[ds_a.pk])).content.decode()
+    html = client.get(reverse("admin:search_dataset_change", args=[ds_a.pk])).content.decode()
     assert f"<b>{MODEL}</b> adopted" in html and "since then: <b>later-try</b> not adopted" in html
     assert "held-out code pairs do not confirm a gain" in html
 

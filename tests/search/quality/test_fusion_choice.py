@@ -12,6 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from search.engine.fusion_settings import CODE_DEFAULT, DEFAULT, PROSE_DEFAULT, FusionSetting, kind_default
+from search.engine.project_ranking import fusion_of, save_fusion
 from search.quality.fusion_choice import choose
 from search.quality.metrics import ndcg as ndcg10
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
@@ -108,8 +109,8 @@ def test_choose_fusion_stores_its_decision_and_the_admin_shows_the_evidence(judg
     text = out.getvalue()
     assert "pick half: 3 queries" in text and "single legs on all judged queries" in text
     project.refresh_from_db()
-    assert project.fusion["evidence"]["judged_queries"] == 6 and project.fusion["reason"] in text
-    assert project.fusion["evidence"]["pick"]["grid"]  # every setting's score on the pick half
+    assert fusion_of(project)["evidence"]["judged_queries"] == 6 and fusion_of(project)["reason"] in text
+    assert fusion_of(project)["evidence"]["pick"]["grid"]  # every setting's score on the pick half
 
     client.force_login(make_user("boss@example.com", staff=True))
     page = client.get(f"/admin/projects/project/{project.pk}/change/").content.decode()
@@ -122,7 +123,6 @@ def test_choose_fusion_stores_its_decision_and_the_admin_shows_the_evidence(judg
 
 @pytest.mark.django_db
 def test_a_query_that_names_no_fusion_runs_the_projects_adopted_setting(judged_project, client_for):
-    from projects.models import Project
 
     project, owner = judged_project
     client = client_for(owner)
@@ -131,7 +131,7 @@ def test_a_query_that_names_no_fusion_runs_the_projects_adopted_setting(judged_p
     assert plain["fusion_source"] == "default" and plain["fusion_params"] == CODE_DEFAULT.as_dict()
 
     adopted = FusionSetting("weighted", 60, 0.3, 0.7)
-    Project.objects.filter(pk=project.pk).update(fusion={"setting": adopted.as_dict(), "label": adopted.label})
+    save_fusion(project=project, choice={"setting": adopted.as_dict(), "label": adopted.label})
     data = client.post("/api/projects/shop/query", body, format="json").json()
     assert data["fusion"] == "weighted" and data["fusion_source"] == "project"
     assert data["fusion_params"] == adopted.as_dict()
@@ -154,7 +154,7 @@ def test_the_admin_action_runs_the_choice_in_the_web_process_and_says_what_it_de
     page = resp.content.decode().lower()
     assert "shop: kept the default (weighted dense 0.6 / sparse 0.4): 6 judged queries; at least 30 are needed" in page
     project.refresh_from_db()
-    assert project.fusion["reason"] == "6 judged queries; at least 30 are needed"
+    assert fusion_of(project)["reason"] == "6 judged queries; at least 30 are needed"
 
 
 def test_the_default_follows_the_kind_searched_prose_and_code_alone_get_the_fusion_their_labelled_data_chose():
@@ -227,13 +227,13 @@ def test_a_code_project_without_feedback_chooses_on_its_own_docstrings(documente
     call_command("choose_fusion", "--project", "books", "--self-judged", "--min-queries", "6", stdout=out)
     assert "dry run: nothing stored" in out.getvalue()  # a self-judged choice is stored only with --adopt
     project.refresh_from_db()
-    assert not project.fusion
+    assert not fusion_of(project)
     out = StringIO()
     call_command("choose_fusion", "--project", "books", "--self-judged", "--adopt", "--min-queries", "6", stdout=out)
     text = out.getvalue()
     assert "self-judged queries: 12 documented functions" in text and "pick half: 6 queries" in text
     project.refresh_from_db()
-    ev = project.fusion["evidence"]
+    ev = fusion_of(project)["evidence"]
     assert ev["source"] == "self-judged" and ev["pairs"] == 12 and ev["pick"]["queries"] == 6
     assert ev["baseline"] == CODE_DEFAULT.label  # what a code project runs without a choice
     assert ("confirm" in ev) == (ev["pick"]["best"] != ev["baseline"])  # confirmed only when the pick differs

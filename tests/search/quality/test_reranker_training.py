@@ -14,6 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from search.engine.project_ranking import reranker_of, save_reranker
 from search.quality import reranker_training as rt
 from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture
 
@@ -198,7 +199,8 @@ def test_too_few_training_queries_is_a_clear_error_and_writes_nothing(edge_index
 @pytest.fixture
 def toy_project(make_user, make_project, edge_index, collection):
     """A project owning the toy collection as its own dataset (no feedback yet)."""
-    from search.engine.index import apply_outbox, get_index
+    from search.engine.applier import apply_outbox
+    from search.engine.index import get_index
     from search.ingest.writer import sync_documents
     from search.quality.evaluation import beir_documents, load_beir
 
@@ -222,7 +224,7 @@ def test_a_project_model_trained_on_pseudo_queries_becomes_default_only_if_it_be
     assert manifest["data"]["positives"] == "pseudo-queries" and manifest["data"]["feedback_queries"] == 0
     project.refresh_from_db()
     beats = manifest["heldout"]["reranked_ndcg@10"] > manifest["heldout"]["fused_ndcg@10"]
-    assert project.reranker == ("sci-ce" if beats else "")
+    assert reranker_of(project) == ("sci-ce" if beats else "")
     assert ("now reranks with sci-ce" in out.getvalue()) == beats
 
 
@@ -252,7 +254,7 @@ def test_a_cross_encoder_reorders_only_the_fused_top_rerank_depth(toy_project, m
     call_command("train_reranker", "--project", "sci", "--name", "sci-ce", "--no-activate", *TRAIN_ARGS,
                  stdout=StringIO(), stderr=StringIO())
     project = Project.objects.get(slug="sci")
-    project.reranker = "sci-ce"
+    save_reranker(project=project, name="sci-ce")
     settings.RERANK_DEPTH = 4
     res = run_query(user=None, project=project, spec=QuerySpec(q="why do reefs turn white", top_k=20, candidates=20, log=False))
     ranks = [c.rank_before for c in res.candidates]
@@ -271,14 +273,16 @@ def test_staff_pick_a_projects_reranker_in_the_admin_among_the_trained_ones(make
     url = f"/admin/projects/project/{project.pk}/change/"
     html = client.get(url).content.decode()
     assert "sci-ce — held-out nDCG@10 0.71 vs fused 0.65" in html
+    # the ranking is search's inline on projects' own project admin (projects.admin.extend_project_admin)
     form = {"slug": "sci", "name": "Sci", "quota_documents": "", "quota_chunks": "", "quota_bytes": "",
-            "memberships-TOTAL_FORMS": "0", "memberships-INITIAL_FORMS": "0"}
-    assert client.post(url, {**form, "reranker": "not-trained"}).status_code == 200  # re-shown with the error
+            "memberships-TOTAL_FORMS": "0", "memberships-INITIAL_FORMS": "0",
+            "ranking-TOTAL_FORMS": "1", "ranking-INITIAL_FORMS": "0", "ranking-0-project": str(project.pk)}
+    assert client.post(url, {**form, "ranking-0-reranker": "not-trained"}).status_code == 200  # re-shown, an error
     project.refresh_from_db()
-    assert project.reranker == ""
-    assert client.post(url, {**form, "reranker": "sci-ce"}).status_code == 302
+    assert reranker_of(project) == ""
+    assert client.post(url, {**form, "ranking-0-reranker": "sci-ce"}).status_code == 302
     project.refresh_from_db()
-    assert project.reranker == "sci-ce"
+    assert reranker_of(project) == "sci-ce"
 
 
 def test_a_projects_feedback_is_the_positives_once_it_has_enough(toy_project, models_home):

@@ -89,7 +89,7 @@ def test_rules_search_applies_it_only_when_switched_on(demo_project):
 
 
 def _dataset_ids(project) -> list[int]:
-    from projects.access import accessible_dataset_ids
+    from search.engine.access import accessible_dataset_ids
 
     return sorted(accessible_dataset_ids(project))
 

@@ -142,7 +142,7 @@ def test_rrf_base_score_is_reciprocal_rank_sum(demo_project):
 
 def test_weighted_base_score_is_min_max_04_sparse_06_dense(demo_project, rules_index):
     from inference.encoders import embed_query
-    from projects.access import accessible_dataset_ids
+    from search.engine.access import accessible_dataset_ids
     from search.engine.pipeline import build_filter
     from search.engine.sparse import encode_query
 
