@@ -444,7 +444,7 @@ PDF_MAX_PAGES = env_int("PDF_MAX_PAGES", 5000)  # declared pages; a larger count
 PDF_MAX_PAGE_CHARS = env_int("PDF_MAX_PAGE_CHARS", 200_000)  # characters on one page
 PDF_MAX_CHARS = env_int("PDF_MAX_CHARS", 20_000_000)  # characters in the whole document
 PDF_MAX_OUTLINE = env_int("PDF_MAX_OUTLINE", 10_000)  # bookmarks read for headings; the rest are ignored
-PDF_MAX_SECONDS = env_int("PDF_MAX_SECONDS", 120)  # wall time for one document (less when the job has less left)
+PDF_MAX_SECONDS = env_int("PDF_MAX_SECONDS", 120)  # wall time for one document; past it the reader is killed
 PDF_MAX_MEMORY_MB = env_int("PDF_MAX_MEMORY_MB", 1024)  # the reader process's address space
 # Per-project quotas (overrides per project in the admin). A push or upload past one is a 413 quota_exceeded.
 QUOTA_DOCUMENTS = env_int("QUOTA_DOCUMENTS", 100_000)
