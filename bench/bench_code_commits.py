@@ -291,7 +291,7 @@ def paired_ci(per_commit: list[dict[str, Any]], a: str, b: str, metric: str, *, 
 # --------------------------------------------------------------------------- indexing
 def sync_to(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
     """Move the source's branch to `sha`, sync through the product, and make sure the index applied it."""
-    from search.engine.index import apply_outbox, pending_outbox
+    from search.engine.applier import apply_outbox, pending_outbox
     from search.sources.sync import start_sync
 
     git(clone, "update-ref", f"refs/heads/{BRANCH}", sha)

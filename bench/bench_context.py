@@ -149,7 +149,8 @@ def main() -> None:
 
     from inference.encoders import embed_query, embed_texts, resolve_precision
     from projects.models import Project
-    from search.engine.index import apply_outbox, get_index
+    from search.engine.applier import apply_outbox
+    from search.engine.index import get_index
     from search.engine.pipeline import QuerySpec, build_filter, run_query
     from search.ingest.jobs import start_ingest
     from search.models import Dataset

@@ -34,7 +34,8 @@ def _half(coll: object, parity: int) -> list:
 
 def _ingest(project_slug: str, name: str, drafts: list) -> tuple[object, float]:
     from projects.models import Project
-    from search.engine.index import apply_outbox, get_index
+    from search.engine.applier import apply_outbox
+    from search.engine.index import get_index
     from search.ingest.writer import sync_documents
     from search.models import Dataset
 
@@ -52,14 +53,17 @@ def _rankings(queries: dict[str, str], *, dataset_ids: list[int], idf_scope: lis
               legs: str) -> dict[str, list[tuple[int, float]]]:
     """Each query's top 10 (chunk id, score); `idf_scope` None = the platform's (the searched datasets)."""
     from search.engine import term_stats
-    from search.engine.pipeline import build_filter, retrieve
+    from search.engine.fusion_settings import DEFAULT
+    from search.engine.pipeline import QuerySpec, build_filter, execute, retrieval_over
 
-    flt = build_filter(dataset_ids=dataset_ids, extra_filter={"kind": ["beir"]})
+    stages = retrieval_over(build_filter(dataset_ids=dataset_ids, extra_filter={"kind": ["beir"]}), setting=DEFAULT)
     original = term_stats.idf_weights
     if idf_scope is not None:
         term_stats.idf_weights = lambda *, terms, dataset_ids: original(terms=terms, dataset_ids=idf_scope)
     try:
-        return {qid: [(c.chunk_id, round(c.fused_score, 6)) for c in retrieve(q=q, flt=flt, candidates=10, legs=legs)]
+        return {qid: [(c.chunk_id, round(c.fused_score, 6)) for c in execute(
+                    spec=QuerySpec(q=q, log=False, top_k=10, candidates=10, legs=legs), project=None,
+                    stages=stages).cands]
                 for qid, q in queries.items()}
     finally:
         term_stats.idf_weights = original

@@ -1,7 +1,7 @@
 """Load: throughput and p50/p95/p99 for context query, rules answer (no LLM) and people search at rising
 concurrency, against gunicorn on the embedded stack (loopback only, bounded in time).
 
-Why gunicorn with one gthread worker: the embedded Qdrant store admits one open handle (search/engine/index.py;
+Why gunicorn with one gthread worker: the embedded Qdrant store admits one open handle (search/engine/index_embedded.py;
 docs/architecture.md, "Data ownership"), so the process that serves context and rules queries must be a
 single process; its threads share the handle. Postgres, Redis and the embedding model are the real ones.
 With QDRANT_URL set, more workers could be added; that is not what this measures.
@@ -52,7 +52,8 @@ def _seed() -> str:
     from accounts.apikeys import issue_api_key
     from accounts.models import User
     from credits.ledger import grant
-    from search.engine.index import apply_outbox, close_index
+    from search.engine.applier import apply_outbox
+    from search.engine.index import close_index
 
     t0 = time.perf_counter()
     call_command("demo")

@@ -53,7 +53,7 @@ def ingest_process(*, project: str, dataset: str, source: Path) -> subprocess.Po
 
 
 def drain(index) -> None:
-    from search.engine.index import apply_outbox, pending_outbox
+    from search.engine.applier import apply_outbox, pending_outbox
 
     while apply_outbox(index=index) or pending_outbox(index=index):
         time.sleep(0.05)
@@ -61,8 +61,7 @@ def drain(index) -> None:
 
 def measure(*, mode: str, project, source: Path, index, queries: list[str]) -> dict:
     """Queries at a fixed rate while one ingest runs; mode "before" applies the outbox inside each query's time."""
-    from search.engine.applier import BackgroundApplier
-    from search.engine.index import APPLY_BATCH, apply_outbox, wait_until_indexed
+    from search.engine.applier import APPLY_BATCH, BackgroundApplier, apply_outbox, wait_until_indexed
     from search.engine.pipeline import QuerySpec, run_query
     from search.models import Chunk
 

@@ -93,7 +93,7 @@ def measure(args: argparse.Namespace) -> dict:
     from search.models import Dataset
 
     start_ingest = _first("search.ingest.jobs:start_ingest", "search.ingest.runner:start_ingest")
-    apply_outbox = _first("search.engine.index:apply_outbox", "search.index:apply_outbox")
+    apply_outbox = _first("search.engine.applier:apply_outbox", "search.index:apply_outbox")
     run_query = _first("search.engine.pipeline:run_query", "search.pipeline:run_query")
     try:
         spec_cls = _first("search.engine.pipeline:QuerySpec")

@@ -13,7 +13,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 
-from search.engine.index import apply_outbox, rebuild
+from search.engine.applier import apply_outbox, rebuild
 from search.ingest.job_control import JobStopped
 from search.ingest.jobs import FINISHED, NoSlot, run_job
 from search.ingest.locks import JobBusy

@@ -1,41 +1,344 @@
-"""The outbox applier of the process that owns the embedded index: a background thread, off the read path.
+"""The one applier: it carries the outbox into the index, keeps each store's watermark, and answers waits.
 
-Why a thread here and not on the query path: applying the outbox writes the
-index and may take seconds (a 10k-chunk ingest) behind a lock; a query that
-applied first would write, and wait on another query's write. The embedded
-store (qdrant-edge-py) admits one open handle, so only the process that owns it
-(the web process: console/wsgi.py and console/asgi.py start this) can apply.
-With a Qdrant server (QDRANT_URL) Celery applies instead (search.tasks), and
-this thread is not started.
+Postgres is the truth and the index its projection (docs/architecture.md, Data ownership): every write commits
+its chunks and an IndexOutbox row together, and only this module writes the index. `apply_outbox` re-reads each
+pending chunk and writes its current state (present -> upsert, gone -> delete), so replays and out-of-order rows
+converge; each store's IndexWatermark says how far it got, which is all `wait_until_indexed` reads.
 
-How it wakes: migration 0006 makes every committed INSERT into the outbox send
-a Postgres NOTIFY on `search_index_outbox`; the thread LISTENs on its own
-connection and also polls every INDEX_APPLIER_POLL_S, so a notification lost
-to a dropped connection only delays an update. Clients that must read their
-own writes call `search.engine.index.wait_until_indexed`, which only reads.
+Why a thread here and not on the query path: applying the outbox writes the index and may take seconds (a
+10k-chunk ingest) behind a lock; a query that applied first would write, and wait on another query's write. The
+embedded store (qdrant-edge-py) admits one open handle, so only the process that owns it (the web process:
+console/wsgi.py and console/asgi.py start the BackgroundApplier) can apply. With a Qdrant server (QDRANT_URL)
+Celery applies instead (search.tasks), and the thread is not started. Queries count themselves in READ_GATE, so
+the thread steps aside for them between batches.
+
+How it wakes: migration 0006 makes every committed INSERT into the outbox send a Postgres NOTIFY on
+`search_index_outbox`; the thread LISTENs on its own connection and also polls every INDEX_APPLIER_POLL_S, so a
+notification lost to a dropped connection only delays an update. Clients that must read their own writes call
+`wait_until_indexed`, which only reads.
 """
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+from tqdm import tqdm
 
-from search.engine.index import OUTBOX_CHANNEL as CHANNEL
-from search.engine.index import apply_outbox
+from config.errors import DependencyDown
+from inference.models import EmbeddingCache
+from search.engine.dataset_models import models_in_use
+from search.engine.index import VectorIndex, get_index, model_index
+from search.engine.index_schema import PAYLOAD_LOOKUPS, IndexPoint
+from search.engine.sparse import encode_document, sparse_document_text
+from search.models import Chunk, IndexOutbox, IndexWatermark
 
 log = logging.getLogger(__name__)
 
+APPLY_BATCH = 512
+# Migration 0006 NOTIFYs this channel on every committed outbox insert; the background applier listens.
+OUTBOX_CHANNEL = "search_index_outbox"
+# A gap in outbox ids younger than this may be a transaction still in flight: hold the watermark before it.
+GAP_GRACE_S = 30.0
+
 _SLICE_S = 0.25  # how often a waiting thread looks at its stop/wake flags
-# Small batches, each waiting up to YIELD_S for the queries in flight (search.engine.index.READ_GATE): the embedded
+# Small batches, each waiting up to YIELD_S for the queries in flight (READ_GATE): the embedded
 # engine holds the GIL while it upserts, so a 512-point batch would stall every query of this process behind it.
 BATCH = 128
 YIELD_S = 0.2
 
 
+_apply_lock = threading.Lock()
+
+
+class ReadGate:
+    """The index reads in flight in this process, so that a background apply can step aside for them.
+
+    Why: the embedded engine's binding holds the GIL while it upserts, and building points is Python work, so an
+    applier thread draining a large ingest makes every query in the same process wait behind it. Between batches
+    the background applier waits (bounded) until no read is in flight: queries go first, the applier still moves
+    at least one batch per wait, and nothing is ever skipped. A read only counts itself; it never waits here.
+    """
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._cv = threading.Condition()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._cv:
+            self._n += 1
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._n -= 1
+                if not self._n:
+                    self._cv.notify_all()
+
+    def wait_idle(self, *, timeout: float) -> bool:
+        """True once no read is in flight; False when `timeout` passed first (the caller goes on anyway)."""
+        with self._cv:
+            return self._cv.wait_for(lambda: self._n == 0, timeout)
+
+
+READ_GATE = ReadGate()
+
+
+@contextmanager
+def hold_applier() -> Iterator[None]:
+    """Keep this process's applier out while the reconciler repairs the index, so neither writes an older state
+    over the other's newer one."""
+    with _apply_lock:
+        yield
+
+
+def chunk_payload(chunk: Chunk) -> dict[str, Any]:
+    def follow(obj: object, lookup: str) -> object:
+        for part in lookup.split("__"):
+            obj = getattr(obj, part)
+        return obj
+
+    return {key: follow(chunk, lookup) for key, lookup in PAYLOAD_LOOKUPS.items()}
+
+
+def payloads_for(chunk_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The payload each chunk the live index should hold carries, read in one query (no model instances).
+    Evaluation datasets' chunks are not among them: in the live store their points are orphans."""
+    rows = (Chunk.objects.filter(pk__in=chunk_ids, dataset__is_evaluation=False)
+            .values_list("pk", *PAYLOAD_LOOKUPS.values()))
+    return {r[0]: dict(zip(PAYLOAD_LOOKUPS, r[1:], strict=True)) for r in rows}
+
+
+def build_points(chunk_ids: list[int], *, model_id: str,
+                 evaluation: bool = False) -> tuple[list[IndexPoint], list[int]]:
+    """Points for the chunks that exist now (with their cached vectors); ids that no longer exist.
+
+    An evaluation dataset's chunks count as gone (the live store drops them) unless `evaluation`: only the
+    throwaway store an evaluation builds for itself (search.quality.runs.throwaway_index) holds them."""
+    qs = Chunk.objects.filter(pk__in=chunk_ids)
+    if not evaluation:
+        qs = qs.filter(dataset__is_evaluation=False)
+    chunks = list(qs.select_related("dataset"))
+    vectors = dict(EmbeddingCache.objects.filter(model_id=model_id, text_hash__in={c.text_hash for c in chunks})
+                   .values_list("text_hash", "vector"))
+    points, missing = [], []
+    for c in chunks:
+        vec = vectors.get(c.text_hash)
+        if vec is None:  # never embedded for this model: the ingest runner writes the cache first
+            missing.append(c.pk)
+            continue
+        sparse = encode_document(sparse_document_text(text=c.text, path=c.path, symbol=c.symbol,
+                                                      heading_path=c.heading_path), kind=c.kind)
+        points.append(IndexPoint(id=c.pk, dense=vec, sparse=sparse, payload=chunk_payload(c)))
+    if missing:
+        log.warning("apply_outbox: %d chunks have no %s vector; run ingest again to embed them", len(missing),
+                    model_id)
+    present = {c.pk for c in chunks}
+    return points, [i for i in chunk_ids if i not in present]
+
+
+def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = None,
+                 wait_s: float = 60.0, batch: int = APPLY_BATCH, yield_to_reads_s: float = 0.0) -> int:
+    """Apply pending outbox rows to `index` (default: the process singleton) and to the same store's collections
+    of every adapted model a dataset is searched or written with (search.engine.dataset_models). Returns rows read.
+
+    A model whose folder is gone is logged and skipped, so it never holds up the configured model's collections."""
+    index = index or get_index()
+    kw = {"max_rows": max_rows, "wait_s": wait_s, "batch": batch, "yield_to_reads_s": yield_to_reads_s}
+    total = apply_store_outbox(index=index, **kw)
+    for name in models_in_use():
+        try:
+            sibling = model_index(index, name=name)
+        except DependencyDown as exc:
+            log.warning("apply_outbox: skipping the adapted model %r: %s", name, exc.detail)
+            continue
+        total += apply_store_outbox(index=sibling, **kw)
+    return total
+
+
+def apply_store_outbox(*, index: VectorIndex, max_rows: int | None = None,
+                       wait_s: float = 60.0, batch: int = APPLY_BATCH, yield_to_reads_s: float = 0.0) -> int:
+    """Apply pending IndexOutbox rows of this store's model past its watermark. Idempotent; returns rows read.
+
+    Each pending chunk id is re-read from Postgres and written in its current
+    state (present -> upsert, gone -> delete), so replays and out-of-order
+    rows converge on the truth. Only writers and the applier call this; a query
+    never does (it would make a read wait on a write).
+
+    A young gap in the ids (a transaction that may still commit) holds the
+    watermark before it, but the pass still reads on to the end, so every row
+    committed before the pass began is applied; `scanned_id`/`scanned_at`
+    record that, which is what `wait_until_indexed` checks.
+
+    `yield_to_reads_s` > 0 (the background applier): before each batch's Python work and before its write, wait
+    up to that long for this process's queries in flight to finish (READ_GATE), so a query never queues behind
+    a whole batch of index writes.
+    """
+    if not _apply_lock.acquire(timeout=wait_s):
+        return 0
+    try:
+        started = _db_clock()
+        # every row visible now (any model's) is read or known to be another model's by the end of a drained pass:
+        # what a waiter on another model's rows, or on rows interleaved with them, needs (is_indexed)
+        top = IndexOutbox.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+        wm, _ = IndexWatermark.objects.get_or_create(store=index.store_key)
+        safe = cursor = wm.last_outbox_id
+        held = False  # a young gap was seen: the safe watermark stays where it is for this pass
+        total = 0
+        while max_rows is None or total < max_rows:
+            rows = list(IndexOutbox.objects.filter(pk__gt=cursor, model_id=index.model_id)
+                        .order_by("pk").values_list("pk", "chunk_id", "created_at")[:batch])
+            if not rows:
+                if not held:  # other models' rows past the watermark are nothing for this store
+                    other_max = (IndexOutbox.objects.filter(pk__gt=safe).exclude(model_id=index.model_id)
+                                 .order_by("-pk").values_list("pk", flat=True).first())
+                    safe = max(safe, other_max or 0)
+                break
+            ids = sorted({r[1] for r in rows})
+            if yield_to_reads_s:
+                READ_GATE.wait_idle(timeout=yield_to_reads_s)
+            points, gone = build_points(ids, model_id=index.model_id)
+            if yield_to_reads_s:
+                READ_GATE.wait_idle(timeout=yield_to_reads_s)
+            index.upsert(points)
+            index.delete(gone)
+            total += len(rows)
+            if not held:
+                safe = _safe_watermark(cursor, rows)
+                held = safe < rows[-1][0]
+            cursor = rows[-1][0]
+            IndexWatermark.objects.filter(pk=wm.pk).update(last_outbox_id=safe)
+        if total and hasattr(index, "flush"):
+            index.flush()
+        drained = max_rows is None or total < max_rows
+        update: dict[str, Any] = {"last_outbox_id": safe}
+        if drained:  # everything committed before `started` is in the index now
+            update.update(scanned_id=max(cursor, safe, top), scanned_at=started)
+        IndexWatermark.objects.filter(pk=wm.pk).update(**update)
+        return total
+    finally:
+        _apply_lock.release()
+
+
+def _db_clock() -> Any:
+    """Postgres's clock: the applier and a waiter in another process compare instants on one clock."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT clock_timestamp()")
+        return cur.fetchone()[0]
+
+
+def _safe_watermark(last: int, rows: list[tuple[int, int, Any]]) -> int:
+    expected = last + 1
+    now = timezone.now()
+    for pk, _, created in rows:
+        if pk != expected and (now - created).total_seconds() < GAP_GRACE_S:
+            return expected - 1
+        expected = pk + 1
+    return rows[-1][0]
+
+
+def last_outbox_id(*, index: VectorIndex | None = None) -> int:
+    """The newest outbox row for this store's model: what a writer waits for to read its own writes."""
+    index = index or get_index()
+    return IndexOutbox.objects.filter(model_id=index.model_id).order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+def is_indexed(*, through: int, since: Any, index: VectorIndex | None = None) -> bool:
+    """True once every outbox row up to `through` that was committed before `since` is in the index."""
+    index = index or get_index()
+    wm = IndexWatermark.objects.filter(store=index.store_key).values("last_outbox_id", "scanned_id",
+                                                                      "scanned_at").first()
+    if wm is None:
+        return through <= 0
+    if wm["last_outbox_id"] >= through:
+        return True
+    return wm["scanned_id"] >= through and wm["scanned_at"] is not None and wm["scanned_at"] >= since
+
+
+def wait_until_indexed(*, through: int | None = None, index: VectorIndex | None = None, timeout: float = 30.0,
+                       poll_s: float = 0.05) -> bool:
+    """Read-your-writes without making reads write: block until the applier has carried the outbox (up to
+    `through`, default: everything committed now) into the index. Only reads Postgres; returns False on timeout.
+
+    Call it after the write has committed. It never applies anything itself: it NOTIFYs the applier that owns
+    the store (the background thread; with a Qdrant server, Celery beat's next run) and waits for a pass that
+    began after the call.
+    """
+    index = index or get_index()
+    since = _db_clock()
+    through = last_outbox_id(index=index) if through is None else through
+    if not is_indexed(through=through, since=since, index=index):
+        with connection.cursor() as cur:  # ask the owner's applier thread for a pass that starts after `since`
+            cur.execute("SELECT pg_notify(%s, '')", [OUTBOX_CHANNEL])
+    deadline = time.monotonic() + timeout
+    while True:
+        if is_indexed(through=through, since=since, index=index):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+
+
+def apply_until_indexed(*, index: VectorIndex, store: VectorIndex, through: int, timeout: float = 60.0) -> bool:
+    """For the process that owns the store and runs no applier thread (a command, a test): apply passes until
+    `store` (index or one of its model stores) holds every row up to `through`; False on timeout."""
+    since = _db_clock()
+    deadline = time.monotonic() + timeout
+    while True:
+        apply_outbox(index=index)
+        if is_indexed(through=through, since=since, index=store):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def pending_outbox(*, index: VectorIndex | None = None) -> int:
+    index = index or get_index()
+    last = IndexWatermark.objects.filter(store=index.store_key).values_list("last_outbox_id", flat=True).first() or 0
+    return IndexOutbox.objects.filter(pk__gt=last, model_id=index.model_id).count()
+
+
+def rebuild(*, index: VectorIndex | None = None, batch: int = 2000, progress: bool = False) -> dict[str, float]:
+    """Drop and rebuild the collection from Postgres (no re-embedding), then optimize. Returns timings (s)."""
+    index = index or get_index()
+    t0 = time.perf_counter()
+    with transaction.atomic():
+        top = IndexOutbox.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    index.drop()
+    ids = list(Chunk.objects.filter(dataset__is_evaluation=False).order_by("pk").values_list("pk", flat=True))
+    bar = tqdm(total=len(ids), desc="reindex", unit="chunk", disable=not progress)
+    for i in range(0, len(ids), batch):
+        points, _ = build_points(ids[i:i + batch], model_id=index.model_id)
+        index.upsert(points)
+        bar.update(len(ids[i:i + batch]))
+    bar.close()
+    IndexWatermark.objects.update_or_create(store=index.store_key, defaults={"last_outbox_id": top})
+    for name in models_in_use():  # each adapted model's collections: the chunks of the datasets that use it
+        sibling = model_index(index, name=name)
+        sibling.drop()
+        used = Q(dataset__embedding_model=name) | Q(dataset__embedding_model_next=name)
+        ids = list(Chunk.objects.filter(used, dataset__is_evaluation=False).order_by("pk").values_list("pk", flat=True))
+        for i in range(0, len(ids), batch):
+            sibling.upsert(build_points(ids[i:i + batch], model_id=sibling.model_id)[0])
+        IndexWatermark.objects.update_or_create(store=sibling.store_key, defaults={"last_outbox_id": top})
+        sibling.optimize()
+    t1 = time.perf_counter()
+    opt = index.optimize()
+    apply_outbox(index=index)  # whatever arrived during the rebuild
+    return {"points": float(index.count()), "upsert_s": t1 - t0, "optimize_s": opt}
+
+
+# --------------------------------------------------------------------------- the background thread
 class BackgroundApplier:
     """One daemon thread that drains the outbox into `index` (default: the process singleton) whenever rows commit."""
 
@@ -99,7 +402,7 @@ class BackgroundApplier:
         try:
             raw = connection.get_new_connection(connection.get_connection_params())
             raw.autocommit = True
-            raw.execute(f"LISTEN {CHANNEL}")
+            raw.execute(f"LISTEN {OUTBOX_CHANNEL}")
             return raw
         except (psycopg.Error, OSError) as exc:
             log.warning("index applier cannot LISTEN (%r); polling every %.1f s", exc, self.poll_s)

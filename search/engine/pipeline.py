@@ -22,14 +22,15 @@ from django.db import connection, transaction
 from config import deadlines
 from config.errors import BadInput
 from inference.encoders import dense_model_id, embed_query
-from projects.access import accessible_dataset_ids
-from search.engine.access import filter_accessible_chunk_ids
+from search.engine.access import accessible_dataset_ids, filter_accessible_chunk_ids
+from search.engine.applier import READ_GATE
 from search.engine.dataset_models import CONFIGURED, model_arg, serving_groups
-from search.engine.fusion import FUSIONS, RRF_K, WEIGHTED, Candidate, fuse, single_leg
+from search.engine.fusion import FUSIONS, WEIGHTED, Candidate, fuse, single_leg
 from search.engine.fusion_settings import FusionSetting, kind_default, project_setting
 from search.engine.globs import GLOB_CHARS, Glob, compile_glob
 from search.engine.graph_context import Addition, graph_additions, graph_wanted
-from search.engine.index import READ_GATE, IndexFilter, VectorIndex, get_index, merge_hits, model_index
+from search.engine.index import VectorIndex, get_index, model_index
+from search.engine.index_schema import IndexFilter, merge_hits
 from search.engine.packing import DEFAULT_BUDGET, build_pack
 from search.engine.rerank import CrossEncoderReranker, get_reranker, rerank_default, rerank_text
 from search.engine.term_stats import weighted_query
@@ -100,7 +101,7 @@ def validate_query(*, q: Any, filters: Any = None, top_k: Any = 15, candidates: 
         raise BadInput("Must be a boolean.", field="rerank")
     clean: dict[str, Any] = {}
     if filters not in (None, {}):
-        if not isinstance(filters, dict):
+        if not isinstance(filters, Mapping):  # a dict, or a spec's own (dataclasses.replace)
             raise BadInput("Must be an object.", field="filters")
         unknown = set(filters) - FILTER_KEYS
         if unknown:
@@ -175,69 +176,6 @@ def searched_kinds(flt: IndexFilter) -> frozenset[str]:
     return frozenset(Dataset.objects.filter(pk__in=flt.dataset_ids).values_list("kind", flat=True).distinct())
 
 
-def retrieve(*, q: str, flt: IndexFilter, candidates: int = 100, fusion: str = "rrf", legs: str = "hybrid",
-             index: VectorIndex | None = None, fusion_weights: dict[str, float] | None = None, rrf_k: int = RRF_K,
-             kinds: frozenset[str] | None = None,
-             timings: dict[str, float] | None = None, sparse_q: str | None = None,
-             dense_model: str | None = None) -> list[Candidate]:
-    """Dense top-N + sparse top-N under one filter, fused. No access re-check, no logging (ablations).
-
-    `sparse_q` replaces the query text of the sparse leg only (rules aliases expand "AC" for BM25 while the
-    dense leg embeds what the user wrote). `dense_model` embeds the query with another local model than
-    EMBEDDING_MODEL (`evaluate --model-id`); `index` must then hold that model's vectors. `kinds`: the content
-    kinds searched, when the caller has read them already (searched_kinds)."""
-    index = index or get_index()
-    timings = timings if timings is not None else {}
-    with READ_GATE.reading():  # a background apply in this process steps aside while this runs
-        return _retrieve(q=q, flt=flt, candidates=candidates, fusion=fusion, legs=legs, index=index,
-                         fusion_weights=fusion_weights, timings=timings, sparse_q=sparse_q, dense_model=dense_model,
-                         rrf_k=rrf_k, kinds=kinds)
-
-
-def _retrieve(*, q: str, flt: IndexFilter, candidates: int, fusion: str, legs: str, index: VectorIndex,
-              fusion_weights: dict[str, float] | None, timings: dict[str, float],
-              sparse_q: str | None = None, dense_model: str | None = None, rrf_k: int = RRF_K,
-              kinds: frozenset[str] | None = None) -> list[Candidate]:
-    dense, sparse = _legs(q=q, flt=flt, candidates=candidates, legs=legs, index=index, timings=timings,
-                          sparse_q=sparse_q, dense_model=dense_model, kinds=kinds)
-    return _fuse(dense=dense, sparse=sparse, legs=legs, fusion=fusion, fusion_weights=fusion_weights,
-                 candidates=candidates, rrf_k=rrf_k, timings=timings)
-
-
-def _legs(*, q: str, flt: IndexFilter, candidates: int, legs: str, index: VectorIndex, timings: dict[str, float],
-          sparse_q: str | None = None, dense_model: str | None = None, kinds: frozenset[str] | None = None,
-          groups: dict[str, list[int]] | None = None,
-          ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-    """The dense and sparse top-N under one filter: (dense, sparse), each [(chunk_id, score)] best first.
-
-    Each dataset is searched in the collections of the model it is served with (`groups`: dense_groups), the query
-    embedded once per model; the hits of several models are merged on their cosine scores (the sparse leg's
-    weights are one scale whatever the collection). With `dense_model` every dataset is searched with that model
-    in `index` (`evaluate --model-id`)."""
-    groups = groups if groups is not None else dense_groups(flt=flt, dense_model=dense_model)
-    dense_parts: list[list[tuple[int, float]]] = []
-    sparse_parts: list[list[tuple[int, float]]] = []
-    query_vec = None
-    for name, ids in groups.items():
-        sub = flt if len(groups) == 1 else replace(flt, dataset_ids=ids)
-        store = index if dense_model is not None else model_index(index, name=name)
-        if legs in ("hybrid", "dense"):
-            t = time.perf_counter()
-            vec = embed_query(q, model=dense_model if dense_model is not None else model_arg(name))
-            timings["embed_ms"] = timings.get("embed_ms", 0.0) + _ms(t)
-            t = time.perf_counter()
-            dense_parts.append(store.search_dense(vec.tolist(), flt=sub, limit=candidates))
-            timings["dense_ms"] = timings.get("dense_ms", 0.0) + _ms(t)
-        if legs in ("hybrid", "sparse"):
-            t = time.perf_counter()
-            if query_vec is None:  # IDF over every searched dataset, whichever collection holds it
-                kinds = kinds if kinds is not None else searched_kinds(flt)
-                query_vec = weighted_query(sparse_q or q, kinds=kinds, dataset_ids=flt.dataset_ids)
-            sparse_parts.append(store.search_sparse(query_vec, flt=sub, limit=candidates))
-            timings["sparse_ms"] = timings.get("sparse_ms", 0.0) + _ms(t)
-    return merge_hits(dense_parts, limit=candidates), merge_hits(sparse_parts, limit=candidates)
-
-
 def dense_groups(*, flt: IndexFilter, dense_model: str | None = None) -> dict[str, list[int]]:
     """model name -> the filter's datasets searched with it (one group when `dense_model` overrides them all)."""
     if dense_model is not None:
@@ -250,20 +188,6 @@ def model_ids_of(groups: dict[str, list[int]], *, dense_model: str | None = None
     if dense_model is not None:
         return [dense_model_id(model=dense_model)]
     return [dense_model_id() if name == CONFIGURED else name for name in groups]
-
-
-def _fuse(*, dense: list[tuple[int, float]], sparse: list[tuple[int, float]], legs: str, fusion: str,
-          fusion_weights: dict[str, float] | None, candidates: int, rrf_k: int,
-          timings: dict[str, float]) -> list[Candidate]:
-    t = time.perf_counter()
-    if legs == "dense":
-        out = single_leg(dense, leg="dense", limit=candidates)
-    elif legs == "sparse":
-        out = single_leg(sparse, leg="sparse", limit=candidates)
-    else:
-        out = fuse(dense=dense, sparse=sparse, method=fusion, weights=fusion_weights, limit=candidates, rrf_k=rrf_k)
-    timings["fuse_ms"] = _ms(t)
-    return out
 
 
 _TEST_PATH = re.compile(r"(^|/)(tests?|spec|__tests__)/|(^|/)test_[^/]*$|_test\.[a-z]+$|\.spec\.[a-z]+$")
@@ -399,7 +323,7 @@ class QueryRun:
     """What the stages share while one spec runs: each stage reads what earlier ones left and adds its part."""
 
     spec: QuerySpec
-    project: Project
+    project: Project | None
     user: User | None
     index: VectorIndex
     timings: dict[str, float] = field(default_factory=dict)
@@ -437,32 +361,70 @@ def resolve(run: QueryRun) -> None:
     run.timings["access_ms"] = _ms(t)
 
 
-def over(flt: IndexFilter) -> Stage:
+def over(flt: IndexFilter, *, setting: FusionSetting | None = None) -> Stage:
     """A `resolve` for a caller that has its filter already (evaluation searches the datasets it built, whoever
-    may read them): the kinds and the fusion setting follow the filter as in `resolve`."""
+    may read them): the kinds follow the filter as in `resolve`, and so does the fusion setting unless `setting`
+    fixes it (a ranking served or mined without a project: the kinds' default, or plain RRF)."""
     def fixed(run: QueryRun) -> None:
         run.flt = flt
         run.kinds = searched_kinds(flt)
-        run.setting, run.fusion_source = fusion_for(project=run.project, fusion=run.spec.fusion, kinds=run.kinds)
+        if setting is not None:
+            run.setting, run.fusion_source = setting, "request"
+        else:
+            run.setting, run.fusion_source = fusion_for(project=run.project, fusion=run.spec.fusion, kinds=run.kinds)
     return fixed
 
 
 def retrieve_legs(run: QueryRun) -> None:
-    """The dense and sparse top-N under the filter (a background apply in this process steps aside meanwhile), each
-    dataset with the dense model it is served with; `run.embedding_models` names them for the response."""
-    groups = dense_groups(flt=run.flt, dense_model=run.spec.dense_model)
-    run.embedding_models = model_ids_of(groups, dense_model=run.spec.dense_model)
+    """The dense and sparse top-N under the filter (a background apply in this process steps aside meanwhile):
+    `run.dense` and `run.sparse`, each [(chunk_id, score)] best first, as deep as `spec.candidates`.
+
+    Each dataset is searched in the collections of the model it is served with (dense_groups), the query embedded
+    once per model; the hits of several models are merged on their cosine scores (the sparse leg's weights are one
+    scale whatever the collection), and `run.embedding_models` names the models for the response. `spec.sparse_q`
+    replaces the sparse leg's text only (rules aliases expand "AC" for BM25 while the dense leg embeds what the
+    user wrote). With `spec.dense_model` every dataset is searched with that model in `run.index` (`evaluate
+    --model-id`)."""
+    spec, flt = run.spec, run.flt
+    groups = dense_groups(flt=flt, dense_model=spec.dense_model)
+    run.embedding_models = model_ids_of(groups, dense_model=spec.dense_model)
+    dense_parts: list[list[tuple[int, float]]] = []
+    sparse_parts: list[list[tuple[int, float]]] = []
+    query_vec = None
     with READ_GATE.reading():
-        run.dense, run.sparse = _legs(q=run.spec.q, flt=run.flt, candidates=run.spec.candidates, legs=run.spec.legs,
-                                      index=run.index, timings=run.timings, sparse_q=run.spec.sparse_q,
-                                      dense_model=run.spec.dense_model, kinds=run.kinds, groups=groups)
+        for name, ids in groups.items():
+            sub = flt if len(groups) == 1 else replace(flt, dataset_ids=ids)
+            store = run.index if spec.dense_model is not None else model_index(run.index, name=name)
+            if spec.legs in ("hybrid", "dense"):
+                t = time.perf_counter()
+                vec = embed_query(spec.q, model=spec.dense_model if spec.dense_model is not None else model_arg(name))
+                run.timings["embed_ms"] = run.timings.get("embed_ms", 0.0) + _ms(t)
+                t = time.perf_counter()
+                dense_parts.append(store.search_dense(vec.tolist(), flt=sub, limit=spec.candidates))
+                run.timings["dense_ms"] = run.timings.get("dense_ms", 0.0) + _ms(t)
+            if spec.legs in ("hybrid", "sparse"):
+                t = time.perf_counter()
+                if query_vec is None:  # IDF over every searched dataset, whichever collection holds it
+                    query_vec = weighted_query(spec.sparse_q or spec.q, kinds=run.kinds, dataset_ids=flt.dataset_ids)
+                sparse_parts.append(store.search_sparse(query_vec, flt=sub, limit=spec.candidates))
+                run.timings["sparse_ms"] = run.timings.get("sparse_ms", 0.0) + _ms(t)
+    run.dense = merge_hits(dense_parts, limit=spec.candidates)
+    run.sparse = merge_hits(sparse_parts, limit=spec.candidates)
 
 
 def fuse_legs(run: QueryRun) -> None:
-    """One ranked candidate list, each keeping its per-leg score and rank (the why)."""
-    run.cands = _fuse(dense=run.dense, sparse=run.sparse, legs=run.spec.legs, fusion=run.setting.method,
-                      fusion_weights=run.setting.weights(), candidates=run.spec.candidates, rrf_k=run.setting.rrf_k,
-                      timings=run.timings)
+    """One ranked candidate list, each keeping its per-leg score and rank (the why); a single leg (`spec.legs`
+    dense or sparse, evaluation's leg rows) is ranked alone."""
+    t = time.perf_counter()
+    legs, limit = run.spec.legs, run.spec.candidates
+    if legs == "dense":
+        run.cands = single_leg(run.dense, leg="dense", limit=limit)
+    elif legs == "sparse":
+        run.cands = single_leg(run.sparse, leg="sparse", limit=limit)
+    else:
+        run.cands = fuse(dense=run.dense, sparse=run.sparse, method=run.setting.method,
+                         weights=run.setting.weights(), limit=limit, rrf_k=run.setting.rrf_k)
+    run.timings["fuse_ms"] = _ms(t)
 
 
 def recheck(run: QueryRun) -> None:
@@ -547,6 +509,12 @@ STAGES: tuple[Stage, ...] = (resolve, retrieve_legs, fuse_legs, recheck, path_pr
 RETRIEVAL: tuple[Stage, ...] = (resolve, retrieve_legs, fuse_legs)
 
 
+def retrieval_over(flt: IndexFilter, *, setting: FusionSetting | None = None) -> tuple[Stage, ...]:
+    """RETRIEVAL over a filter the caller built (`over`): what every ranking without a user runs (evaluation's
+    rows, fusion choice, hard negatives, reranker training), so it ranks as the API does."""
+    return replace_stage(RETRIEVAL, resolve, over(flt, setting=setting))
+
+
 def with_stage(stages: tuple[Stage, ...], stage: Stage, *, after: Stage) -> tuple[Stage, ...]:
     """`stages` with `stage` inserted after `after`."""
     i = stages.index(after) + 1
@@ -558,9 +526,11 @@ def replace_stage(stages: tuple[Stage, ...], old: Stage, new: Stage) -> tuple[St
     return tuple(new if s is old else s for s in stages)
 
 
-def execute(*, spec: QuerySpec, project: Project, user: User | None = None, index: VectorIndex | None = None,
-            stages: tuple[Stage, ...] = STAGES) -> QueryRun:
-    """Run the stages in order; no logging (run_query logs). The request's deadline (config.deadlines) is checked
+def execute(*, spec: QuerySpec, project: Project | None, user: User | None = None,
+            index: VectorIndex | None = None, stages: tuple[Stage, ...] = STAGES) -> QueryRun:
+    """Run the stages in order; no logging (run_query logs). `project` None: a ranking without a tenant
+    (`retrieval_over` with its setting fixed); the stages that read the project (resolve, recheck, rerank, pack)
+    need one. The request's deadline (config.deadlines) is checked
     before each stage: every stage's own work is capped (leg depth, rerank depth, the graph pack's uses), so a
     request past its deadline stops at the next stage with 504 `request_timeout` instead of running the rest."""
     run = QueryRun(spec=spec, project=project, user=user, index=index or get_index())
@@ -584,15 +554,7 @@ def run_query(*, user: User | None, project: Project, spec: QuerySpec, index: Ve
     session_id = None
     if spec.log:
         t = time.perf_counter()
-        session_id = log_query(user=user, project=project, q=spec.q, kind=spec.kind, source=spec.source,
-                               reranker=run.reranker_name,
-                               filters={"filters": dict(spec.filters or {}), "include_global": spec.include_global,
-                                        "top_k": spec.top_k, "candidates": spec.candidates,
-                                        "fusion": run.setting.method,
-                                        "fusion_setting": {**run.setting.as_dict(), "source": run.fusion_source},
-                                        "rerank": run.do_rerank, "extra_filter": dict(spec.extra_filter or {}),
-                                        "embedding_models": run.embedding_models},
-                               cands=run.cands, timings=run.timings, result_count=len(run.results))
+        session_id = log_query(run)
         run.timings["log_ms"] = _ms(t)
     run.timings["total_ms"] = _ms(t_total)
     return QueryResult(results=run.results, pack=run.pack, timings=run.timings, reranker=run.reranker_name,
@@ -611,13 +573,19 @@ def fusion_for(*, project: Project, fusion: str | None, kinds: frozenset[str]) -
     return (adopted, "project") if adopted is not None else (kind_default(kinds), "default")
 
 
-def log_query(*, user: User | None, project: Project, q: str, kind: str, reranker: str | None, filters: dict[str, Any],
-              cands: list[Candidate], timings: dict[str, float], result_count: int, source: str = "api") -> str:
-    """One QuerySession + one RerankResult per candidate, in one transaction and one bulk insert."""
+def log_query(run: QueryRun) -> str:
+    """One QuerySession (the spec as it ran: its filters, the fusion setting and where it came from, the dense
+    models) + one RerankResult per candidate, in one transaction and one bulk insert."""
+    spec, project, user, cands = run.spec, run.project, run.user, run.cands
+    filters = {"filters": dict(spec.filters or {}), "include_global": spec.include_global, "top_k": spec.top_k,
+               "candidates": spec.candidates, "fusion": run.setting.method,
+               "fusion_setting": {**run.setting.as_dict(), "source": run.fusion_source}, "rerank": run.do_rerank,
+               "extra_filter": dict(spec.extra_filter or {}), "embedding_models": run.embedding_models}
     with transaction.atomic():
         session = QuerySession.objects.create(user=user if getattr(user, "pk", None) else None, project=project,
-                                              kind=kind, source=source, query=q, filters=filters, reranker=reranker or "",
-                                              timings=dict(timings), result_count=result_count)
+                                              kind=spec.kind, source=spec.source, query=spec.q, filters=filters,
+                                              reranker=run.reranker_name or "", timings=dict(run.timings),
+                                              result_count=len(run.results))
         RerankResult.objects.bulk_create([
             RerankResult(session=session, chunk_id=c.chunk_id, dataset_id=c.chunk.dataset_id, project_id=project.pk,
                          dense_score=c.dense_score, dense_rank=c.dense_rank, sparse_score=c.sparse_score,

@@ -29,18 +29,10 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Q
 from tqdm import tqdm
 
+from search.engine.applier import apply_outbox, build_points, hold_applier, payloads_for, pending_outbox
 from search.engine.dataset_models import CONFIGURED, models_in_use
-from search.engine.index import (
-    INTEGER_FIELDS,
-    VectorIndex,
-    apply_outbox,
-    build_points,
-    get_index,
-    hold_applier,
-    model_index,
-    payloads_for,
-    pending_outbox,
-)
+from search.engine.index import VectorIndex, get_index, model_index
+from search.engine.index_schema import INTEGER_FIELDS
 from search.models import Chunk, EmbeddingCache, IndexOutbox, ReconcileRun
 
 SAMPLE = 20  # ids shown per kind in a report

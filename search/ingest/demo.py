@@ -9,7 +9,7 @@ from django.conf import settings
 
 from inference.encoders import encoding_plan
 from projects.models import Project
-from search.engine.index import apply_outbox
+from search.engine.applier import apply_outbox
 from search.ingest.jobs import start_ingest
 from search.ingest.progress import duration, estimate_code_ingest, file_progress
 from search.models import Dataset

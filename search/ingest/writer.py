@@ -21,8 +21,8 @@ from config.errors import DependencyDown
 from inference.encoders import fill_embedding_cache, text_hash
 from projects import quotas
 from projects.models import Project
+from search.engine.applier import apply_outbox
 from search.engine.dataset_models import CONFIGURED, model_arg, model_id_of, writing_models
-from search.engine.index import apply_outbox
 from search.engine.sparse import document_term_ids, sparse_document_text
 from search.engine.term_stats import lock_dataset_writes
 from search.ingest.base import DocumentDraft, embed_input

@@ -9,7 +9,7 @@ sees every path, costs one set-based INSERT ... SELECT per DELETE statement,
 and commits or rolls back with the delete itself.
 
 Which model ids get a row: the applier of a store reads only the outbox rows
-of its own embedding model (search.engine.index.apply_outbox filters on model_id),
+of its own embedding model (search.engine.applier.apply_outbox filters on model_id),
 and SQL cannot ask Python which model is configured. A store of model M can
 hold a point for chunk c only if it was written by the applier (which needs an
 outbox row (c, M)) or by a rebuild (which needs an EmbeddingCache row for M:

@@ -27,16 +27,9 @@ from django.utils import timezone
 from config.errors import BadInput, DependencyDown
 from inference.encoders import adapted_model_path, dense_model_id
 from projects.models import Project
-from search.engine.applier import running_applier
+from search.engine.applier import apply_until_indexed, running_applier, wait_until_indexed
 from search.engine.dataset_models import CONFIGURED, model_arg
-from search.engine.index import (
-    apply_until_indexed,
-    get_index,
-    live_store_ref,
-    model_index,
-    searchable_here,
-    wait_until_indexed,
-)
+from search.engine.index import get_index, live_store_ref, model_index, searchable_here
 from search.engine.term_stats import lock_dataset_writes
 from search.ingest.maintenance import reembed
 from search.models import Dataset, IndexOutbox

@@ -22,7 +22,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,19 +32,16 @@ from projects.models import Dataset
 from search.engine.encoders import embed_cached
 from search.engine.graph_signal import graph_boost as code_graph_boost
 from search.engine.pipeline import (
-    RETRIEVAL,
     STAGES,
     QueryRun,
     QuerySpec,
     Stage,
     build_filter,
     execute,
-    over,
     path_prior,
     recheck,
-    replace_stage,
     rerank_with,
-    resolve,
+    retrieval_over,
     run_query,
     with_stage,
 )
@@ -358,15 +355,15 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
     (`evaluate --model-id`); the API `default` then runs the configured model, over the live index. `trained`: a cross-encoder
     (`evaluate --reranker`) for the `trained-rerank` row: the fused ranking, its top RERANK_DEPTH reordered."""
     flt = build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter)
-    retrieval = replace_stage(RETRIEVAL, resolve, over(flt))
+    retrieval = retrieval_over(flt)
 
-    def spec(q: str, **fields: Any) -> QuerySpec:
+    def spec(q: str) -> QuerySpec:  # the evaluated query; a row that ablates a field replaces it
         return QuerySpec(q=q, candidates=RUN_DEPTH, top_k=min(50, RUN_DEPTH), include_global=False, log=False,
-                         kind="eval", **fields)
+                         kind="eval")
 
     def staged(stages: tuple[Stage, ...], *, rerank_scores: bool = False, **fields: Any) -> Ranker:
         def rank(q: str, ctx: dict[str, Any]) -> list[tuple[int, float]]:
-            run = execute(spec=spec(q, dense_model=dense_model, **fields), project=project, index=index,
+            run = execute(spec=replace(spec(q), dense_model=dense_model, **fields), project=project, index=index,
                           stages=stages)
             if rerank_scores:
                 return [(c.chunk_id, c.rerank_score or 0.0) for c in run.cands]
@@ -391,7 +388,8 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
             # the project may hold other collections of the same kind, and searching them too would score another
             # corpus (and its term statistics) than the other rows
             res = run_query(user=None, project=project, index=None if dense_model else index, stages=stages,
-                            spec=spec(q, extra_filter=extra_filter, filters={"dataset": [str(i) for i in dataset_ids]}))
+                            spec=replace(spec(q), extra_filter=extra_filter,
+                                         filters={"dataset": [str(i) for i in dataset_ids]}))
             return [(c.chunk_id, c.rerank_score if c.rerank_score is not None else c.fused_score)
                     for c in res.candidates]
         return rank
@@ -400,8 +398,8 @@ def make_rankers(*, project: Project, dataset_ids: list[int], extra_filter: dict
         # the API with `graph: true`, ranked as an agent reads the pack: each graph addition's chunks right after
         # the result they were added for (search.engine.graph_context), the rest in the default's order
         res = run_query(user=None, project=project, index=None if dense_model else index,
-                        spec=spec(q, extra_filter=extra_filter, filters={"dataset": [str(i) for i in dataset_ids]},
-                                  graph=True))
+                        spec=replace(spec(q), extra_filter=extra_filter,
+                                     filters={"dataset": [str(i) for i in dataset_ids]}, graph=True))
         added: dict[int, list[int]] = {}
         for span in sorted((s for f in res.pack["files"] for s in f["spans"] if s["source"] == "graph"),
                            key=lambda s: s["order"]):  # in the order the packer spent them

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from config.errors import BadInput
 from inference.encoders import inference_context, precision, resolve_model, training_device
-from search.engine.pipeline import build_filter, retrieve
+from search.engine.fusion_settings import DEFAULT
+from search.engine.pipeline import QuerySpec, build_filter, execute, retrieval_over
 from search.engine.rerank import rerank_text
 from search.engine.reranker_store import BLENDS, NAME_RE, blend_scores, models_dir
 from search.models import Chunk, Dataset, Feedback
@@ -43,7 +44,9 @@ from search.quality.progress import bar as progress_bar
 
 if TYPE_CHECKING:
     from projects.models import Project
+    from search.engine.fusion import Candidate
     from search.engine.index import VectorIndex
+    from search.engine.pipeline import Stage
 
 @dataclass(frozen=True)
 class Example:
@@ -144,17 +147,24 @@ def chunk_texts(ids: list[int]) -> dict[int, str]:
             for c in Chunk.objects.filter(pk__in=ids).only("id", "micro_summary", "text", "path", "symbol")}
 
 
+def hybrid(q: str, *, depth: int, stages: tuple[Stage, ...], index: VectorIndex | None) -> list[Candidate]:
+    """The hybrid retriever's top `depth` for a training query (plain RRF over both legs, the stage list the API
+    runs): what the reranker will have to reorder."""
+    spec = QuerySpec(q=q, log=False, candidates=depth, top_k=min(depth, QuerySpec.top_k))
+    return execute(spec=spec, project=None, index=index, stages=stages).cands
+
+
 def mine_groups(*, examples: list[Example], dataset_ids: list[int], negatives: int, seed: int,
                 extra_filter: dict[str, Any] | None = None, depth: int = 30,
                 progress: Callable[[int], None] | None = None, index: VectorIndex | None = None) -> list[Group]:
     """One group per (example, positive): the positive's text and `negatives` hard negatives from the hybrid
     retriever's top `depth` (skipping the example's positives). A pseudo-query's own words are removed from its
     positive, so matching them is not enough."""
-    flt = build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter)
+    stages = retrieval_over(build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter), setting=DEFAULT)
     rng = random.Random(seed)
     groups: list[Group] = []
     for n, ex in enumerate(examples, start=1):
-        cands = [c.chunk_id for c in retrieve(q=ex.query, flt=flt, candidates=depth, index=index)]
+        cands = [c.chunk_id for c in hybrid(ex.query, depth=depth, stages=stages, index=index)]
         neg_ids = [c for c in cands if c not in ex.positives][:negatives]
         if len(neg_ids) < negatives:
             if progress:
@@ -192,10 +202,10 @@ class HeldOut:
 
 def held_out_slice(*, examples: list[Example], dataset_ids: list[int], depth: int,
                    extra_filter: dict[str, Any] | None = None, index: VectorIndex | None = None) -> HeldOut:
-    flt = build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter)
+    stages = retrieval_over(build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter), setting=DEFAULT)
     held = HeldOut(queries=[], candidates=[], relevant=[])
     for ex in examples:
-        cands = retrieve(q=ex.query, flt=flt, candidates=depth, index=index)
+        cands = hybrid(ex.query, depth=depth, stages=stages, index=index)
         texts = chunk_texts([c.chunk_id for c in cands])
         cands = [c for c in cands if c.chunk_id in texts]
         held.queries.append(ex.query)

@@ -26,12 +26,13 @@ from inference.encoders import (
     fill_embedding_cache,
     resolve_model,
 )
-from projects.access import accessible_dataset_ids
 from projects.models import Project
+from search.engine.access import accessible_dataset_ids
+from search.engine.applier import build_points
 from search.engine.dataset_models import CONFIGURED, serving_groups
 from search.engine.fusion_settings import kind_default
-from search.engine.index import build_points, get_index, model_index, open_index, searchable_here
-from search.engine.pipeline import QuerySpec, build_filter, retrieve
+from search.engine.index import get_index, model_index, open_index, searchable_here
+from search.engine.pipeline import QuerySpec, build_filter, execute, retrieval_over
 from search.engine.rerank import load_reranker
 from search.ingest.maintenance import EMBED_FIELDS, chunk_embed_input, fill_missing_vectors
 from search.ingest.writer import sync_documents
@@ -216,12 +217,11 @@ def served_ranking(*, dataset_ids: list[int], model: str | None = None) -> Itera
                                 rank=rank_rules)
             return
         setting = kind_default(kinds)
-        flt = build_filter(dataset_ids=dataset_ids)
+        stages = retrieval_over(build_filter(dataset_ids=dataset_ids), setting=setting)
 
         def rank(q: str, depth: int = SERVED_DEPTH) -> list[int]:
-            return [c.chunk_id for c in retrieve(q=q, flt=flt, candidates=max(depth, SERVED_DEPTH),
-                                                 fusion=setting.method, index=index, dense_model=model,
-                                                 fusion_weights=setting.weights(), rrf_k=setting.rrf_k, kinds=kinds)]
+            spec = QuerySpec(q=q, log=False, candidates=max(depth, SERVED_DEPTH), dense_model=model)
+            return [c.chunk_id for c in execute(spec=spec, project=None, index=index, stages=stages).cands]
         yield ServedRanking(label=setting.label, rank=rank)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from projects.models import Project
-from search.engine.index import apply_outbox
+from search.engine.applier import apply_outbox
 from search.models import Dataset
 from search.rules.ingest import ingest_rulebook
 

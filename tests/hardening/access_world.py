@@ -112,7 +112,7 @@ class Pool:
 def build_pool(root: Path) -> Pool:
     """Ingest the pool for real (chunker, embeddings, outbox, Qdrant) into project `pool-home`."""
     from projects.models import Project
-    from search.engine.index import apply_outbox
+    from search.engine.applier import apply_outbox
     from search.ingest.jobs import start_ingest
     from search.models import Chunk, Dataset, Document
     from search.rules.ingest import ingest_rulebook
@@ -481,6 +481,7 @@ class PeoplePool:
 
 def build_people_pool() -> PeoplePool:
     from people.indexing import embed_cards
+
     from people.models import ExperienceCard, ExperienceCardChild, Person, PersonProfile
 
     specs = [("Asha", "backend", "Backend Engineer", "Payment services in Java and Kafka"),

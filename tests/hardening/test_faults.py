@@ -51,7 +51,7 @@ def sse_events(resp) -> list[tuple[str, dict]]:
 @pytest.fixture
 def world(make_user, make_project, client_for, tmp_path):
     """A member with credits, a tiny code dataset and a tiny rulebook, indexed in the session's store."""
-    from search.engine.index import apply_outbox
+    from search.engine.applier import apply_outbox
     from search.ingest.jobs import start_ingest
     from search.models import Dataset
 

@@ -99,7 +99,7 @@ def test_a_nul_in_a_page_form_is_a_400_page_not_a_500(owner, client):
 @pytest.fixture
 def shop_index(owner, edge_index, code_repo):
     from projects.models import Project
-    from search.engine.index import apply_outbox
+    from search.engine.applier import apply_outbox
 
     ingest(Project.objects.get(slug="shop"), "src", code_repo, repo="shop")
     apply_outbox()

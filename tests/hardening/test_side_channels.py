@@ -24,7 +24,7 @@ SECRET = ("# Vault rotation\n\nThe vault code for the Geneva office is 4471-9902
 @pytest.fixture
 def tenants(make_user, client_for, edge_index, monkeypatch):
     """Alice and Bob, each with a project (made through the API, as a tenant does) and a web dataset."""
-    monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)
+    monkeypatch.setattr("search.engine.applier.GAP_GRACE_S", 0.0)
     alice, bob = make_user("alice@example.com"), make_user("bob@example.com")
     a, b = client_for(alice), client_for(bob)
     out = {"alice": alice, "bob": bob, "a": a, "b": b}

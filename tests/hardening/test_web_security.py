@@ -173,7 +173,7 @@ def _assert_escaped(resp, *, expect_shown: bool = True) -> None:
 @pytest.fixture
 def xss_world(make_user, make_project, tmp_path):
     """A member whose project, code, rulebook and people all carry the payloads."""
-    from search.engine.index import apply_outbox
+    from search.engine.applier import apply_outbox
     from search.ingest.jobs import start_ingest
     from search.models import Dataset
 

@@ -48,7 +48,7 @@ def member(make_user, make_project):
 
 @pytest.fixture
 def code_dataset(member, tmp_path):
-    from search.engine.index import apply_outbox
+    from search.engine.applier import apply_outbox
     from search.ingest.jobs import start_ingest
     from search.models import Dataset
 
@@ -66,7 +66,7 @@ def code_dataset(member, tmp_path):
 
 @pytest.fixture
 def rules_dataset(member, tmp_path):
-    from search.engine.index import apply_outbox
+    from search.engine.applier import apply_outbox
     from search.ingest.jobs import start_ingest
     from search.models import Dataset
 

@@ -63,7 +63,7 @@ def test_a_new_team_signs_up_uploads_a_repo_searches_invites_a_viewer_and_delete
 
     # earlier tests' rolled-back transactions leave young gaps in the outbox ids, behind which the applier
     # waits GAP_GRACE_S (30 s) in case a transaction is still in flight; here none is
-    monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)
+    monkeypatch.setattr("search.engine.applier.GAP_GRACE_S", 0.0)
     # the process's store outlives earlier transactional tests, whose teardown TRUNCATEs (no row triggers):
     # start from an exact index so the end state is this flow's alone
     assert reconcile(index=get_index(), fix=True, record=False).after.counts() == {"orphans": 0, "missing": 0,

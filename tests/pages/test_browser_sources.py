@@ -103,7 +103,7 @@ def test_staff_follow_a_repository_on_the_page_and_a_second_sync_shows_exactly_t
     from search.models import Dataset, Document
     from tests.search.ctx_fixtures import LEDGER_PY, ROUTES_JS
 
-    monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)
+    monkeypatch.setattr("search.engine.applier.GAP_GRACE_S", 0.0)
     staff = make_user("src-staff@example.com", staff=True)
     dataset = Dataset.objects.create(project=make_project("srcok", staff), name="shop", kind="code")
     first = git_remote.commit({"billing/ledger.py": LEDGER_PY, "web/routes.js": ROUTES_JS}, "first")

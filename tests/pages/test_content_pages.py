@@ -25,7 +25,7 @@ def _zip() -> io.BytesIO:
 
 @pytest.fixture
 def pages(make_user, make_project, edge_index, monkeypatch):
-    monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)
+    monkeypatch.setattr("search.engine.applier.GAP_GRACE_S", 0.0)
     owner, viewer = make_user("owner@example.com"), make_user("viewer@example.com")
     make_project("team", owner)
     make_project("team", viewer, role="viewer")

@@ -11,7 +11,7 @@ from tqdm import tqdm
 from accounts.models import User
 from config.errors import DependencyDown
 from projects.models import Membership, Project
-from search.engine.index import apply_outbox
+from search.engine.applier import apply_outbox
 from search.ingest.jobs import start_ingest
 from search.ingest.progress import file_progress
 from search.models import Dataset

@@ -6,7 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from config.errors import DependencyDown
-from search.engine.index import get_index, open_index, rebuild
+from search.engine.applier import rebuild
+from search.engine.index import get_index, open_index
 
 
 class Command(BaseCommand):

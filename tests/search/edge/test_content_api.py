@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from search.engine.index import apply_outbox
+from search.engine.applier import apply_outbox
 from search.models import Chunk, Document, IngestJob, StagedContent
 from tests.search.ctx_fixtures import LEDGER_PY, ROUTES_JS, edge_index  # noqa: F401
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 def team(make_user, make_project, client_for, edge_index, monkeypatch):
     from search.models import Dataset
 
-    monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)
+    monkeypatch.setattr("search.engine.applier.GAP_GRACE_S", 0.0)
     owner, viewer = make_user("owner@example.com"), make_user("viewer@example.com")
     project = make_project("team", owner)
     make_project("team", viewer, role="viewer")

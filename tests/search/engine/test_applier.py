@@ -1,4 +1,5 @@
-"""Reads do not write: queries never apply the outbox; the background applier and the writers do."""
+"""Reads do not write: queries never apply the outbox; the background applier and the writers do. The applier
+projects Postgres into an index (either adapter), and a rebuild reuses the cached vectors."""
 from __future__ import annotations
 
 import threading
@@ -8,6 +9,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from search.engine.applier import apply_outbox, rebuild
+from search.engine.index_schema import IndexFilter, IndexPoint
+from search.engine.index_server import ClientIndex
+from search.engine.sparse import encode_document, encode_query
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
 
 WRITES = ("INSERT", "UPDATE", "DELETE")
@@ -29,7 +34,7 @@ def _ingest_unapplied(project, code_repo):
 
 
 def test_a_query_performs_no_write_and_leaves_the_outbox_pending(make_user, make_project, code_repo, edge_index):
-    from search.engine.index import pending_outbox
+    from search.engine.applier import pending_outbox
     from search.engine.pipeline import QuerySpec, run_query
 
     alice = make_user()
@@ -55,7 +60,7 @@ def test_a_query_performs_no_write_and_leaves_the_outbox_pending(make_user, make
 
 
 def test_a_query_does_not_wait_for_an_apply_in_progress(make_user, make_project, code_repo, edge_index):
-    from search.engine.index import hold_applier, pending_outbox
+    from search.engine.applier import hold_applier, pending_outbox
     from search.engine.pipeline import QuerySpec, run_query
 
     alice = make_user()
@@ -88,7 +93,7 @@ def test_a_query_does_not_wait_for_an_apply_in_progress(make_user, make_project,
 
 def test_the_pass_reads_past_a_young_gap_and_wait_until_indexed_sees_it(make_user, make_project, code_repo,
                                                                          edge_index):
-    from search.engine.index import _db_clock, apply_outbox, is_indexed, last_outbox_id, wait_until_indexed
+    from search.engine.applier import _db_clock, apply_outbox, is_indexed, last_outbox_id, wait_until_indexed
     from search.models import Chunk, IndexOutbox, IndexWatermark
 
     project = make_project("shop", make_user())
@@ -113,8 +118,7 @@ def test_the_pass_reads_past_a_young_gap_and_wait_until_indexed_sees_it(make_use
 @pytest.mark.slow
 def test_background_applier_indexes_what_a_worker_writes_without_any_query(
         transactional_db, celery_worker_proc, make_user, make_project, code_repo, edge_index):
-    from search.engine.applier import BackgroundApplier
-    from search.engine.index import wait_until_indexed
+    from search.engine.applier import BackgroundApplier, wait_until_indexed
     from search.engine.pipeline import QuerySpec, run_query
     from search.ingest.jobs import start_ingest
     from search.models import Chunk, Dataset, IngestJob
@@ -143,7 +147,7 @@ def test_background_applier_indexes_what_a_worker_writes_without_any_query(
 def test_a_background_apply_writes_no_batch_while_a_query_is_in_flight(transactional_db, make_user, make_project,
                                                                         code_repo, edge_index):
     """The applier steps aside for this process's queries (READ_GATE): the engine's upsert holds the GIL."""
-    from search.engine.index import READ_GATE, apply_outbox
+    from search.engine.applier import READ_GATE, apply_outbox
     from search.models import Chunk
 
     project = make_project("shop", make_user())
@@ -172,7 +176,7 @@ def test_a_background_apply_writes_no_batch_while_a_query_is_in_flight(transacti
 
 def test_a_query_that_never_ends_cannot_starve_the_applier(make_user, make_project, code_repo, edge_index):
     """The wait is bounded per batch: with a read held throughout, every row is still applied."""
-    from search.engine.index import READ_GATE, apply_outbox
+    from search.engine.applier import READ_GATE, apply_outbox
     from search.models import Chunk
 
     project = make_project("shop", make_user())
@@ -182,3 +186,61 @@ def test_a_query_that_never_ends_cannot_starve_the_applier(make_user, make_proje
         applied = apply_outbox(index=edge_index, batch=2, yield_to_reads_s=0.01)
     assert applied >= Chunk.objects.count()
     assert edge_index.count() == Chunk.objects.count()
+
+
+# --------------------------------------------------------------------------------- projecting Postgres into an index, and rebuilding it
+@pytest.mark.django_db
+def test_applier_projects_postgres_into_a_client_index(make_project, code_repo):
+    from inference.encoders import dense_model_id, embedding_dim
+    from search.models import Chunk
+
+    project = make_project("shop")
+    ds, _ = ingest(project, "src", code_repo, repo="shop")
+    index = ClientIndex(location=":memory:", model_id=dense_model_id(), dim=embedding_dim())
+    try:
+        applied = apply_outbox(index=index)
+        chunk_ids = set(Chunk.objects.filter(dataset=ds).values_list("pk", flat=True))
+        assert applied == len(chunk_ids) and index.count() == len(chunk_ids)
+        apply_outbox(index=index)  # a replay (the watermark may hold before a young id gap) changes nothing
+        assert index.count() == len(chunk_ids)
+        deduct = Chunk.objects.get(dataset=ds, symbol="deduct_credits")
+        hits = index.search_sparse(encode_query("deduct_credits", kinds=("code",)), flt=IndexFilter(dataset_ids=[ds.pk]), limit=5)
+        assert hits[0][0] == deduct.pk  # the point id is the chunk id
+    finally:
+        index.close()
+
+
+@pytest.mark.django_db
+def test_rebuild_reuses_cached_vectors_and_reports_optimize_time(make_project, code_repo, tmp_path):
+    from django.core.management import call_command
+
+    from inference.encoders import dense_model_id, embedding_dim
+    from inference.models import EmbeddingCache
+    from search.engine.index import open_index
+    from search.models import Chunk
+
+    project = make_project("shop")
+    ingest(project, "src", code_repo, repo="shop")
+    cached = EmbeddingCache.objects.count()
+    index = ClientIndex(location=":memory:", model_id=dense_model_id(), dim=embedding_dim())
+    try:
+        index.upsert([IndexPoint(id=999999, dense=[0.1] * embedding_dim(), sparse=encode_document("stale"),
+                                 payload={"dataset_id": 1})])
+        stats = rebuild(index=index)
+        assert stats["points"] == Chunk.objects.count()  # the stale point is gone, every chunk is there
+        assert stats["optimize_s"] >= 0.0
+    finally:
+        index.close()
+    assert EmbeddingCache.objects.count() == cached  # nothing re-embedded
+
+    from io import StringIO
+
+    out = StringIO()
+    call_command("reindex", path=str(tmp_path / "rebuilt"), stdout=out)
+    assert f"reindexed {Chunk.objects.count()} points" in out.getvalue() and "optimize" in out.getvalue()
+    assert EmbeddingCache.objects.count() == cached
+    reopened = open_index(path=tmp_path / "rebuilt")
+    try:
+        assert reopened.count() == Chunk.objects.count()
+    finally:
+        reopened.close()

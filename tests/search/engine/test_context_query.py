@@ -150,7 +150,8 @@ def test_fusion_choices_and_rerank_name_the_reranker(world, client_for):
 
 def test_qdrant_down_is_503_and_nothing_logged(world, client_for, settings):
     """A real unreachable Qdrant server (nothing listens on the port)."""
-    from search.engine.index import ClientIndex, set_index
+    from search.engine.index import set_index
+    from search.engine.index_server import ClientIndex
 
     set_index(ClientIndex(url="http://127.0.0.1:9", model_id="all-MiniLM-L6-v2", dim=384, timeout=1))
     before = QuerySession.objects.count()

@@ -1,4 +1,4 @@
-"""The index interface: one contract, two adapters (embedded qdrant-edge, qdrant-client local mode), the applier.
+"""The index interface: one contract, two adapters (embedded qdrant-edge, qdrant-client local mode).
 
 The client adapter runs against qdrant-client's local mode, which speaks the same client API as a server.
 """
@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from search.engine.index import ClientIndex, EdgeIndex, IndexFilter, IndexPoint, apply_outbox, collection_name, rebuild
+from search.engine.index_embedded import EdgeIndex
+from search.engine.index_schema import IndexFilter, IndexPoint, collection_name
+from search.engine.index_server import ClientIndex
 from search.engine.sparse import encode_document, encode_query
 from tests.search.ctx_fixtures import code_repo, ingest  # noqa: F401
 
@@ -107,63 +109,7 @@ def test_drop_empties_the_collection_and_optimize_reports_seconds(adapter):
     assert adapter.count() == 1
 
 
-# --------------------------------------------------------------------------------- applier + rebuild (Postgres)
-@pytest.mark.django_db
-def test_applier_projects_postgres_into_a_client_index(make_project, code_repo):
-    from search.engine.encoders import dense_model_id, embedding_dim
-    from search.models import Chunk
-
-    project = make_project("shop")
-    ds, _ = ingest(project, "src", code_repo, repo="shop")
-    index = ClientIndex(location=":memory:", model_id=dense_model_id(), dim=embedding_dim())
-    try:
-        applied = apply_outbox(index=index)
-        chunk_ids = set(Chunk.objects.filter(dataset=ds).values_list("pk", flat=True))
-        assert applied == len(chunk_ids) and index.count() == len(chunk_ids)
-        apply_outbox(index=index)  # a replay (the watermark may hold before a young id gap) changes nothing
-        assert index.count() == len(chunk_ids)
-        deduct = Chunk.objects.get(dataset=ds, symbol="deduct_credits")
-        hits = index.search_sparse(encode_query("deduct_credits", kinds=("code",)), flt=IndexFilter(dataset_ids=[ds.pk]), limit=5)
-        assert hits[0][0] == deduct.pk  # the point id is the chunk id
-    finally:
-        index.close()
-
-
-@pytest.mark.django_db
-def test_rebuild_reuses_cached_vectors_and_reports_optimize_time(make_project, code_repo, tmp_path):
-    from django.core.management import call_command
-
-    from search.engine.encoders import dense_model_id, embedding_dim
-    from search.engine.index import open_index
-    from search.models import Chunk, EmbeddingCache
-
-    project = make_project("shop")
-    ingest(project, "src", code_repo, repo="shop")
-    cached = EmbeddingCache.objects.count()
-    index = ClientIndex(location=":memory:", model_id=dense_model_id(), dim=embedding_dim())
-    try:
-        index.upsert([IndexPoint(id=999999, dense=[0.1] * embedding_dim(), sparse=encode_document("stale"),
-                                 payload={"dataset_id": 1})])
-        stats = rebuild(index=index)
-        assert stats["points"] == Chunk.objects.count()  # the stale point is gone, every chunk is there
-        assert stats["optimize_s"] >= 0.0
-    finally:
-        index.close()
-    assert EmbeddingCache.objects.count() == cached  # nothing re-embedded
-
-    from io import StringIO
-
-    out = StringIO()
-    call_command("reindex", path=str(tmp_path / "rebuilt"), stdout=out)
-    assert f"reindexed {Chunk.objects.count()} points" in out.getvalue() and "optimize" in out.getvalue()
-    assert EmbeddingCache.objects.count() == cached
-    reopened = open_index(path=tmp_path / "rebuilt")
-    try:
-        assert reopened.count() == Chunk.objects.count()
-    finally:
-        reopened.close()
-
-
+# --------------------------------------------------------------------------------- opening a store
 @pytest.mark.django_db
 def test_reindex_command_on_a_store_held_elsewhere_says_how_to_reindex(tmp_path):
     """While the server runs it owns the embedded store: the command must say so, not print a traceback."""

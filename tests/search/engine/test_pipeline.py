@@ -1,7 +1,7 @@
 """search/engine/pipeline.py helpers: which content kinds a query searches decides how its sparse side is analysed."""
 from __future__ import annotations
 
-from search.engine.index import IndexFilter
+from search.engine.index_schema import IndexFilter
 from search.engine.pipeline import build_filter, searched_kinds
 
 

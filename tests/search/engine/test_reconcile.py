@@ -13,7 +13,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from search.engine.index import IndexPoint, apply_outbox
+from search.engine.applier import apply_outbox
+from search.engine.index_schema import IndexPoint
 from search.engine.sparse import encode_document
 from search.models import Chunk, EmbeddingCache, ReconcileRun
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
@@ -27,7 +28,7 @@ BOGUS_ID = 987_654_321
 def world(make_user, make_project, code_repo, edge_index, tmp_path, monkeypatch):
     # Sequence ids of rolled-back earlier tests are "young gaps" to the applier, which would hold its watermark
     # and replay from 0 on every call (repairing what a test planted); a settled applier has no young gaps.
-    monkeypatch.setattr("search.engine.index.GAP_GRACE_S", 0.0)
+    monkeypatch.setattr("search.engine.applier.GAP_GRACE_S", 0.0)
     owner = make_user("owner@example.com")
     acme = make_project("acme", owner)
     beta = make_project("beta", owner)
@@ -46,7 +47,8 @@ def store(request, world):
     if request.param == "edge":
         return world["index"]
     from search.engine.encoders import dense_model_id, embedding_dim
-    from search.engine.index import ClientIndex
+
+    from search.engine.index_server import ClientIndex
 
     index = ClientIndex(location=":memory:", model_id=dense_model_id(), dim=embedding_dim())
     apply_outbox(index=index)
@@ -85,6 +87,7 @@ def test_clean_store_is_exact_and_the_run_is_recorded(store):
 
 def test_reconcile_finds_planted_drift_and_fix_repairs_it_without_reembedding(store, world):
     from search.engine.encoders import dense_model_id
+
     from search.engine.reconcile import reconcile
 
     planted = _plant(store, world)
@@ -107,7 +110,7 @@ def test_reconcile_finds_planted_drift_and_fix_repairs_it_without_reembedding(st
     (lost,) = planted["missing"]
     chunk = Chunk.objects.get(pk=lost)
     vector = EmbeddingCache.objects.get(model_id=dense_model_id(), text_hash=chunk.text_hash).vector
-    from search.engine.index import IndexFilter
+    from search.engine.index_schema import IndexFilter
 
     hits = store.search_dense(vector, flt=IndexFilter(dataset_ids=[chunk.dataset_id]), limit=1)
     assert hits[0][0] == lost and hits[0][1] == pytest.approx(1.0, abs=1e-4)  # the cached vector, restored
@@ -215,7 +218,7 @@ def test_non_staff_cannot_run_a_reconcile(world, client, make_user):
 
 
 def test_chunk_payload_and_the_reconciler_agree_on_the_payload(world):
-    from search.engine.index import chunk_payload, payloads_for
+    from search.engine.applier import chunk_payload, payloads_for
 
     chunk = Chunk.objects.select_related("dataset").filter(dataset=world["src"]).first()
     assert payloads_for([chunk.pk])[chunk.pk] == chunk_payload(chunk)

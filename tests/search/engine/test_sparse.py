@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from search.engine.index import EdgeIndex, IndexFilter, IndexPoint
+from search.engine.index_embedded import EdgeIndex
+from search.engine.index_schema import IndexFilter, IndexPoint
 from search.engine.sparse import encode_document, encode_query, query_terms, term_index, tokenize
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from search.engine.index import IndexFilter
+from search.engine.index_schema import IndexFilter
 from search.engine.sparse import term_index, tokenize
 from search.engine.term_stats import CHUNK_COUNT_TERM, idf_weights
 from search.models import Chunk
@@ -67,12 +67,14 @@ def test_triggers_count_each_datasets_chunks_and_terms_through_writes_and_delete
 
 
 def _scores(project, ds, q: str) -> dict[str, list[tuple[int, float]]]:
-    from search.engine.pipeline import retrieve
+    from search.engine.fusion_settings import DEFAULT
+    from search.engine.pipeline import QuerySpec, execute, retrieval_over
 
-    flt = IndexFilter(dataset_ids=[ds.pk])
+    stages = retrieval_over(IndexFilter(dataset_ids=[ds.pk]), setting=DEFAULT)
     out = {}
     for legs in ("sparse", "hybrid"):
-        cands = retrieve(q=q, flt=flt, candidates=20, legs=legs)
+        cands = execute(spec=QuerySpec(q=q, log=False, candidates=20, legs=legs), project=project,
+                        stages=stages).cands
         out[legs] = [(c.chunk_id, round(c.sparse_score or 0.0, 6), round(c.fused_score, 9)) for c in cands]
     return out
 

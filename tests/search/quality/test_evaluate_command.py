@@ -72,7 +72,7 @@ def test_evaluate_beir_searches_a_store_of_its_own_and_leaves_the_live_index_alo
     call the evaluation's chunks missing from it."""
     import tempfile
 
-    from search.engine.index import apply_outbox
+    from search.engine.applier import apply_outbox
     from search.engine.reconcile import reconcile, repair, scan
     from search.models import Dataset
 
@@ -91,7 +91,7 @@ def test_evaluate_beir_searches_a_store_of_its_own_and_leaves_the_live_index_alo
     assert found.missing == [] and found.orphans == []
 
     # a store from before this release held evaluation points: the reconciler calls them orphans and drops them
-    from search.engine.index import build_points
+    from search.engine.applier import build_points
     from search.models import Chunk
 
     legacy = list(Chunk.objects.filter(dataset__name="beir:tiny_beir").values_list("pk", flat=True))

@@ -107,9 +107,11 @@ def test_rules_model_id_rows_rank_like_the_configured_model_on_the_demo_rulebook
 def test_the_side_index_holds_the_other_models_vectors_and_its_queries_are_embedded_by_it(demo_project, models):
     """A chunk's own text, embedded by the CLS model, finds that chunk at cosine ~1 in the CLS index; with the
     configured (mean-pooling) encoder, or against the live index, it cannot score that high."""
-    from projects.access import accessible_dataset_ids
     from search.engine.encoders import embed_query
-    from search.engine.pipeline import build_filter, retrieve
+
+    from projects.access import accessible_dataset_ids
+    from search.engine.fusion_settings import DEFAULT
+    from search.engine.pipeline import QuerySpec, build_filter, execute, retrieval_over
     from search.ingest.base import embed_input
     from search.models import Chunk
     from search.quality.evaluation import make_rankers
@@ -124,8 +126,9 @@ def test_the_side_index_holds_the_other_models_vectors_and_its_queries_are_embed
         ranked = make_rankers(project=demo_project, dataset_ids=dataset_ids, extra_filter=RULES_FILTER, index=index,
                               dense_model=models[CLS])["dense"](text, {})
         assert ranked[0][0] == chunk.pk and ranked[0][1] == pytest.approx(1.0, abs=1e-3)
-        flt = build_filter(dataset_ids=dataset_ids, extra_filter=RULES_FILTER)
-        mixed = retrieve(q=text, flt=flt, legs="dense", index=index)  # configured encoder vs CLS vectors
+        stages = retrieval_over(build_filter(dataset_ids=dataset_ids, extra_filter=RULES_FILTER), setting=DEFAULT)
+        mixed = execute(spec=QuerySpec(q=text, log=False, legs="dense"), project=None, index=index,
+                        stages=stages).cands  # configured encoder vs CLS vectors
         assert all(c.dense_score < 0.99 for c in mixed)
     live = make_rankers(project=demo_project, dataset_ids=dataset_ids, extra_filter=RULES_FILTER,
                         dense_model=models[CLS])["dense"](text, {})

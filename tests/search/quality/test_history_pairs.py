@@ -157,7 +157,7 @@ def test_pairs_walk_first_parent_history_back_from_the_commit_and_keep_what_the_
 @pytest.fixture
 def synced_shop(history, make_user, make_project, edge_index, settings, tmp_path):
     """A code project whose one dataset follows the history's main branch, synced through the product."""
-    from search.engine.index import apply_outbox, pending_outbox
+    from search.engine.applier import apply_outbox, pending_outbox
     from search.models import Dataset
     from search.sources.spec import SourceSpec
     from search.sources.sync import set_source, start_sync

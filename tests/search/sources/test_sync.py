@@ -284,7 +284,7 @@ def test_a_worker_killed_mid_sync_leaves_a_job_that_recovery_completes_with_noth
 
     from django.db import connection
 
-    from search.engine.index import apply_outbox, pending_outbox
+    from search.engine.applier import apply_outbox, pending_outbox
     from search.ingest.locks import runner_alive
     from search.models import Chunk, Dataset, Document
     from tests.hardening.test_worker_crash import point_ids, start_worker, stop, wait_for
