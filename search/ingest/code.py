@@ -86,9 +86,17 @@ def skip_dir(name: str, rel: str, spec: pathspec.PathSpec) -> bool:
     return name in SKIP_DIRS or name.startswith(".") or spec.match_file(rel + "/")
 
 
-def wanted_file(rel: str, spec: pathspec.PathSpec) -> bool:
-    """Whether a file (not a symlink) in a kept directory is a candidate: not ignored, in a language we chunk."""
-    return not spec.match_file(rel) and detect_lang(rel) is not None
+# `also` for a walk that takes every file whatever its name (an upload: the bytes decide, and what no reader takes is
+# reported)
+ANY_SUFFIX = frozenset({"*"})
+
+
+def wanted_file(rel: str, spec: pathspec.PathSpec, *, also: frozenset[str] = frozenset()) -> bool:
+    """Whether a file (not a symlink) in a kept directory is a candidate: not ignored, in a language we chunk or
+    with a suffix in `also` (the document formats' names: search.ingest.formats.registry.document_suffixes; or
+    ANY_SUFFIX)."""
+    return not spec.match_file(rel) and (detect_lang(rel) is not None or "*" in also
+                                         or os.path.splitext(rel)[1].lower() in also)
 
 
 def is_binary(data: bytes) -> bool:
@@ -103,8 +111,10 @@ def is_minified(path: str, text: str) -> bool:
     return longest > 2000 or (len(text) > 5000 and len(text) / len(lines) > 300)
 
 
-def walk(root: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Iterator[tuple[str, Path, str]]:
-    """(repo-relative posix path, absolute path, skip reason or '') for every candidate file, sorted."""
+def walk(root: Path, *, max_bytes: int = MAX_FILE_BYTES,
+         also: frozenset[str] = frozenset()) -> Iterator[tuple[str, Path, str]]:
+    """(repo-relative posix path, absolute path, skip reason or '') for every candidate file, sorted. `also`:
+    suffixes taken beyond the languages (documents, read by their bytes)."""
     root = root.resolve()
     spec = _gitignore_spec(root)
     for dirpath, dirnames, filenames in os.walk(root):
@@ -112,7 +122,7 @@ def walk(root: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Iterator[tuple[str, 
         dirnames[:] = [d for d in sorted(dirnames) if not skip_dir(d, d if rel_dir == "." else f"{rel_dir}/{d}", spec)]
         for name in sorted(filenames):
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            if not wanted_file(rel, spec):
+            if not wanted_file(rel, spec, also=also):
                 continue
             abs_path = Path(dirpath) / name
             if abs_path.is_symlink() or not abs_path.is_file():

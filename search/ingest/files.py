@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from search.ingest.base import DocumentDraft
-from search.ingest.code import read_code_document, walk
+from search.ingest.code import MAX_FILE_BYTES, walk
+from search.ingest.formats import registry
+from search.ingest.formats.documents import read_document
 from search.ingest.jobs import register
-from search.ingest.web import read_web_document, refused_report
+from search.ingest.web import refused_report
 from search.ingest.web import walk as web_walk
 from search.ingest.writer import Progress, Skip, sync_documents
 from search.models import Document, IngestJob
@@ -26,13 +28,12 @@ log = logging.getLogger(__name__)
 
 
 def _source_files(kind: str, root: Path) -> list[tuple[str, Path, str]]:
-    if kind == "code":
-
-        if root.is_file():
-            return [(root.name, root, "")]
-        return list(walk(root))
-
-    return list(web_walk(root))
+    """The walk's candidates: the kind's text files by name, and the document formats' (PDF, DOCX, EPUB) by
+    theirs; which reader reads one is decided from its bytes. A source that is one file is read whatever its name."""
+    if root.is_file():
+        return [(root.name, root, "")]
+    documents = registry.document_suffixes()
+    return list(walk(root, also=documents) if kind == "code" else web_walk(root, also=documents))
 
 
 @register("code")
@@ -51,14 +52,15 @@ def run_files(*, job: IngestJob, progress: Progress | None) -> None:
 
 def _file_drafts(*, job: IngestJob, root: Path, refused: dict[str, str]) -> Iterator[DocumentDraft | Skip]:
     """The files of a code or web source as drafts. A file whose bytes hash to its stored content hash is
-    skipped before it is parsed (parsing is the expensive part of a re-run). Files the reader refuses are added
-    to `refused` with the reason."""
+    skipped before it is parsed (parsing is the expensive part of a re-run). Files no reader takes (binary, too
+    large, a reader's refusal, nothing readable) are added to `refused` with the reason."""
     repo = job.options.get("repo") or (root.name if root.is_dir() else root.parent.name)
     files = _source_files(job.kind, root)
     IngestJob.objects.filter(pk=job.pk).update(files_total=len(files))
     stored = dict(Document.objects.filter(dataset=job.dataset).values_list("path", "content_hash"))
     for rel, abs_path, reason in files:
         if reason:
+            refused[rel] = f"too large (over {MAX_FILE_BYTES:,} bytes)" if reason == "oversized" else reason
             yield Skip(rel)
             continue
         try:
@@ -70,16 +72,9 @@ def _file_drafts(*, job: IngestJob, root: Path, refused: dict[str, str]) -> Iter
         if stored.get(rel) == hashlib.sha256(data).hexdigest():
             yield Skip(rel, keep=True)
             continue
-        try:
-            if job.kind == "code":
-                draft, _why = read_code_document(root=root, rel=rel, abs_path=abs_path, repo=repo)
-            else:
-                draft, why = read_web_document(rel=rel, abs_path=abs_path, repo=repo)
-                if why.startswith("markup refused"):
-                    refused[rel] = why
-        except OSError:
-            draft = None
+        draft, why = read_document(kind=job.kind, data=data, name=rel, repo=repo)
         if draft is None:
+            refused[rel] = why or "no readable text"
             yield Skip(rel)
             continue
         draft.size_bytes = len(data)

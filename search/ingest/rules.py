@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from search.ingest.base import ChunkDraft, DocumentDraft
-from search.ingest.formats.text_layer import TextLayer, page_label
+from search.ingest.formats import registry
+from search.ingest.formats.text_layer import Refused, TextLayer, page_label
 
 SCHOOLS = ("abjuration", "conjuration", "divination", "enchantment", "evocation", "illusion", "necromancy",
            "transmutation")
@@ -344,22 +345,33 @@ def chunk_json_records(*, records: Iterable[dict[str, Any]], source: str, rulese
 SKIP_FILES = {"readme.md", "source.md", "changelog.md"}
 
 
-def read_rulebook(*, path: str | Path, ruleset_id: str, book_id: str) -> list[DocumentDraft]:
-    """Every .md / .json file under `path` (or the one file) -> DocumentDrafts with enriched chunks.
+# The names a rulebook folder's walk takes (with the document formats': PDF, DOCX, EPUB); the bytes pick the reader.
+RULEBOOK_SUFFIXES = frozenset({".md", ".markdown", ".json", ".txt", ".html", ".htm", ".xhtml"})
 
+
+def read_rulebook(*, path: str | Path, ruleset_id: str, book_id: str,
+                  refused: dict[str, str] | None = None) -> list[DocumentDraft]:
+    """Every rulebook file under `path` (or the one file) -> DocumentDrafts with enriched chunks.
+
+    A file is taken by its name (Markdown, JSON, text, HTML, or a document format's) and read by what its bytes
+    are (search.ingest.formats.registry): JSON rule records as records, anything else as a text layer through its
+    reader. A file no reader takes goes into `refused` (path -> why) for the job's report.
     The first folder level below `path` is the chapter (SRD: Spells, Monsters, Gameplay...).
     """
     root = Path(path)
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.suffix.lower() in {".md", ".json"})
+    wanted = RULEBOOK_SUFFIXES | registry.document_suffixes()
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*")
+                                                 if p.suffix.lower() in wanted and p.is_file())
+    refused = refused if refused is not None else {}
     docs: list[DocumentDraft] = []
     for f in files:
         if f.name.lower() in SKIP_FILES:
             continue
         rel = f.name if root.is_file() else f.relative_to(root).as_posix()
         raw = f.read_bytes()
-        text = raw.decode("utf-8", errors="replace")
-        if f.suffix.lower() == ".json":
-            data = json.loads(text)
+        found = registry.detect(data=raw, name=rel)
+        if found.format == "json-rules":
+            data = json.loads(raw.decode("utf-8", errors="replace").removeprefix("\ufeff"))
             records = data.get("chunks", data.get("records", [])) if isinstance(data, dict) else data
             chunks = chunk_json_records(records=records, source=rel, ruleset_id=ruleset_id, book_id=book_id)
             if chunks:
@@ -367,7 +379,16 @@ def read_rulebook(*, path: str | Path, ruleset_id: str, book_id: str) -> list[Do
                                           lang="markdown", title=chunks[0].section_path[-1],
                                           meta={"ruleset_id": ruleset_id, "book_id": book_id}))
             continue
-        doc = rulebook_document(layer=TextLayer(markdown=text), rel=rel, content_hash=hashlib.sha256(raw).hexdigest(),
+        if found.format in ("", "code"):
+            refused[rel] = found.reason if not found.format else (
+                "not a rulebook: a rulebook is Markdown, text, HTML, JSON rule records or a document (PDF, DOCX, EPUB)")
+            continue
+        try:
+            layer = registry.read(data=raw, name=rel, fmt=found.format)
+        except Refused as exc:
+            refused[rel] = exc.reason
+            continue
+        doc = rulebook_document(layer=layer, rel=rel, content_hash=hashlib.sha256(raw).hexdigest(),
                                 ruleset_id=ruleset_id, book_id=book_id)
         if doc is not None:
             docs.append(doc)

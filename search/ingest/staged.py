@@ -27,9 +27,10 @@ from projects.models import Project
 from search.engine.dataset_models import writing_models
 from search.ingest import archives
 from search.ingest.base import DocumentDraft
-from search.ingest.code import read_code_document, walk
+from search.ingest.code import ANY_SUFFIX, walk
+from search.ingest.formats.documents import read_document
 from search.ingest.jobs import register
-from search.ingest.web import read_web_document, refused_report
+from search.ingest.web import refused_report
 from search.ingest.web import walk as web_walk
 from search.ingest.writer import FILE_BATCH, Progress, cache_vectors, delete_documents, write_documents
 from search.models import Document, IngestJob, StagedContent
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from search.models import Dataset, IngestJob
 
 log = logging.getLogger(__name__)
-WEB_SUFFIXES = (".html", ".htm", ".xhtml")
 
 # Upload readers for dataset kinds whose files are read as one tree, registered by the job that owns the kind
 # (search.rules.ingest registers "rules"), so this module needs no import from above it.
@@ -54,34 +54,22 @@ def register_tree_upload(kind: str) -> Callable[[Callable[..., dict[str, Any]]],
     return add
 
 
-def _read(*, kind: str, root: Path, rel: str, abs_path: Path, repo: str,
-          refused: dict[str, str]) -> DocumentDraft | None:
-    """One staged file as a draft; a file the reader refuses (markup past its bounds) goes into `refused`."""
-    if kind == "code":
-        draft, _why = read_code_document(root=root, rel=rel, abs_path=abs_path, repo=repo)
-    else:
-        draft, why = read_web_document(rel=rel, abs_path=abs_path, repo=repo)
-        if why.startswith("markup refused"):
-            refused[rel] = why
+def _read(*, kind: str, rel: str, data: bytes, repo: str, refused: dict[str, str]) -> DocumentDraft | None:
+    """One staged file's bytes as a draft, the reader chosen from the bytes (search.ingest.formats.documents);
+    a file no reader takes goes into `refused` with the reason."""
+    draft, why = read_document(kind=kind, data=data, name=rel, repo=repo)
+    if draft is None:
+        refused[rel] = why or "no readable text"
     return draft
 
 
-def _tree_items(*, kind: str, root: Path, repo: str) -> Iterator[tuple[str, Path]]:
-    files = walk(root) if kind == "code" else web_walk(root)
+def _tree_items(*, kind: str, root: Path) -> Iterator[tuple[str, Path]]:
+    """Every file of an upload (its folders pruned as a walk prunes them): the bytes decide the reader, and a file
+    none takes is reported, so an upload's files are all read or named."""
+    files = walk(root, also=ANY_SUFFIX) if kind == "code" else web_walk(root, also=ANY_SUFFIX)
     for rel, abs_path, reason in files:
         if not reason:
             yield rel, abs_path
-
-
-def _push_items(*, kind: str, documents: list[dict[str, Any]], tmp: Path) -> Iterator[tuple[dict[str, Any], Path]]:
-    """Each pushed document's text in a file the chunkers can read (named by position: paths are free-form)."""
-    for i, doc in enumerate(documents):
-        suffix = Path(doc["path"]).suffix.lower()
-        if kind == "web" and suffix not in WEB_SUFFIXES:
-            suffix = ".md"  # a web dataset's pushed text is markdown unless its path says HTML
-        target = tmp / f"{i}{suffix if len(suffix) <= 12 else ''}"
-        target.write_text(doc["text"], encoding="utf-8")
-        yield doc, target
 
 
 @register("push")
@@ -100,14 +88,14 @@ def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str,
     meta_only: list[dict[str, Any]] = []  # pushed docs whose text is unchanged: metadata may still change
     with tempfile.TemporaryDirectory(prefix="ingest-staged-") as tmpdir:
         tmp = Path(tmpdir)
-        if job.options["origin"] == "push":
-            for doc, abs_path in _push_items(kind=job.kind, documents=staged.documents, tmp=tmp):
+        if job.options["origin"] == "push":  # each text read by the format its bytes (then its path) say
+            for doc in staged.documents:
                 path, data = doc["path"], doc["text"].encode("utf-8")
                 seen.add(path)
                 if existing.get(path, {}).get("content_hash") == hashlib.sha256(data).hexdigest():
                     meta_only.append(doc)
                     continue
-                draft = _read(kind=job.kind, root=tmp, rel=path, abs_path=abs_path, repo=repo, refused=refused)
+                draft = _read(kind=job.kind, rel=path, data=data, repo=repo, refused=refused)
                 if draft is None:
                     continue
                 _apply_push_fields(draft, doc, size=len(data))
@@ -121,12 +109,12 @@ def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str,
                 archives.stage_single_file(data=data, filename=staged.filename, dest=tmp)
             if job.kind in _TREE_UPLOADS:  # a kind read as a whole tree (rulebooks: chunks link across files)
                 return _TREE_UPLOADS[job.kind](job=job, root=tmp, staged=staged, progress=progress)
-            for rel, abs_path in _tree_items(kind=job.kind, root=tmp, repo=repo):
+            for rel, abs_path in _tree_items(kind=job.kind, root=tmp):
                 raw = abs_path.read_bytes()
                 seen.add(rel)
                 if existing.get(rel, {}).get("content_hash") == hashlib.sha256(raw).hexdigest():
                     continue
-                draft = _read(kind=job.kind, root=tmp, rel=rel, abs_path=abs_path, repo=repo, refused=refused)
+                draft = _read(kind=job.kind, rel=rel, data=raw, repo=repo, refused=refused)
                 if draft is not None:
                     draft.size_bytes = len(raw)
                     drafts.append(draft)

@@ -49,7 +49,9 @@ _PERMALINK_XPATH = "//a[" + " or ".join(
     for c in ("headerlink", "hash-link", "anchor-link", "anchorjs-link", "permalink")) + "]"
 
 
-def walk(root: Path) -> Iterator[tuple[str, Path, str]]:
+def walk(root: Path, *, also: frozenset[str] = frozenset()) -> Iterator[tuple[str, Path, str]]:
+    """(relative posix path, absolute path, skip reason or '') for every page (and, with `also`, every file with
+    one of those suffixes: the document formats, read by their bytes), sorted."""
     root = root.resolve()
     if root.is_file():
         yield root.name, root, ""
@@ -57,7 +59,7 @@ def walk(root: Path) -> Iterator[tuple[str, Path, str]]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not skip_web_dir(d))
         for name in sorted(filenames):
-            if is_web_file(name):
+            if is_web_file(name, also=also):
                 p = Path(dirpath) / name
                 yield p.relative_to(root).as_posix(), p, "oversized" if p.stat().st_size > MAX_FILE_BYTES else ""
 
@@ -67,8 +69,9 @@ def skip_web_dir(name: str) -> bool:
     return name in SKIP_DIRS or name.startswith(".")
 
 
-def is_web_file(name: str) -> bool:
-    return os.path.splitext(name)[1].lower() in WEB_EXTS
+def is_web_file(name: str, *, also: frozenset[str] = frozenset()) -> bool:
+    suffix = os.path.splitext(name)[1].lower()
+    return suffix in WEB_EXTS or suffix in also or "*" in also
 
 
 def _plain(text: str) -> str:
@@ -147,11 +150,21 @@ def check_markup(html: str, *, max_elements: int | None = None) -> None:
         raise MarkupRefused(f"markup refused: {census.elements} elements (at most {limit} are read)")
 
 
+def reason_kind(why: str) -> str:
+    """A reason's kind, what a report counts by: its words before a colon or a parenthesis ("binary: no reader"
+    -> "binary", "too large (2,000,000 bytes; ...)" -> "too large")."""
+    return why.split(":", 1)[0].split(" (", 1)[0].strip()
+
+
 def refused_report(refused: dict[str, str], *, cap: int = 200) -> dict[str, Any]:
-    """job.result for the files the reader refused (markup past its bounds): each path with its reason, in the
-    shape git syncs report their skipped files."""
+    """job.result for the files no reader took (no reader for their bytes, a reader's refusal, markup past the
+    web reader's bounds, nothing readable): each path with its reason (capped), and counts by kind of reason. The
+    shape git syncs report their skipped files in; a file is never left out without a line here."""
+    by_reason: dict[str, int] = {}
+    for why in refused.values():
+        by_reason[reason_kind(why)] = by_reason.get(reason_kind(why), 0) + 1
     return {"skipped": [{"path": p, "reason": why} for p, why in sorted(refused.items())[:cap]],
-            "skipped_total": len(refused)}
+            "skipped_total": len(refused), "skipped_by_reason": by_reason}
 
 
 def _without_permalinks(html: str) -> tuple[str, set[str]]:
@@ -262,7 +275,14 @@ def web_document_from_bytes(*, rel: str, data: bytes, markdown: bool, repo: str 
             md, title, page_url, real = html_to_markdown(raw)
         except MarkupRefused as exc:
             return None, str(exc)
-    url = url or page_url
+    return markdown_draft(rel=rel, md=md, title=title, url=url or page_url, real=real, repo=repo,
+                          content_hash=hashlib.sha256(data).hexdigest())
+
+
+def markdown_draft(*, rel: str, md: str, title: str = "", url: str = "", real: set[str] | None = None,
+                   repo: str = "", content_hash: str) -> tuple[DocumentDraft | None, str]:
+    """Markdown (a page's, or a document's text layer) -> a draft chunked by its headings, or None and why.
+    `real`: the page's own heading keys (HTML), else every `#` line outside a fence is a heading."""
     if not md.strip():
         return None, "no readable text"
     chunks = chunk_markdown(md, real_headings=real)
@@ -274,4 +294,4 @@ def web_document_from_bytes(*, rel: str, data: bytes, markdown: bool, repo: str 
     macro = (f"{title}: " + summaries.first_sentence(re.sub(r"^#.*$", "", md, flags=re.M))
              + ("\nSections: " + ", ".join(headings[:30]) if headings else ""))[:summaries.MAX_MACRO]
     return DocumentDraft(path=rel, repo=repo, url=url, lang="markdown", title=title[:500], chunks=chunks,
-                         macro_summary=macro, content_hash=hashlib.sha256(data).hexdigest()), ""
+                         macro_summary=macro, content_hash=content_hash), ""

@@ -15,9 +15,11 @@ from django.db import transaction
 from projects import quotas
 from projects.models import Project
 from search.ingest.archives import ARCHIVE_SUFFIXES
+from search.ingest.formats import registry
 from search.ingest.jobs import register
 from search.ingest.rules import read_rulebook
 from search.ingest.staged import register_tree_upload
+from search.ingest.web import refused_report
 from search.ingest.writer import Progress, sync_documents
 from search.rules.graph import build_graph
 from search.rules.traversal import build_default_config
@@ -48,9 +50,13 @@ def ingest_rulebook(*, dataset: Dataset, path: str | Path, ruleset_id: str = "",
     book_id = book_id or options.get("book") or Path(path).stem
     if not Path(path).exists():
         raise FileNotFoundError(f"rulebook source {path} does not exist")
-    drafts = read_rulebook(path=path, ruleset_id=ruleset_id, book_id=book_id)
-    return ingest_rulebook_documents(dataset=dataset, drafts=drafts, ruleset_id=ruleset_id, book_id=book_id, job=job,
-                                     graph=graph, progress=progress)
+    refused: dict[str, str] = {}  # files no reader took: reported by name and reason, never left out silently
+    drafts = read_rulebook(path=path, ruleset_id=ruleset_id, book_id=book_id, refused=refused)
+    stats = ingest_rulebook_documents(dataset=dataset, drafts=drafts, ruleset_id=ruleset_id, book_id=book_id, job=job,
+                                      graph=graph, progress=progress)
+    if refused and job is not None:
+        type(job).objects.filter(pk=job.pk).update(result=refused_report(refused))
+    return stats
 
 
 def ingest_rulebook_documents(*, dataset: Dataset, drafts: list[DocumentDraft], ruleset_id: str, book_id: str,
@@ -82,7 +88,7 @@ def uploaded_book_name(*, filename: str) -> str:
     become another book instead of replacing it."""
     name = PurePosixPath(filename.replace("\\", "/")).name
     lower = name.lower()
-    for suffix in (*ARCHIVE_SUFFIXES, ".md", ".markdown", ".json"):
+    for suffix in (*ARCHIVE_SUFFIXES, ".md", ".markdown", ".json", ".txt", *sorted(registry.document_suffixes())):
         if lower.endswith(suffix):
             name = name[:-len(suffix)]
             break

@@ -57,8 +57,10 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from urllib3.util import connection as urllib3_connection
 
 from config.errors import ApiError, BadInput
-from search.ingest.code import MAX_FILE_BYTES, SKIP_DIRS, code_document, gitignore_spec_from, skip_dir, wanted_file
-from search.ingest.web import is_web_file, skip_web_dir, web_document
+from search.ingest.code import MAX_FILE_BYTES, SKIP_DIRS, gitignore_spec_from, skip_dir, wanted_file
+from search.ingest.formats import registry
+from search.ingest.formats.documents import read_document
+from search.ingest.web import is_web_file, refused_report, skip_web_dir
 from search.ingest.writer import Skip, delete_documents, sync_documents
 from search.models import Document, IngestJob
 from search.sources import netguard
@@ -310,8 +312,9 @@ def tree_files(store: Any, tree_id: bytes | None, *, kind: str) -> dict[str, byt
     """{path: blob sha} of the files the folder walker would ingest from a checkout of this tree.
 
     Same rules, applied to tree entries: SKIP_DIRS and hidden directories pruned, the tree's .gitignore files
-    (code), the language or page suffix; symlinks and submodules are not files. The size cap and binary or
-    minified content are judged when a blob is read, as the walker's reader does.
+    (code), the language or page suffix or a document format's (PDF, DOCX, EPUB); symlinks and submodules are not
+    files. The size cap, the format and binary or minified content are judged when a blob is read, as the walker's
+    reader does.
 
     The walk counts every entry it reads and the depth it is at, and stops with TreeTooLarge past
     SOURCES_GIT_MAX_TREE_ENTRIES or SOURCES_GIT_MAX_DEPTH (trees may all name one subtree, so a few hundred
@@ -320,6 +323,7 @@ def tree_files(store: Any, tree_id: bytes | None, *, kind: str) -> dict[str, byt
     if tree_id is None:
         return {}
     files, dirs = _walk(store, tree_id)
+    documents = registry.document_suffixes()  # PDF, DOCX, EPUB...: candidates by name, read by their bytes
     if kind == "code":
         spec = gitignore_spec_from((rel, data.decode("utf-8", errors="replace"))
                                    for rel, data in _gitignores(store, files))
@@ -328,13 +332,13 @@ def tree_files(store: Any, tree_id: bytes | None, *, kind: str) -> dict[str, byt
             return skip_dir(name, rel, spec)
 
         def wanted(rel: str) -> bool:
-            return wanted_file(rel, spec)
+            return wanted_file(rel, spec, also=documents)
     else:
         def pruned_dir(name: str, rel: str) -> bool:
             return skip_web_dir(name)
 
         def wanted(rel: str) -> bool:
-            return is_web_file(rel.rsplit("/", 1)[-1])
+            return is_web_file(rel.rsplit("/", 1)[-1], also=documents)
 
     pruned: set[str] = set()
     for rel in dirs:  # parents come before their children
@@ -456,7 +460,7 @@ def _repo_name(url: str) -> str:
 
 
 def _read(*, kind: str, rel: str, data: bytes, repo: str) -> tuple[DocumentDraft | None, str]:
-    draft, why = (code_document if kind == "code" else web_document)(rel=rel, data=data, repo=repo)
+    draft, why = read_document(kind=kind, data=data, name=rel, repo=repo)
     if draft is not None:
         draft.size_bytes = len(data)
     return draft, why
@@ -589,13 +593,9 @@ def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | No
 
 
 def _skipped_report(skipped: dict[str, str]) -> dict[str, Any]:
-    """The files a sync left out, by path and reason (capped at RESULT_CAP), and their counts by kind of reason."""
-    by_reason: dict[str, int] = {}
-    for why in skipped.values():
-        kind = why.split(" (", 1)[0]
-        by_reason[kind] = by_reason.get(kind, 0) + 1
-    return {"skipped": [{"path": p, "reason": why} for p, why in sorted(skipped.items())[:RESULT_CAP]],
-            "skipped_total": len(skipped), "skipped_by_reason": by_reason}
+    """The files a sync left out, by path and reason (capped at RESULT_CAP), and their counts by kind of reason:
+    the report every ingest makes (search.ingest.web.refused_report)."""
+    return refused_report(skipped, cap=RESULT_CAP)
 
 
 def _report(job: IngestJob, result: dict[str, Any], plan: _Plan, *, files_total: int | None) -> None:

@@ -11,9 +11,13 @@ validators (ETag, Last-Modified), the URL it was fetched from, its link depth an
 Document.meta, so a re-crawl asks "changed?" (304: nothing re-read, nothing re-embedded), re-visits every known page
 even when nothing links to it any more, and still follows the links of pages that did not change.
 
+Documents: a link to a PDF, DOCX or EPUB inside the scope is fetched like a page (within the same size cap and
+budgets) and its bytes go to the format registry (search.ingest.formats), which picks the reader; a body no reader
+takes is reported by URL and reason (result.skipped.refused).
+
 Removal: a known page answering 404 or 410, now excluded by the source's scope or robots.txt, or no longer a text
-page, is deleted; a 5xx, a timeout or a page grown past the size cap keeps what was stored (a bad night on the
-site must not empty the dataset).
+page or a readable document, is deleted; a 5xx, a timeout or a page grown past the size cap keeps what was stored
+(a bad night on the site must not empty the dataset).
 """
 from __future__ import annotations
 
@@ -31,7 +35,9 @@ from django.utils import timezone
 
 from config.errors import BadInput
 from search.ingest.base import DocumentDraft
-from search.ingest.web import web_document_from_bytes
+from search.ingest.formats import registry
+from search.ingest.formats.documents import read_document
+from search.ingest.web import refused_report
 from search.ingest.writer import Skip, delete_documents, sync_documents
 from search.models import Document, IngestJob
 from search.sources import netguard
@@ -58,7 +64,6 @@ READAHEAD = 4
 # is for links robots.txt turns away (they are not requested, so they do not count against max_pages).
 FRONTIER_PER_PAGE = 2
 MAX_OUT_OF_SCOPE = 100_000  # distinct out-of-scope URLs remembered; past it they are counted, not kept
-MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown", "text/plain"})
 
 
 @dataclass
@@ -107,6 +112,7 @@ class _Crawl:
         self.lists: dict[str, list[str]] = {k: [] for k in ("indexed", "robots", "too_large", "content_type",
                                                              "no_text", "errors")}
         self.stopped = ""
+        self.refused: dict[str, str] = {}  # URL -> why no reader took its bytes (job.result: skipped.refused)
         self.safe_seeds: list[str] = []  # the seeds whose hosts passed netguard at this crawl's start
 
     # --- tallies ----------------------------------------------------------------------------------------------
@@ -121,6 +127,7 @@ class _Crawl:
         skipped["too_deep"] = self.counts["too_deep"]
         skipped["links_dropped"] = self.counts["links_dropped"]  # past WEB_MAX_LINKS_PER_PAGE on a page
         skipped["frontier_full"] = self.counts["frontier_full"]  # links beyond what max_pages could fetch
+        skipped["refused"] = refused_report(self.refused, cap=LIST_CAP)  # by URL and reason, counted by reason
         return {"mode": "crawl", "seeds": self.scope.seeds[:LIST_CAP], "fetched": self.counts["fetched"],
                 "not_modified": self.counts["not_modified"], "unchanged": self.counts["unchanged"],
                 "duplicates": self.counts["duplicates"], "requested": self.requested,
@@ -315,7 +322,9 @@ class _Crawl:
         self.counts["fetched"] += 1
         final = got.final_url or item.url
         self.queued.add(final)
-        html = got.content_type not in MARKDOWN_TYPES
+        # the bytes decide the reader (a PDF served as text/html is a PDF); the Content-Type only breaks a tie
+        # between text kinds. Only an HTML page has links to follow.
+        html = registry.detect(data=got.body, name=final, media_type=got.content_type).format == "html"
         text = _decode(got.body, got.charset) if html else ""
         found = page_links(text, url=final) if html else None
         if found:
@@ -352,12 +361,18 @@ class _Crawl:
 
                 Document.objects.filter(dataset=self.dataset, path=identity).update(meta=meta)
             return Skip(identity, keep=True)
-        draft, why = web_document_from_bytes(rel=identity, data=got.body, markdown=not html, url=identity,
-                                              encoding=got.charset or "utf-8")
+        draft, why = read_document(kind="web", data=got.body, name=identity, url=identity,
+                                   media_type=got.content_type, encoding=got.charset or "utf-8")
         if draft is None and why.startswith("markup refused"):  # its links were read (linear); not its text
             self.emitted.discard(identity)
             self.note("errors", f"{identity}: {why}")
             return self._keep(stored_path, item.url)
+        if draft is None and why != "no readable text":  # no reader takes its bytes, or its reader refused it
+            self.emitted.discard(identity)
+            self.refused[identity] = why
+            if before:
+                self.remove.add(identity)
+            return Skip(item.url)
         if draft is None:
             self.emitted.discard(identity)
             self.note("no_text", identity)
@@ -365,7 +380,7 @@ class _Crawl:
                 self.remove.add(identity)
             return Skip(item.url)
         draft.repo = urlsplit(identity).netloc
-        draft.meta = meta
+        draft.meta = {**draft.meta, **meta}  # a document's format and pages, then the crawl's validators
         draft.size_bytes = len(got.body)
         self.note("indexed", identity)
         return draft

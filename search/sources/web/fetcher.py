@@ -32,6 +32,7 @@ from django.conf import settings
 from protego import Protego
 
 from config.errors import BadInput
+from search.ingest.formats import registry
 from search.sources import netguard
 from search.sources.web import transport
 from search.sources.web.decoding import ACCEPT_ENCODING, BodyDecoder, TooLarge, Undecodable
@@ -42,7 +43,13 @@ MAX_ROBOTS_BYTES = 500 * 1024  # what RFC 9309 asks a crawler to read at least (
 # An Allow or Disallow line of robots.txt (counted before the file is parsed, every group together).
 _ROBOTS_RULE = re.compile(rb"^[ \t]*(?:dis)?allow[ \t]*:", re.IGNORECASE | re.MULTILINE)
 MAX_CRAWL_DELAY_S = 60.0  # a site asking for more is not crawled (we will not go faster than asked)
-PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/markdown", "text/x-markdown", "text/plain"})
+# Pages, and every registered document format's types (PDF, DOCX, EPUB): the body's bytes then decide its reader
+PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/markdown", "text/x-markdown",
+                        "text/plain"}) | registry.media_types()
+_ACCEPT = ",".join(["text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9",
+                    *(f"{t};q=0.8" for t in sorted(registry.media_types() - {"text/html", "application/xhtml+xml",
+                                                                                 "text/markdown", "text/plain"})),
+                    "*/*;q=0.1"])
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _CHUNK = 64 * 1024
 
@@ -278,7 +285,7 @@ class Fetcher:
         netloc = ip if parts.port is None else f"{ip}:{parts.port}"
         target = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
         headers = [("Host", parts.netloc), ("User-Agent", self.user_agent), ("Accept-Encoding", ACCEPT_ENCODING),
-                   ("Accept", "text/html,application/xhtml+xml,text/markdown,text/plain;q=0.9,*/*;q=0.1")]
+                   ("Accept", _ACCEPT)]
         if etag:
             headers.append(("If-None-Match", etag))
         if last_modified:

@@ -1,0 +1,113 @@
+"""EPUB -> Markdown: the spine's XHTML documents in reading order, each read by the web reader.
+
+Why the web reader: an EPUB chapter is an XHTML page, so it goes through search.ingest.web.html_to_markdown (the
+markup census, the permalink pass, trafilatura), and its headings are its real <h1>..<h6>, as a saved page's are.
+Why the spine: it is the book's reading order (the manifest is only a list of parts).
+
+Bounds: the package is checked as an upload archive is and members are counted while inflating
+(search.ingest.formats.package); each chapter is held to the web reader's bounds (WEB_READER_MAX_ELEMENTS), and the
+whole book to BOOK_PAGES_OF_ELEMENTS times that cap, counted by the same linear tokenizer before a chapter is read.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any
+from urllib.parse import unquote
+
+from django.conf import settings
+
+from search.ingest.formats.base import Format
+from search.ingest.formats.package import ZIP_MAGIC, Package, attr, iterparse, local_name, xml_errors
+from search.ingest.formats.text_layer import Refused, TextLayer
+from search.ingest.web import MarkupRefused, html_to_markdown, scan_start_tags
+
+# The most elements a whole book may hold, in web pages' worth (a 300-page novel is about 2 pages' worth).
+BOOK_PAGES_OF_ELEMENTS = 10
+_CHAPTER_TYPES = ("application/xhtml+xml", "text/html")
+_XML_DECLARATION = re.compile(r"^\ufeff?\s*<\?xml[^>]*\?>")
+
+
+def sniff_epub(data: bytes) -> bool:
+    """An OCF zip: its first member is the stored `mimetype` whose content is application/epub+zip."""
+    return data.startswith(ZIP_MAGIC) and data[30:38] == b"mimetype" and b"application/epub+zip" in data[38:120]
+
+
+def _parse(package: Package, name: str) -> list[Any]:
+    """Every element of a small XML member, in document order (container.xml, the package document)."""
+    out: list[Any] = []
+    with package.open(name) as src:
+        try:
+            for _event, el in iterparse(src, events=("end",)):
+                out.append(el)
+        except xml_errors() as exc:
+            raise Refused(f"EPUB refused: {name[:100]!r} is not well-formed XML") from exc
+    return out
+
+
+def _spine(package: Package) -> tuple[str, list[str]]:
+    """(title, the member names of the spine's chapters in reading order)."""
+    rootfile = next((attr(el, "full-path") for el in _parse(package, "META-INF/container.xml")
+                     if local_name(el.tag) == "rootfile" and attr(el, "full-path")), "")
+    if not rootfile:
+        raise Refused("EPUB refused: META-INF/container.xml names no package document")
+    base = posixpath.dirname(rootfile)
+    title, manifest, order = "", {}, []
+    for el in _parse(package, rootfile):
+        local = local_name(el.tag)
+        if local == "title" and not title and el.text:
+            title = " ".join(el.text.split())
+        elif local == "item" and attr(el, "id"):
+            manifest[attr(el, "id")] = (attr(el, "href"), attr(el, "media-type"))
+        elif local == "itemref" and attr(el, "linear") != "no":
+            order.append(attr(el, "idref"))
+    chapters = []
+    for idref in order:
+        href, media_type = manifest.get(idref, ("", ""))
+        if href and media_type in _CHAPTER_TYPES:
+            chapters.append(posixpath.normpath(posixpath.join(base, unquote(href.split("#", 1)[0]))))
+    return title, chapters
+
+
+class _Count:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        self.n += 1
+
+
+def read_epub(*, data: bytes, name: str) -> TextLayer:
+    """A book's chapters as one Markdown text (EPUB has no fixed pages: a reader's pages follow its screen)."""
+    package = Package(data=data, what="EPUB")
+    book_cap = settings.WEB_READER_MAX_ELEMENTS * BOOK_PAGES_OF_ELEMENTS
+    parts: list[str] = []
+    headings: set[str] = set()
+    counted = _Count()
+    try:
+        title, chapters = _spine(package)
+        for member in chapters:
+            if not package.has(member):
+                continue  # a spine entry the package lacks: nothing to read (reported by its absence)
+            # without its XML declaration: lxml refuses a declared encoding in a str, and the bytes are decoded here
+            html = _XML_DECLARATION.sub("", package.read(member).decode("utf-8", errors="replace"), count=1)
+            scan_start_tags(html, on_start=counted.start)
+            if counted.n > book_cap:
+                raise Refused(f"EPUB refused: more than {book_cap} elements in the book "
+                              f"({BOOK_PAGES_OF_ELEMENTS} x WEB_READER_MAX_ELEMENTS)")
+            try:
+                md, _title, _url, real = html_to_markdown(html)
+            except MarkupRefused as exc:
+                raise Refused(f"EPUB refused: {member[:100]}: {exc}") from exc
+            if md.strip():
+                parts.append(md.strip("\n"))
+                headings |= real
+    finally:
+        package.close()
+    if not parts:
+        raise Refused("EPUB refused: it has no text")
+    return TextLayer(markdown="\n\n".join(parts), title=title, meta={"format": "epub", "headings": headings})
+
+
+FORMAT = Format(name="epub", sniff=sniff_epub, read=read_epub, suffixes=(".epub",),
+                media_types=("application/epub+zip",))
