@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pathspec
@@ -111,10 +111,11 @@ def is_minified(path: str, text: str) -> bool:
     return longest > 2000 or (len(text) > 5000 and len(text) / len(lines) > 300)
 
 
-def walk(root: Path, *, max_bytes: int = MAX_FILE_BYTES,
-         also: frozenset[str] = frozenset()) -> Iterator[tuple[str, Path, str]]:
+def walk(root: Path, *, max_bytes: int = MAX_FILE_BYTES, also: frozenset[str] = frozenset(),
+         limit: Callable[[str], int] | None = None) -> Iterator[tuple[str, Path, str]]:
     """(repo-relative posix path, absolute path, skip reason or '') for every candidate file, sorted. `also`:
-    suffixes taken beyond the languages (documents, read by their bytes)."""
+    suffixes taken beyond the languages (documents, read by their bytes); `limit(rel)`: a file's most bytes
+    (search.ingest.formats.registry.max_bytes), else `max_bytes`."""
     root = root.resolve()
     spec = _gitignore_spec(root)
     for dirpath, dirnames, filenames in os.walk(root):
@@ -127,7 +128,7 @@ def walk(root: Path, *, max_bytes: int = MAX_FILE_BYTES,
             abs_path = Path(dirpath) / name
             if abs_path.is_symlink() or not abs_path.is_file():
                 continue
-            reason = "oversized" if abs_path.stat().st_size > max_bytes else ""
+            reason = "oversized" if abs_path.stat().st_size > (limit(rel) if limit else max_bytes) else ""
             yield rel, abs_path, reason
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from search.ingest.base import DocumentDraft
-from search.ingest.code import MAX_FILE_BYTES, walk
+from search.ingest.code import walk
 from search.ingest.formats import registry
 from search.ingest.formats.documents import read_document
 from search.ingest.jobs import register
@@ -33,7 +33,8 @@ def _source_files(kind: str, root: Path) -> list[tuple[str, Path, str]]:
     if root.is_file():
         return [(root.name, root, "")]
     documents = registry.document_suffixes()
-    return list(walk(root, also=documents) if kind == "code" else web_walk(root, also=documents))
+    return list(walk(root, also=documents, limit=registry.max_bytes) if kind == "code"
+                else web_walk(root, also=documents, limit=registry.max_bytes))
 
 
 @register("code")
@@ -60,7 +61,7 @@ def _file_drafts(*, job: IngestJob, root: Path, refused: dict[str, str]) -> Iter
     stored = dict(Document.objects.filter(dataset=job.dataset).values_list("path", "content_hash"))
     for rel, abs_path, reason in files:
         if reason:
-            refused[rel] = f"too large (over {MAX_FILE_BYTES:,} bytes)" if reason == "oversized" else reason
+            refused[rel] = f"too large (over {registry.max_bytes(rel):,} bytes)" if reason == "oversized" else reason
             yield Skip(rel)
             continue
         try:

@@ -28,6 +28,7 @@ from search.engine.dataset_models import writing_models
 from search.ingest import archives
 from search.ingest.base import DocumentDraft
 from search.ingest.code import ANY_SUFFIX, walk
+from search.ingest.formats import registry
 from search.ingest.formats.documents import read_document
 from search.ingest.jobs import register
 from search.ingest.web import refused_report
@@ -63,13 +64,12 @@ def _read(*, kind: str, rel: str, data: bytes, repo: str, refused: dict[str, str
     return draft
 
 
-def _tree_items(*, kind: str, root: Path) -> Iterator[tuple[str, Path]]:
-    """Every file of an upload (its folders pruned as a walk prunes them): the bytes decide the reader, and a file
-    none takes is reported, so an upload's files are all read or named."""
-    files = walk(root, also=ANY_SUFFIX) if kind == "code" else web_walk(root, also=ANY_SUFFIX)
-    for rel, abs_path, reason in files:
-        if not reason:
-            yield rel, abs_path
+def _tree_items(*, kind: str, root: Path) -> Iterator[tuple[str, Path, str]]:
+    """Every file of an upload (its folders pruned as a walk prunes them), with why it is not read ('' when it
+    is): the bytes decide the reader, and a file none takes is reported, so an upload's files are all read or named."""
+    if kind == "code":
+        return walk(root, also=ANY_SUFFIX, limit=registry.max_bytes)
+    return web_walk(root, also=ANY_SUFFIX, limit=registry.max_bytes)
 
 
 @register("push")
@@ -109,9 +109,12 @@ def run_staged(*, job: IngestJob, progress: Progress | None = None) -> dict[str,
                 archives.stage_single_file(data=data, filename=staged.filename, dest=tmp)
             if job.kind in _TREE_UPLOADS:  # a kind read as a whole tree (rulebooks: chunks link across files)
                 return _TREE_UPLOADS[job.kind](job=job, root=tmp, staged=staged, progress=progress)
-            for rel, abs_path in _tree_items(kind=job.kind, root=tmp):
-                raw = abs_path.read_bytes()
+            for rel, abs_path, reason in _tree_items(kind=job.kind, root=tmp):
+                if reason:  # oversized: named with its limit, not read (and, as before, not kept by a mirror)
+                    refused[rel] = f"too large (over {registry.max_bytes(rel):,} bytes)"
+                    continue
                 seen.add(rel)
+                raw = abs_path.read_bytes()
                 if existing.get(rel, {}).get("content_hash") == hashlib.sha256(raw).hexdigest():
                     continue
                 draft = _read(kind=job.kind, rel=rel, data=raw, repo=repo, refused=refused)

@@ -49,9 +49,11 @@ _PERMALINK_XPATH = "//a[" + " or ".join(
     for c in ("headerlink", "hash-link", "anchor-link", "anchorjs-link", "permalink")) + "]"
 
 
-def walk(root: Path, *, also: frozenset[str] = frozenset()) -> Iterator[tuple[str, Path, str]]:
+def walk(root: Path, *, also: frozenset[str] = frozenset(),
+         limit: Callable[[str], int] | None = None) -> Iterator[tuple[str, Path, str]]:
     """(relative posix path, absolute path, skip reason or '') for every page (and, with `also`, every file with
-    one of those suffixes: the document formats, read by their bytes), sorted."""
+    one of those suffixes: the document formats, read by their bytes), sorted. `limit(rel)`: a file's most bytes
+    (search.ingest.formats.registry.max_bytes), else MAX_FILE_BYTES."""
     root = root.resolve()
     if root.is_file():
         yield root.name, root, ""
@@ -61,7 +63,8 @@ def walk(root: Path, *, also: frozenset[str] = frozenset()) -> Iterator[tuple[st
         for name in sorted(filenames):
             if is_web_file(name, also=also):
                 p = Path(dirpath) / name
-                yield p.relative_to(root).as_posix(), p, "oversized" if p.stat().st_size > MAX_FILE_BYTES else ""
+                rel = p.relative_to(root).as_posix()
+                yield rel, p, "oversized" if p.stat().st_size > (limit(rel) if limit else MAX_FILE_BYTES) else ""
 
 
 def skip_web_dir(name: str) -> bool:

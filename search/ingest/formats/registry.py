@@ -15,6 +15,9 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
+from django.conf import settings
+
+from search.ingest.code import MAX_FILE_BYTES
 from search.ingest.formats import docx, epub, pdf, text
 from search.ingest.formats.base import Format
 from search.ingest.formats.text_layer import Refused, TextLayer
@@ -65,6 +68,16 @@ def is_document(fmt: str) -> bool:
 def document_suffixes() -> frozenset[str]:
     """The names a tree walk takes as candidates beyond the text kinds' (the bytes still decide the reader)."""
     return frozenset(s for f in FORMATS.values() if f.is_document for s in f.suffixes)
+
+
+def max_bytes(name: str) -> int:
+    """The most bytes a walk reads of one file: a text file's MAX_FILE_BYTES, a document's (PDF, DOCX, EPUB, by its
+    name) what an upload takes as one file (UPLOAD_MAX_FILE_BYTES), since a manual outweighs a source file; its
+    reader then holds it to its own bounds."""
+    suffix = os.path.splitext(name.rsplit("/", 1)[-1])[1].lower()
+    if suffix in document_suffixes():
+        return max(MAX_FILE_BYTES, settings.UPLOAD_MAX_FILE_BYTES)
+    return MAX_FILE_BYTES
 
 
 def media_types() -> frozenset[str]:

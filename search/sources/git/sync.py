@@ -475,9 +475,9 @@ def _drafts(*, store: Any, files: dict[str, bytes], paths: list[str], kind: str,
 
     A blob's size is read from its header first: one over MAX_FILE_BYTES is skipped without being inflated."""
     for rel in paths:
-        data, size = read_blob(store, files[rel], limit=MAX_FILE_BYTES)
+        data, size = read_blob(store, files[rel], limit=registry.max_bytes(rel))
         if data is None:
-            skipped[rel] = f"too large ({size:,} bytes; the limit is {MAX_FILE_BYTES:,})" if size is not None \
+            skipped[rel] = f"too large ({size:,} bytes; the limit is {registry.max_bytes(rel):,})" if size is not None \
                 else "unreadable"
             unreadable.append(rel)
             yield Skip(rel)

@@ -4,6 +4,7 @@ reader takes by name and reason, counted by reason (never skipped silently)."""
 from __future__ import annotations
 
 import io
+import os
 import zipfile
 
 import pytest
@@ -101,6 +102,23 @@ def test_a_folder_job_reads_documents_and_reports_a_binary_source_file(owner_and
         "app.py", "docs/manual.docx", "docs/book.epub", "docs/guide.pdf"}
     assert job.result["skipped"] == [{"path": "blob.js", "reason": "binary: no reader"}]
     assert job.result["skipped_by_reason"] == {"binary": 1}
+
+
+def test_a_document_may_outweigh_a_source_file_and_a_file_past_its_limit_is_named(owner_and, tmp_path):
+    from search.ingest.jobs import start_ingest
+
+    _owner, ds = owner_and("code")
+    out = io.BytesIO()  # a manual with a photograph: 1.2 MB on disk, over a source file's 1 MB
+    with zipfile.ZipFile(io.BytesIO(MANUAL)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for info in src.infolist():
+            zf.writestr(info, src.read(info))
+        zf.writestr("word/media/photo.jpg", os.urandom(1_200_000), zipfile.ZIP_STORED)
+    (tmp_path / "manual.docx").write_bytes(out.getvalue())
+    (tmp_path / "generated.py").write_text("x = 1\n" * 200_000)
+    job = start_ingest(dataset=ds, source=str(tmp_path), kind="code", sync=True, apply_index=False)
+    job.refresh_from_db()
+    assert list(Document.objects.filter(dataset=ds).values_list("path", flat=True)) == ["manual.docx"]
+    assert job.result["skipped"] == [{"path": "generated.py", "reason": "too large (over 1,000,000 bytes)"}]
 
 
 def test_a_git_source_reads_documents_from_its_tree(dataset, remote):
