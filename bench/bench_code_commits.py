@@ -396,7 +396,7 @@ def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: 
     from tqdm import tqdm
 
     from projects.models import Project
-    from search.models import Chunk, Dataset, Document, Symbol
+    from search.models import Chunk, Dataset, Document, ProjectRanking, Symbol
     from search.sources.spec import SourceSpec
     from search.sources.sync import set_source
 
@@ -433,7 +433,7 @@ def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: 
                       "pick": picked.evidence.get("pick") and {**picked.evidence["pick"],
                                                                "baseline": picked.evidence.get("baseline")}}
             judged_project = Project.objects.get(pk=project.pk)
-            judged_project.fusion = picked.as_dict()
+            judged_project.ranking = ProjectRanking(project=judged_project, fusion=picked.as_dict())  # not stored
         indexed = set(Document.objects.filter(dataset=dataset, path__in=c.gold_files).values_list("path", flat=True))
         gold_files = [p for p in c.gold_files if p in indexed]
         if not gold_files:

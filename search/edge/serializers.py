@@ -13,7 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.fields import FlagField, InputSerializer, IntField, NumberField, TextField, TextListField
-from projects.serializers import DatasetCreateSerializer, DatasetDetailSerializer, DatasetSerializer
+from search.edge.project_serializers import DatasetCreateSerializer, DatasetDetailSerializer, DatasetSerializer
 from search.engine.code_graph import DEFAULT_OUTLINE, MAX_FILES, MAX_OUTLINE, MAX_REFERENCES, MAX_SYMBOL
 from search.engine.fusion import FUSIONS, RULES_FUSIONS
 from search.engine.globs import MAX_GLOB_LENGTH

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from projects.models import Dataset
 from search.engine.encoders import embed_cached
 from search.engine.graph_signal import graph_boost as code_graph_boost
 from search.engine.pipeline import (
@@ -47,7 +46,7 @@ from search.engine.pipeline import (
 )
 from search.engine.rerank import get_reranker
 from search.ingest.base import ChunkDraft, DocumentDraft
-from search.models import Chunk, EvaluationRun, GraphEdge
+from search.models import Chunk, Dataset, EvaluationRun, GraphEdge
 from search.quality.metrics import RANX_METRICS, RUN_DEPTH, compute_metrics, ranked_to_run
 from search.quality.progress import bar as progress_bar
 from search.rules.graph import apply_graph_boost

@@ -36,6 +36,7 @@ from config.errors import BadInput
 from inference.encoders import inference_context, precision, resolve_model, training_device
 from search.engine.fusion_settings import DEFAULT
 from search.engine.pipeline import QuerySpec, build_filter, execute, retrieval_over
+from search.engine.project_ranking import reranker_of, save_reranker
 from search.engine.rerank import rerank_text
 from search.engine.reranker_store import BLENDS, NAME_RE, blend_scores, models_dir
 from search.models import Chunk, Dataset, Feedback
@@ -404,8 +405,7 @@ def adopt_if_better(*, project: Project, result: TrainResult, activate: bool = T
     h = result.manifest["heldout"]
     beats = h["reranked_ndcg@10"] > h["fused_ndcg@10"]
     if beats and activate:
-        project.reranker = result.name
-        project.save(update_fields=["reranker"])
+        save_reranker(project=project, name=result.name)
         return True, f"project {project.slug} now reranks with {result.name} by default"
     why = "not activated (asked not to)" if beats else "it does not beat the fused ranking on the held-out slice"
-    return False, f"project {project.slug} keeps reranker {project.reranker or '(none)'}: {why}"
+    return False, f"project {project.slug} keeps reranker {reranker_of(project) or '(none)'}: {why}"

@@ -305,7 +305,8 @@ def test_staff_set_a_project_quota_in_the_admin_and_see_its_usage(team, make_use
     html = client.get(url).content.decode()
     assert "Usage / quota" in html and "documents: 0 / 100,000" in html
     resp = client.post(url, {"slug": "team", "name": "Team", "quota_documents": "1", "quota_chunks": "",
-                             "quota_bytes": "", "memberships-TOTAL_FORMS": "0", "memberships-INITIAL_FORMS": "0"})
+                             "quota_bytes": "", "memberships-TOTAL_FORMS": "0", "memberships-INITIAL_FORMS": "0",
+                             "ranking-TOTAL_FORMS": "0", "ranking-INITIAL_FORMS": "0"})  # search's inline
     assert resp.status_code == 302, resp.content[:500]
     team["project"].refresh_from_db()
     assert team["project"].quota_documents == 1

@@ -109,7 +109,7 @@ def test_the_side_index_holds_the_other_models_vectors_and_its_queries_are_embed
     configured (mean-pooling) encoder, or against the live index, it cannot score that high."""
     from search.engine.encoders import embed_query
 
-    from projects.access import accessible_dataset_ids
+    from search.engine.access import accessible_dataset_ids
     from search.engine.fusion_settings import DEFAULT
     from search.engine.pipeline import QuerySpec, build_filter, execute, retrieval_over
     from search.ingest.base import embed_input
