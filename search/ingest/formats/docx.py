@@ -3,7 +3,8 @@
 Why streamed: word/document.xml is read with lxml's iterparse from a member stream whose inflated bytes are counted
 (search.ingest.formats.package), each paragraph is turned into its line and then cleared, so memory follows one
 paragraph, not the document, and the parse is linear in the bytes the package checks allowed. Paragraphs are capped
-at WEB_READER_MAX_ELEMENTS, the web reader's element cap. DTDs, entities and the network are never loaded (XXE).
+at WEB_READER_MAX_ELEMENTS, the web reader's element cap, and the text at what one uploaded file may hold
+(UPLOAD_MAX_FILE_BYTES characters). DTDs, entities and the network are never loaded (XXE).
 
 Why headings from styles: Word marks a heading by its paragraph style ("heading 1".."heading 9", "Title", or an
 outline level), not by its looks; the heading path a chunk carries comes from them, as a web page's from <h1>..<h6>.
@@ -16,7 +17,7 @@ from typing import Any
 from django.conf import settings
 
 from search.ingest.formats.base import Format
-from search.ingest.formats.package import ZIP_MAGIC, Package, attr, iterparse, local_name, xml_errors
+from search.ingest.formats.package import ZIP_MAGIC, Package, attr, iterparse, local_name, max_text_chars, xml_errors
 from search.ingest.formats.text_layer import Refused, TextLayer
 
 _HEADING_NAME = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
@@ -75,8 +76,23 @@ def _paragraph(el: Any) -> tuple[str, str, int, bool]:
     return " ".join("".join(parts).split()), style, outline, listed
 
 
+def _level(style: str, outline: int, styles: dict[str, int]) -> int:
+    """A paragraph's heading level (0: body text): its style's, a built-in "HeadingN" id's, or its outline level."""
+    m = re.match(r"^Heading([1-9])$", style)
+    return styles.get(style) or (int(m.group(1)) if m else 0) or min(outline, 6)
+
+
+def _line(text: str, *, level: int, listed: bool) -> str:
+    """A paragraph as its Markdown line; body text that would read as Markdown syntax is escaped."""
+    if level:
+        return f"{'#' * level} {text}"
+    body = _MARKDOWN_START.sub(r"\1\\\2", text)
+    return f"- {body}" if listed else body
+
+
 def _body(package: Package, styles: dict[str, int]) -> list[str]:
-    cap = settings.WEB_READER_MAX_ELEMENTS
+    cap, chars_cap = settings.WEB_READER_MAX_ELEMENTS, max_text_chars()
+    chars = 0
     lines: list[str] = []
     paragraphs = 0
     table_depth = 0
@@ -99,17 +115,14 @@ def _body(package: Package, styles: dict[str, int]) -> list[str]:
                     if paragraphs > cap:
                         raise Refused(f"DOCX refused: more than {cap} paragraphs (WEB_READER_MAX_ELEMENTS)")
                     text, style, outline, listed = _paragraph(el)
+                    chars += len(text)
+                    if chars > chars_cap:
+                        raise Refused(f"DOCX refused: more than {chars_cap:,} characters of text")
                     if table_depth:
                         if text:
                             cell.append(text)
                     elif text:
-                        level = styles.get(style) or (int(m.group(1)) if (m := re.match(r"^Heading([1-9])$", style))
-                                                      else 0) or min(outline, 6)
-                        if level:
-                            lines += [f"{'#' * level} {text}", ""]
-                        else:
-                            body = _MARKDOWN_START.sub(r"\1\\\2", text)
-                            lines += [f"- {body}" if listed else body, ""]
+                        lines += [_line(text, level=_level(style, outline, styles), listed=listed), ""]
                     if not table_depth:
                         el.clear()
                 elif local == "tc" and table_depth == 1:

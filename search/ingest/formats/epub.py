@@ -5,8 +5,10 @@ markup census, the permalink pass, trafilatura), and its headings are its real <
 Why the spine: it is the book's reading order (the manifest is only a list of parts).
 
 Bounds: the package is checked as an upload archive is and members are counted while inflating
-(search.ingest.formats.package); each chapter is held to the web reader's bounds (WEB_READER_MAX_ELEMENTS), and the
-whole book to BOOK_PAGES_OF_ELEMENTS times that cap, counted by the same linear tokenizer before a chapter is read.
+(search.ingest.formats.package); each chapter is held to the web reader's bounds (MAX_FILE_BYTES,
+WEB_READER_MAX_ELEMENTS), the whole book to BOOK_PAGES_OF_ELEMENTS times that cap, counted by the same linear
+tokenizer before a chapter is read, and its text to what one uploaded file may hold (UPLOAD_MAX_FILE_BYTES
+characters); the package document is read whole only up to PACKAGE_XML_BYTES.
 """
 from __future__ import annotations
 
@@ -17,13 +19,15 @@ from urllib.parse import unquote
 
 from django.conf import settings
 
+from search.ingest.code import MAX_FILE_BYTES
 from search.ingest.formats.base import Format
-from search.ingest.formats.package import ZIP_MAGIC, Package, attr, iterparse, local_name, xml_errors
+from search.ingest.formats.package import ZIP_MAGIC, Package, attr, iterparse, local_name, max_text_chars, xml_errors
 from search.ingest.formats.text_layer import Refused, TextLayer
 from search.ingest.web import MarkupRefused, html_to_markdown, scan_start_tags
 
 # The most elements a whole book may hold, in web pages' worth (a 300-page novel is about 2 pages' worth).
 BOOK_PAGES_OF_ELEMENTS = 10
+PACKAGE_XML_BYTES = 4_000_000  # container.xml and the package document (a real one is a few hundred KB at most)
 _CHAPTER_TYPES = ("application/xhtml+xml", "text/html")
 _XML_DECLARATION = re.compile(r"^\ufeff?\s*<\?xml[^>]*\?>")
 
@@ -34,7 +38,11 @@ def sniff_epub(data: bytes) -> bool:
 
 
 def _parse(package: Package, name: str) -> list[Any]:
-    """Every element of a small XML member, in document order (container.xml, the package document)."""
+    """Every element of a small XML member, in document order (container.xml, the package document), refused by its
+    declared size past PACKAGE_XML_BYTES before it is inflated (a tree of it is held whole)."""
+    if package.sizes.get(name, 0) > PACKAGE_XML_BYTES:
+        raise Refused(f"EPUB refused: {name[:100]!r} declares {package.sizes[name]:,} bytes (at most "
+                      f"{PACKAGE_XML_BYTES:,} are read)")
     out: list[Any] = []
     with package.open(name) as src:
         try:
@@ -84,13 +92,15 @@ def read_epub(*, data: bytes, name: str) -> TextLayer:
     parts: list[str] = []
     headings: set[str] = set()
     counted = _Count()
+    chars = 0
     try:
         title, chapters = _spine(package)
         for member in chapters:
             if not package.has(member):
                 continue  # a spine entry the package lacks: nothing to read (reported by its absence)
             # without its XML declaration: lxml refuses a declared encoding in a str, and the bytes are decoded here
-            html = _XML_DECLARATION.sub("", package.read(member).decode("utf-8", errors="replace"), count=1)
+            raw = package.read(member, limit=MAX_FILE_BYTES)  # a chapter is held to a saved page's size
+            html = _XML_DECLARATION.sub("", raw.decode("utf-8", errors="replace"), count=1)
             scan_start_tags(html, on_start=counted.start)
             if counted.n > book_cap:
                 raise Refused(f"EPUB refused: more than {book_cap} elements in the book "
@@ -102,6 +112,9 @@ def read_epub(*, data: bytes, name: str) -> TextLayer:
             if md.strip():
                 parts.append(md.strip("\n"))
                 headings |= real
+                chars += len(md)
+                if chars > max_text_chars():
+                    raise Refused(f"EPUB refused: more than {max_text_chars():,} characters of text")
     finally:
         package.close()
     if not parts:

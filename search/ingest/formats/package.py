@@ -12,10 +12,18 @@ import zipfile
 import zlib
 from typing import IO, Any
 
+from django.conf import settings
+
 from search.ingest import archives
 from search.ingest.formats.text_layer import Refused
 
 ZIP_MAGIC = b"PK\x03\x04"
+
+
+def max_text_chars() -> int:
+    """The most text one document may hand the chunkers: what one uploaded text file may hold
+    (UPLOAD_MAX_FILE_BYTES), however far its package inflates (the chunks, then their embeddings, follow the text)."""
+    return settings.UPLOAD_MAX_FILE_BYTES
 
 
 class Package:
@@ -41,7 +49,11 @@ class Package:
             raise Refused(f"{self.what} refused: it has no {name[:100]!r}")
         return _Bounded(self, name)
 
-    def read(self, name: str) -> bytes:
+    def read(self, name: str, *, limit: int) -> bytes:
+        """A whole member, refused by its declared size past `limit` before a byte is inflated."""
+        if self.sizes.get(name, 0) > limit:
+            raise Refused(f"{self.what} refused: {name[:100]!r} declares {self.sizes[name]:,} bytes (at most "
+                          f"{limit:,} are read)")
         with self.open(name) as src:
             return src.read()
 

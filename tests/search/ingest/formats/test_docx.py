@@ -86,3 +86,11 @@ def test_a_zip_that_is_not_a_word_document_is_refused_by_name():
     with pytest.raises(Refused) as exc:
         read_docx(data=_package("<not-closed>"), name="broken.docx")
     assert exc.value.reason == "DOCX refused: word/document.xml is not well-formed XML"
+
+
+def test_text_past_what_one_uploaded_file_may_hold_is_refused(settings):
+    settings.UPLOAD_MAX_FILE_BYTES = 1000
+    data = docx_bytes([("", f"sentence number {i} of a long and wordy report") for i in range(40)])
+    with pytest.raises(Refused) as exc:
+        read_docx(data=data, name="long.docx")
+    assert exc.value.reason == "DOCX refused: more than 1,000 characters of text"

@@ -47,3 +47,10 @@ def test_a_package_without_its_container_is_refused_by_what_it_lacks():
     with pytest.raises(Refused) as exc:
         read_epub(data=data, name="broken.epub")
     assert exc.value.reason == "EPUB refused: it has no 'META-INF/container.xml'"
+
+
+def test_a_books_text_past_what_one_uploaded_file_may_hold_is_refused(settings):
+    settings.UPLOAD_MAX_FILE_BYTES = 200
+    with pytest.raises(Refused) as exc:
+        read_epub(data=epub_bytes([("road.xhtml", ROAD), ("ford.xhtml", FORD)]), name="book.epub")
+    assert exc.value.reason == "EPUB refused: more than 200 characters of text"
