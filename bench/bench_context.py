@@ -100,9 +100,10 @@ def baseline_ingest(*, target_chunks: int) -> list[list[object]]:
     from django.test import override_settings
 
     from inference.encoders import resolve_precision
+    from inference.models import EmbeddingCache
     from projects.models import Project
     from search.ingest.jobs import start_ingest
-    from search.models import Chunk, Dataset, EmbeddingCache, IndexOutbox
+    from search.models import Chunk, Dataset, IndexOutbox
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
     build_corpus(target_chunks=target_chunks, dest=tmp)

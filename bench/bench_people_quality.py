@@ -1,7 +1,7 @@
-"""People search relevance: the graded benchmark (people/benchmark.py) on two directories, one row per relaxation
+"""People search relevance: the graded benchmark (people/evaluation/benchmark.py) on two directories, one row per relaxation
 policy and blended-score variant, the seed's policy and the code before issue 30 among them.
 
-Why two directories: the default policy is chosen on the demo directory (people.demo, seed 7) and confirmed on
+Why two directories: the default policy is chosen on the demo directory (people.importing.demo, seed 7) and confirmed on
 one built differently and never tuned on: another seed, other companies and cities (a European directory the
 curated vocabulary does not know), fewer cards per person, written to JSONL and loaded through the importer.
 Counts and ratios, measured in one run; the p95 column is each variant's search latency on this (small)
@@ -32,9 +32,9 @@ def load_directory(*, name: str, count: int) -> None:
     """Empty the people tables, then load one directory (the demo generator, or a JSONL file via the importer)."""
     from django.db import connection
 
-    from people.demo import generate_records
-    from people.importer import import_file, import_records, rebuild_hnsw
-    from people.vocabulary import rebuild_vocabulary
+    from people.importing.demo import generate_records
+    from people.importing.importer import import_file, import_records, rebuild_hnsw
+    from people.parsing.vocabulary import rebuild_vocabulary
 
     with connection.cursor() as cur:
         cur.execute("TRUNCATE people_person CASCADE")
@@ -65,8 +65,8 @@ def main() -> None:
     setup_django(var_dir=args.var_dir)
     from accounts.models import User
     from credits.ledger import grant
-    from people import benchmark as pb
-    from search.engine.encoders import embed_texts
+    from inference.encoders import embed_texts
+    from people.evaluation import benchmark as pb
 
     embed_texts(["warm up the model"])
     user, _ = User.objects.get_or_create(email="bench-quality@example.com")
@@ -77,7 +77,7 @@ def main() -> None:
         keep = set(args.only.split(","))
         rows = {k: v for k, v in rows.items() if k in keep or k.split(": ", 1)[-1] in keep}
     reports, parts = {}, []
-    for name, title, absent in (("demo", "demo directory (people.demo, seed 7) — tuned on", None),
+    for name, title, absent in (("demo", "demo directory (people.importing.demo, seed 7) — tuned on", None),
                                 ("other", "other directory (seed 23, European companies and cities, 2-6 cards, "
                                           "imported from JSONL) — not tuned on", ABSENT_OTHER)):
         load_directory(name=name, count=args.count)

@@ -39,9 +39,9 @@ def main() -> None:
 
     from accounts.models import User
     from credits.ledger import grant
-    from people.demo import generate_records
-    from people.importer import import_records, rebuild_hnsw
-    from people.service import run_search
+    from people.importing.demo import generate_records
+    from people.importing.importer import import_records, rebuild_hnsw
+    from people.service.searches import run_search
 
     import_records(((i, r) for i, r in enumerate(generate_records(args.count, seed=7), 1)), embed="inline",
                    total=args.count, show_progress=False)

@@ -45,7 +45,7 @@ def main() -> None:
     import numpy as np
     from sentence_transformers import CrossEncoder
 
-    from search.engine.encoders import inference_context, precision
+    from inference.encoders import inference_context, precision
     from search.engine.pipeline import (
         RETRIEVAL,
         QuerySpec,

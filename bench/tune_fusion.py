@@ -44,7 +44,7 @@ def grid() -> list[tuple[str, dict]]:
 
 
 def legs_for(*, queries: dict[str, str], flt: object, kinds: frozenset[str], index: object) -> dict[str, tuple[list, list]]:
-    from search.engine.encoders import embed_query
+    from inference.encoders import embed_query
     from search.engine.term_stats import weighted_query
 
     out = {}

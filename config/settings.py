@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "inference",
     "accounts",
     "projects",
     "credits",
@@ -273,7 +274,7 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 16)  # 15-18 % faster tha
 # auto: bf16 autocast where the CPU has native bf16 (AMX / AVX512-BF16), else fp32. bench_embedding.py: ~3x faster,
 # cosine to the fp32 vector >= 0.9999. fp32 | bf16 force one.
 EMBEDDING_PRECISION = env_str("EMBEDDING_PRECISION", "auto").strip().lower()
-# where the encoders run (search.engine.devices): auto = a CUDA GPU when torch sees one, else cpu; or cpu, cuda,
+# where the encoders run (inference.devices): auto = a CUDA GPU when torch sees one, else cpu; or cpu, cuda,
 # cuda:N. Batches (ingest, re-embedding, adaptation and reranker training, the reranker) run on EMBEDDING_DEVICE;
 # single queries on EMBEDDING_QUERY_DEVICE (cpu: a GPU's launch cost can lose for one short text). A GPU encodes
 # EMBEDDING_GPU_BATCH_SIZE texts per pass in fp16 autocast (EMBEDDING_PRECISION=fp32 forces full precision).
@@ -287,7 +288,7 @@ for _name, _value in (("EMBEDDING_DEVICE", EMBEDDING_DEVICE), ("EMBEDDING_QUERY_
         raise ImproperlyConfigured(f"{_name}={_value!r} is not a device: use auto, cpu, cuda or cuda:N")
 
 # --- LLM (OpenAI-compatible; optional) ------------------------------------
-# search/engine/llm.py is the one reader. Both OPENAI_BASE_URL and LLM_MODEL set: query parsing, why-matched and answers
+# inference/llm.py is the one reader. Both OPENAI_BASE_URL and LLM_MODEL set: query parsing, why-matched and answers
 # ask the LLM; either empty: every caller takes its deterministic path (parser, rule-based why, extractive answer).
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "not-needed")  # local servers often need none

@@ -15,7 +15,7 @@ from django.db import connection
 
 from config.celery import app
 from config.heartbeat import read, redis_client
-from search.engine.encoders import describe_configuration, describe_devices
+from inference.encoders import describe_configuration, describe_devices
 from search.engine.index import get_index, index_status
 
 

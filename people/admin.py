@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from people.importer import import_file
+from people.importing.importer import import_file
 from people.models import (
     ExperienceCard,
     ExperienceCardChild,
@@ -68,7 +68,7 @@ class UnlockAdmin(admin.ModelAdmin):
 
 @admin.register(VocabTerm)
 class VocabTermAdmin(admin.ModelAdmin):
-    """Read-only: the terms are counted from the cards (people/vocabulary.py); add what the data cannot teach
+    """Read-only: the terms are counted from the cards (people/parsing/vocabulary.py); add what the data cannot teach
     as an alias."""
 
     list_display = ("kind", "norm", "count", "extra", "updated_at")

@@ -37,8 +37,8 @@ class PeopleSearchConstants:
 
     FALLBACK_TIER_STRICT: int = 0
     # Tiers 1-3 relax time, location and company/team in the order the relaxation policy names
-    # (people/tiers.py POLICIES; "seed" is seed 001's order and ranking). The default is the policy the people
-    # benchmark supports (people/benchmark.py, README "People search relevance").
+    # (people/retrieval/tiers.py POLICIES; "seed" is seed 001's order and ranking). The default is the policy the people
+    # benchmark supports (people/evaluation/benchmark.py, README "People search relevance").
     RELAXATION_POLICY: str = "graded"
     # An optional last tier that also relaxes intent, domain, sub-domain and seniority. Off by default
     # (a query for "ML engineers" that finds only designers is worse than an honest empty answer);
@@ -50,7 +50,7 @@ class PeopleSearchConstants:
     SEARCH_COST: int = 1
     UNLOCK_COST: int = 1
 
-    # normalisation (people/normalize.py)
+    # normalisation (people/parsing/normalize.py)
     MAX_MUST_COMPANIES: int = 3
     MAX_MUST_TEAMS: int = 3
     MAX_MUST_LIST: int = 3
@@ -59,7 +59,7 @@ class PeopleSearchConstants:
     MAX_TOKEN_LEN: int = 80
 
     WHY_MAX_BULLETS: int = 6
-    # the vocabulary's fuzzy match (people/gazetteer.py): words shorter than this are never corrected ("ola" must
+    # the vocabulary's fuzzy match (people/parsing/gazetteer.py): words shorter than this are never corrected ("ola" must
     # stay "ola"); up to this many edits (OSA: a swap of two neighbours is one) for words of 8+ characters, one below
     FUZZY_MIN_LEN: int = 5
     FUZZY_MAX_EDITS_LONG: int = 2
@@ -69,7 +69,7 @@ class PeopleSearchConstants:
     HNSW_EF_SEARCH: int = 100
 
     # role words the vocabulary lacks ("data scientist", "growth marketer"): mapped to the nearest intents, titles
-    # and skills of the directory's vocabulary by embedding similarity (people/semantic.py)
+    # and skills of the directory's vocabulary by embedding similarity (people/parsing/semantic.py)
     SEMANTIC_ROLES: bool = True
     # cosine similarity a phrase must reach to map to a term: at 0.5 "web" (from "web ui developers") became the
     # mobile role (0.51) and cost the benchmark's unseen-role queries; the clear cases score 0.68-0.88
@@ -78,7 +78,7 @@ class PeopleSearchConstants:
     SEMANTIC_MAX_TERMS: int = 3          # skills/titles kept per phrase
 
 
-# the relaxation presets by name (people/tiers.py POLICIES defines each; a test keeps the two lists equal), named
+# the relaxation presets by name (people/retrieval/tiers.py POLICIES defines each; a test keeps the two lists equal), named
 # here so a misspelled policy stops start-up like any other bad key
 RELAXATION_POLICIES = ("seed", "seed_keep", "company_before_location", "location_first", "graded_soft", "graded",
                        "graded_company_before_location")

@@ -105,7 +105,7 @@ class ExperienceCard(CardBase):
             GinIndex(fields=["search_document"], name="card_search_doc_gin"),
             GinIndex(fields=["search_phrases"], name="card_phrases_gin"),
             models.Index(fields=["person", "visibility"], name="card_person_vis"),
-            # the tier filters' columns: counting and exact scans of a selective tier use them (people/tiers.py)
+            # the tier filters' columns: counting and exact scans of a selective tier use them (people/retrieval/tiers.py)
             models.Index(fields=["intent_primary"], name="card_intent"),
             models.Index(fields=["seniority_level"], name="card_seniority"),
             models.Index(fields=["domain"], name="card_domain"),
@@ -176,7 +176,7 @@ class UnlockContact(models.Model):
 
 
 class VocabTerm(models.Model):
-    """One entry of the parser's vocabulary, counted from the directory itself (people/vocabulary.py).
+    """One entry of the parser's vocabulary, counted from the directory itself (people/parsing/vocabulary.py).
 
     Why a table and not a module constant: a directory of people at Stripe in Berlin must be understood without
     editing code; the counts rank ambiguous and fuzzy matches (the more common company wins a typo)."""

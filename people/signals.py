@@ -1,5 +1,5 @@
 """What a saved card needs besides its row: its full-text document now, its vector from Celery, and the
-directory's vocabulary recounted for the values it added or took away (people/vocabulary.py).
+directory's vocabulary recounted for the values it added or took away (people/parsing/vocabulary.py).
 
 Why the tsvector here and at once: the card must be findable lexically in the same transaction as the save
 (one UPDATE in Postgres). Why here and not in Model.save: the models stay free of indexing, so models and
@@ -15,10 +15,10 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
-from people.indexing import refresh_search_documents
 from people.models import ExperienceCard, ExperienceCardChild
+from people.parsing.vocabulary import card_terms, refresh_terms
+from people.retrieval.indexing import refresh_search_documents
 from people.tasks import embed_cards_task
-from people.vocabulary import card_terms, refresh_terms
 
 _VOCAB_FIELDS = ("company_norm", "team_norm", "city", "country", "domain", "search_phrases", "visibility")
 

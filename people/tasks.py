@@ -4,9 +4,9 @@ from __future__ import annotations
 from celery import shared_task
 from django.db.models import F
 
-from people.indexing import embed_cards
 from people.models import ImportJob
-from people.why import refine_with_llm
+from people.retrieval.indexing import embed_cards
+from people.service.why import refine_with_llm
 
 
 @shared_task(name="people.embed_cards", acks_late=True)

@@ -29,11 +29,12 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Q
 from tqdm import tqdm
 
+from inference.models import EmbeddingCache
 from search.engine.applier import apply_outbox, build_points, hold_applier, payloads_for, pending_outbox
 from search.engine.dataset_models import CONFIGURED, models_in_use
 from search.engine.index import VectorIndex, get_index, model_index
 from search.engine.index_schema import INTEGER_FIELDS
-from search.models import Chunk, EmbeddingCache, IndexOutbox, ReconcileRun
+from search.models import Chunk, IndexOutbox, ReconcileRun
 
 SAMPLE = 20  # ids shown per kind in a report
 

@@ -18,10 +18,11 @@ from django.conf import settings
 from django.db.models import Count, Exists, Max, OuterRef
 
 from inference.encoders import fill_embedding_cache
+from inference.models import EmbeddingCache
 from search.engine.applier import rebuild
 from search.engine.dataset_models import model_arg, model_id_of, writing_models
 from search.ingest.base import ChunkDraft, embed_input
-from search.models import Chunk, Dataset, Document, EmbeddingCache, IndexOutbox, IngestJob
+from search.models import Chunk, Dataset, Document, IndexOutbox, IngestJob
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet

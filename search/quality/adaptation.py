@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from config.errors import BadInput
-from search.engine.encoders import adapted_models_dir, precision, resolve_model, training_device
+from inference.encoders import adapted_models_dir, precision, resolve_model, training_device
 from search.engine.reranker_store import NAME_RE
 from search.ingest.maintenance import EMBED_FIELDS, chunk_embed_input
 from search.models import Chunk

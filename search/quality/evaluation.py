@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from search.engine.encoders import embed_cached
+from inference.encoders import embed_cached
 from search.engine.graph_signal import graph_boost as code_graph_boost
 from search.engine.pipeline import (
     STAGES,
@@ -309,7 +309,7 @@ def answer_cosine(pairs: list[tuple[str, str]]) -> list[float]:
 
     Why beside token F1: an extractive answer quotes the book ("A pinned character's speed is 0") while the gold
     answer paraphrases it; token F1 punishes the paraphrase, the embedding does not. Vectors come from the
-    embedding cache (search.engine.encoders.embed_cached), so a re-run embeds nothing twice. An empty side scores 0."""
+    embedding cache (inference.encoders.embed_cached), so a re-run embeds nothing twice. An empty side scores 0."""
     texts = sorted({t for pair in pairs for t in pair if t.strip()})
     if not texts:
         return [0.0 for _ in pairs]

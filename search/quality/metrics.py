@@ -11,10 +11,11 @@ it scores 0 (`unanswered_is_zero`).
 """
 from __future__ import annotations
 
-import math
 import random
 import statistics
 import warnings
+
+from config.metrics import graded_ndcg
 
 NDCG_K = 10
 MRR_K = 10
@@ -29,11 +30,9 @@ ONLINE = (f"mrr@{MRR_K}", f"ndcg@{NDCG_K}")
 
 
 def ndcg(ranked: list, rels: dict, *, k: int = NDCG_K) -> float:
-    """Graded nDCG@k of one ranking (`rels`: id -> grade; unlisted ids are not relevant)."""
-    dcg = sum(rels.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
-    ideal = sorted((r for r in rels.values() if r > 0), reverse=True)[:k]
-    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
+    """Graded nDCG@k of one ranking (`rels`: id -> grade; unlisted ids are not relevant) at search's cutoff: the
+    project's one definition (config.metrics, shared with people's benchmark)."""
+    return graded_ndcg(ranked=ranked, grades=rels, k=k)
 
 
 def compute_metrics(*, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]],

@@ -5,7 +5,7 @@ a client can show what was searched and which passages will be used before the
 first token arrives, and a `complete` event is the one place the citations live,
 so a truncated stream is never mistaken for a full answer.
 
-With an LLM configured (search.engine.llm) the answer is generated from the numbered
+With an LLM configured (inference.llm) the answer is generated from the numbered
 context; without one (or if it fails before its first token) the answer is
 extractive: the best sentences of the top chunks, each followed by its citation
 marker. Closing the generator (the client went away) stops generation at once.
@@ -21,7 +21,7 @@ from typing import Any
 from django.conf import settings
 
 from config.errors import ApiError
-from search.engine import llm
+from inference import llm
 from search.engine.pages import cite, prompt_pages
 from search.engine.sparse import tokenize
 

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from django.db.models import Count, Max
 
-from search.engine.encoders import dense_model_id, embed_query
-from search.models import Chunk, EmbeddingCache
+from inference.encoders import dense_model_id, embed_query
+from inference.models import EmbeddingCache
+from search.models import Chunk
 
 if TYPE_CHECKING:
     from search.rules.traversal import QueryAnalysis

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 from django.db import transaction
 
+from inference.encoders import dense_model_id
+from inference.models import EmbeddingCache
 from search.engine.boosts import (
     DEFAULT_DECAY,
     DEFAULT_DEPTH,
@@ -37,8 +39,7 @@ from search.engine.boosts import (
     chunk_node,
     compute_boosts,
 )
-from search.engine.encoders import dense_model_id
-from search.models import Chunk, EmbeddingCache, GraphEdge, TraversalConfig
+from search.models import Chunk, GraphEdge, TraversalConfig
 from search.rules.traversal import config_names, name_pattern
 
 BOOST_RELATIONS = ("references", "next", "contains", "describes")

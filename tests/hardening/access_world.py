@@ -480,9 +480,8 @@ class PeoplePool:
 
 
 def build_people_pool() -> PeoplePool:
-    from people.indexing import embed_cards
-
     from people.models import ExperienceCard, ExperienceCardChild, Person, PersonProfile
+    from people.retrieval.indexing import embed_cards
 
     specs = [("Asha", "backend", "Backend Engineer", "Payment services in Java and Kafka"),
              ("Ravi", "backend", "Backend Engineer", "Go microservices for search"),

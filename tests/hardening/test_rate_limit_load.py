@@ -55,7 +55,7 @@ def test_fifty_concurrent_searches_against_ten_per_minute_admit_exactly_ten_and_
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key_for(user)}")
         clients.append(client)
-    from search.engine.encoders import get_dense_model
+    from inference.encoders import get_dense_model
 
     get_dense_model()  # load once, so the admitted requests race on the limit and not on the model load
     barrier = threading.Barrier(ATTEMPTS)

@@ -130,10 +130,11 @@ def test_ingest_killed_mid_run_is_resumed_by_a_new_worker_with_nothing_lost_or_d
     from django.db import connection
 
     from inference.encoders import dense_model_id
+    from inference.models import EmbeddingCache
     from search.engine.applier import apply_outbox, pending_outbox
     from search.ingest.jobs import start_ingest
     from search.ingest.locks import runner_alive
-    from search.models import Chunk, Dataset, Document, EmbeddingCache, IngestJob
+    from search.models import Chunk, Dataset, Document, IngestJob
 
     tree = write_tree(tmp_path / "bigrepo", N_FILES)
     exp_docs, exp_chunks = chunker_count(tree, "bigrepo")

@@ -83,7 +83,7 @@ def rules_dataset(member, tmp_path):
 
 @pytest.fixture
 def directory(db):
-    from people.demo import load_demo
+    from people.importing.demo import load_demo
 
     load_demo(count=40, seed=3)
     return Path(".")

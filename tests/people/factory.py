@@ -50,7 +50,7 @@ def make_person(name: str, *, cards=(), profile=None, email: str = "") -> Person
 
 def embed_all() -> None:
     """Real MiniLM vectors for every card (for API tests that embed the query for real)."""
-    from people.indexing import embed_cards
+    from people.retrieval.indexing import embed_cards
 
     embed_cards(parent_ids=list(ExperienceCard.objects.values_list("id", flat=True)),
                 child_ids=list(ExperienceCardChild.objects.values_list("id", flat=True)))

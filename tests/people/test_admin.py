@@ -32,9 +32,9 @@ def test_upload_writes_good_rows_and_shows_rejected_rows_and_progress(staff_clie
 
 
 def test_an_admin_alias_is_normalised_and_teaches_the_parser(staff_client):
-    from people.gazetteer import current
-    from people.normalize import validate_and_normalize
-    from people.parsing import parse_deterministic
+    from people.parsing.gazetteer import current
+    from people.parsing.normalize import validate_and_normalize
+    from people.parsing.parser import parse_deterministic
 
     resp = staff_client.post("/admin/people/vocabalias/add/", {"kind": "company", "alias": "  Big   Blue ",
                                                                "norm": "IBM"})

@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from people.constants import RELAXATION_POLICIES, C, PeopleSearchConstants
-from people.tiers import POLICIES
+from people.retrieval.tiers import POLICIES
 
 ROOT = Path(__file__).resolve().parents[2]
 

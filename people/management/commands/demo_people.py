@@ -3,8 +3,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from people.demo import generate_records
-from people.importer import import_records
+from people.importing.demo import generate_records
+from people.importing.importer import import_records
 
 
 class Command(BaseCommand):

@@ -9,8 +9,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from people import benchmark as pb
-from people.tiers import POLICIES
+from people.evaluation import benchmark as pb
+from people.retrieval.tiers import POLICIES
 
 
 class Command(BaseCommand):

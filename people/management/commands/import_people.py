@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from people.importer import import_file
+from people.importing.importer import import_file
 
 
 class Command(BaseCommand):

@@ -13,10 +13,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from inference.models import EmbeddingCache
 from search.engine.applier import apply_outbox
 from search.engine.index_schema import IndexPoint
 from search.engine.sparse import encode_document
-from search.models import Chunk, EmbeddingCache, ReconcileRun
+from search.models import Chunk, ReconcileRun
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -46,8 +47,7 @@ def store(request, world):
     """The world's edge store, or a qdrant-client local-mode collection projected from the same Postgres."""
     if request.param == "edge":
         return world["index"]
-    from search.engine.encoders import dense_model_id, embedding_dim
-
+    from inference.encoders import dense_model_id, embedding_dim
     from search.engine.index_server import ClientIndex
 
     index = ClientIndex(location=":memory:", model_id=dense_model_id(), dim=embedding_dim())
@@ -62,7 +62,7 @@ def _payloads(index) -> dict[int, dict]:
 
 def _plant(index, world) -> dict[str, set[int]]:
     """One of each kind of drift; returns the ids reconcile must report."""
-    from search.engine.encoders import embedding_dim
+    from inference.encoders import embedding_dim
 
     src = list(Chunk.objects.filter(dataset=world["src"]).order_by("pk"))
     lost, rewritten, moved = src[0], src[1], src[2]
@@ -86,8 +86,7 @@ def test_clean_store_is_exact_and_the_run_is_recorded(store):
 
 
 def test_reconcile_finds_planted_drift_and_fix_repairs_it_without_reembedding(store, world):
-    from search.engine.encoders import dense_model_id
-
+    from inference.encoders import dense_model_id
     from search.engine.reconcile import reconcile
 
     planted = _plant(store, world)

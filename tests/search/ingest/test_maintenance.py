@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib
 
 from inference.encoders import dense_model_id, text_hash
+from inference.models import EmbeddingCache
 from search.ingest.maintenance import EMBED_FIELDS, chunk_embed_input, embed_missing
-from search.models import Chunk, Dataset, EmbeddingCache, IndexOutbox
+from search.models import Chunk, Dataset, IndexOutbox
 from search.rules.demo import load_demo_rules
 from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture behind rules_index
 from tests.search.rules_fixtures import emberfall, rules_index  # noqa: F401 - fixtures

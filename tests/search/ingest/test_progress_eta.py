@@ -173,10 +173,11 @@ def test_admin_job_pages_show_the_pace_and_the_encoders_device(make_user, make_p
 
 @pytest.mark.django_db
 def test_demo_estimate_counts_what_the_ingest_will_embed_and_writes_nothing(make_user, make_project, tmp_path):
+    from inference.models import EmbeddingCache
     from search.ingest.demo import expected_ingest_line
     from search.ingest.jobs import start_ingest
     from search.ingest.progress import estimate_code_ingest
-    from search.models import Dataset, EmbeddingCache
+    from search.models import Dataset
 
     _write_files(tmp_path, 12)
     ds = Dataset.objects.create(project=make_project("eta-demo", make_user()), name="code", kind="code")

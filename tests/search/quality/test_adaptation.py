@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from search.engine.encoders import adapted_models_dir
+from inference.encoders import adapted_models_dir
 from search.ingest.maintenance import chunk_embed_input
 from search.quality import adaptation as ad
 
@@ -112,7 +112,7 @@ def test_judged_pairs_read_the_passage_as_served_take_its_negatives_in_turn_and_
 def test_adapt_trains_a_loadable_copy_and_keeps_the_held_out_evidence(code_dataset, settings, tmp_path):
     from sentence_transformers import SentenceTransformer
 
-    from search.engine.encoders import resolve_model
+    from inference.encoders import resolve_model
 
     settings.VAR_DIR = tmp_path / "var"
     _, dataset = code_dataset

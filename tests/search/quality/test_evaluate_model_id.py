@@ -55,7 +55,7 @@ def _evaluate_beir(model: str, report_dir: Path) -> dict:
 
 def test_beir_model_id_rows_equal_the_configured_model_reuse_the_cache_and_leave_the_live_index_alone(
         edge_index, models, tmp_path):
-    from search.models import EmbeddingCache
+    from inference.models import EmbeddingCache
 
     first = _evaluate_beir(models[COPY], tmp_path)
     live_points = edge_index.count()
@@ -107,8 +107,7 @@ def test_rules_model_id_rows_rank_like_the_configured_model_on_the_demo_rulebook
 def test_the_side_index_holds_the_other_models_vectors_and_its_queries_are_embedded_by_it(demo_project, models):
     """A chunk's own text, embedded by the CLS model, finds that chunk at cosine ~1 in the CLS index; with the
     configured (mean-pooling) encoder, or against the live index, it cannot score that high."""
-    from search.engine.encoders import embed_query
-
+    from inference.encoders import embed_query
     from search.engine.access import accessible_dataset_ids
     from search.engine.fusion_settings import DEFAULT
     from search.engine.pipeline import QuerySpec, build_filter, execute, retrieval_over

@@ -186,7 +186,8 @@ def test_demo_graph_has_similarity_edges_from_the_stored_embeddings(demo_rules):
     import numpy as np
 
     from inference.encoders import dense_model_id
-    from search.models import Chunk, EmbeddingCache, GraphEdge
+    from inference.models import EmbeddingCache
+    from search.models import Chunk, GraphEdge
     from search.rules.graph import DEFAULT_SIMILAR_THRESHOLD
 
     edges = list(GraphEdge.objects.filter(relation="similar_to", ruleset_id="emberfall"))
