@@ -144,7 +144,10 @@ MARGIN_BAND = 0.12  # the top and bottom 12 % of a page is where running heads a
 def _margin_key(p: Piece, page: Page) -> tuple[str, int] | None:
     if p.bottom > page.height * MARGIN_BAND and p.top < page.height * (1 - MARGIN_BAND):
         return None
-    return (_DIGITS.sub("#", tidy(p.text).lower()), round(p.mid / 4))
+    text = tidy(p.text).lower()
+    # digits aside ("Chapter 3 - Combat 45" repeats), unless digits are all it has: "1.1.4" on many pages
+    # are many sections, not a running head
+    return (_DIGITS.sub("#", text) if any(c.isalpha() for c in text) else text, round(p.mid / 4))
 
 
 def drop_running_lines(pages: list[Page], *, titles: frozenset[str] = frozenset()) -> None:
@@ -395,7 +398,10 @@ class Document:
         self.size_chars = sizes
 
     def blocks(self) -> list[Block]:
-        titles = frozenset(k for e in self.outline if len(k := _key(e.title)) >= 8)
+        top = min((e.level for e in self.outline), default=0)
+        if sum(1 for e in self.outline if e.level == top) == 1:
+            top += 1  # one root (the book's title): the chapters are one level down
+        titles = frozenset(k for e in self.outline if e.level <= top and len(k := _key(e.title)) >= 8)  # chapters
         drop_running_lines(self.pages, titles=titles)
         out: list[Block] = []
         for page in self.pages:
