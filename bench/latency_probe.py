@@ -90,10 +90,11 @@ def main() -> None:
 
 def measure(args: argparse.Namespace) -> dict:
     from projects.models import Project
-    from search.models import Dataset
 
+    dataset_cls = _first("search.models:Dataset", "projects.models:Dataset")  # Dataset moved to search
     start_ingest = _first("search.ingest.jobs:start_ingest", "search.ingest.runner:start_ingest")
-    apply_outbox = _first("search.engine.applier:apply_outbox", "search.index:apply_outbox")
+    apply_outbox = _first("search.engine.applier:apply_outbox", "search.engine.index:apply_outbox",
+                          "search.index:apply_outbox")
     run_query = _first("search.engine.pipeline:run_query", "search.pipeline:run_query")
     try:
         spec_cls = _first("search.engine.pipeline:QuerySpec")
@@ -102,7 +103,7 @@ def measure(args: argparse.Namespace) -> dict:
     src = Path(tempfile.mkdtemp(prefix="probe-corpus-"))
     corpus(src, args.files)
     project = Project.objects.create(slug="probe", name="Probe")
-    dataset = Dataset.objects.create(project=project, name="probe", kind="code")
+    dataset = dataset_cls.objects.create(project=project, name="probe", kind="code")
     job = start_ingest(dataset=dataset, source=str(src), kind="code", options={"repo": "probe"}, sync=True,
                        apply_index=False)
     while apply_outbox():

@@ -26,7 +26,6 @@ from django.utils import timezone
 
 from config.errors import BadInput, DependencyDown
 from inference.encoders import adapted_model_path, dense_model_id
-from projects.models import Project
 from search.engine.applier import apply_until_indexed, running_applier, wait_until_indexed
 from search.engine.dataset_models import CONFIGURED, model_arg
 from search.engine.index import get_index, live_store_ref, model_index, searchable_here
@@ -34,7 +33,7 @@ from search.engine.term_stats import lock_dataset_writes
 from search.ingest.maintenance import reembed
 from search.models import Dataset, IndexOutbox
 from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES
-from search.quality.judged import CHECK_MAX, JudgedSplit, judged_split
+from search.quality.judged import JudgedSplit
 from search.quality.metrics import lower_bound_95, ndcg
 from search.quality.progress import bar as progress_bar
 from search.quality.runs import served_ranking
@@ -168,18 +167,15 @@ def _applied(*, name: str, timeout_s: float) -> bool:
     return wait_until_indexed(through=through, index=store, timeout=timeout_s)
 
 
-def adopt_if_confirmed(*, name: str, dataset_ids: list[int], manifest: dict[str, Any], beir: str | None = None,
-                       project: Project | None = None, judged_max: int = CHECK_MAX, progress: bool = False,
-                       split: JudgedSplit | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
+def adopt_if_confirmed(*, name: str, dataset_ids: list[int], manifest: dict[str, Any], split: JudgedSplit,
+                       progress: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Decide on an adaptation's evidence (the module docstring's rule) and switch the datasets if it holds.
     Judged queries: a BEIR folder's train split (never the test split it is reported on), else the project's
     feedback; only their check part (search.quality.judged), never a query the model trained on. The evidence is
-    kept on the datasets either way (the admin shows it). `split`: the one the model was trained with; pass it, since
-    judgments added while it trained would move the split and could bring a trained query into the check."""
+    kept on the datasets either way (the admin shows it). `split`: the one the model was trained with (judged_split;
+    an empty one when it trained without labels), since judgments added while it trained would move the split and
+    could bring a trained query into the check."""
     kinds = set(Dataset.objects.filter(pk__in=dataset_ids).values_list("kind", flat=True))
-    if split is None:
-        split = judged_split(dataset_ids=dataset_ids, beir=beir, project=None if beir else project,
-                             check_max=judged_max)
     judged_ev = None
     if split.check:
         judged_ev = judged_gain(dataset_ids=dataset_ids, name=name, judged=split.check, progress=progress,

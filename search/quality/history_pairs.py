@@ -142,7 +142,6 @@ def _status(store: object, parent: Commit, commit: Commit) -> list[tuple[str, st
 
 def history_pairs(store: object, head: str | bytes, *, subdir: str = "",
                   keep: Callable[[str], bool] | None = None, max_pairs: int = MAX_PAIRS, max_walk: int = MAX_WALK,
-                  parsed_langs: Iterable[str] = PARSED_LANGS,
                   skipped: dict[str, int] | None = None) -> list[HistoryPair]:
     """The newest `max_pairs` qualifying first-parent commits from `head` (inclusive), newest first, in a dulwich
     object store. Gold paths are taken relative to `subdir` (files outside it are not the dataset's) and kept
@@ -150,7 +149,7 @@ def history_pairs(store: object, head: str | bytes, *, subdir: str = "",
     text an earlier (newer) commit already gave. `skipped` counts why commits were not taken."""
     skipped = skipped if skipped is not None else {}
     prefix = subdir.strip("/") + "/" if subdir.strip("/") else ""
-    langs = frozenset(parsed_langs)
+    langs = PARSED_LANGS  # the languages whose files the index parses into symbols
     sha = head.encode() if isinstance(head, str) else head
     seen: set[str] = set()
     out: list[HistoryPair] = []

@@ -171,8 +171,8 @@ def _train_reranker(job: QualityJob) -> dict[str, Any]:
     examples, dataset_ids, data = rt.project_examples(project=project, pseudo=o["pseudo"])
     cfg = dataclasses.replace(rt.TrainConfig(), time_budget_s=o["time_budget_s"])
     with search_store(dataset_ids=dataset_ids) as (index, store):
-        result = rt.train_reranker(name=o["name"], examples=examples, dataset_ids=dataset_ids, cfg=cfg, data=data,
-                                   progress=False, log=log.info, index=index)
+        result = rt.train_reranker(name=o["name"], examples=examples, corpus=rt.Corpus(dataset_ids, index=index),
+                                   cfg=cfg, data=data, progress=False, log=log.info)
     adopted, verdict = rt.adopt_if_better(project=project, result=result, activate=o["activate"])
     return {"model": result.name, "heldout": result.manifest["heldout"], "adopted": adopted, "verdict": verdict,
             "store": store}
@@ -201,7 +201,7 @@ def _adapt_embeddings(job: QualityJob) -> dict[str, Any]:
                       f"with evaluate --model-id {result.path}"}
     if job.options.get("activate", True):
         outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=result.manifest,
-                                     project=project, split=split, log=log.info)
+                                     split=split, log=log.info)
         out["adopted"] = outcome["adopted"]
         out["verdict"] = ("adopted: " if outcome["adopted"] else "not adopted: ") + outcome["reason"]
     return out

@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from projects.models import Project
     from search.engine.fusion import Candidate
     from search.engine.index import VectorIndex
-    from search.engine.pipeline import Stage
 
 @dataclass(frozen=True)
 class Example:
@@ -148,24 +147,33 @@ def chunk_texts(ids: list[int]) -> dict[int, str]:
             for c in Chunk.objects.filter(pk__in=ids).only("id", "micro_summary", "text", "path", "symbol")}
 
 
-def hybrid(q: str, *, depth: int, stages: tuple[Stage, ...], index: VectorIndex | None) -> list[Candidate]:
-    """The hybrid retriever's top `depth` for a training query (plain RRF over both legs, the stage list the API
-    runs): what the reranker will have to reorder."""
-    spec = QuerySpec(q=q, log=False, candidates=depth, top_k=min(depth, QuerySpec.top_k))
-    return execute(spec=spec, project=None, index=index, stages=stages).cands
+@dataclass(frozen=True)
+class Corpus:
+    """Where the hybrid retriever searches for a training query's candidates: the datasets, narrowed by
+    `extra_filter`, in `index` (a BEIR collection's throwaway store, a snapshot; default the live index)."""
+
+    dataset_ids: list[int]
+    extra_filter: dict[str, Any] | None = None
+    index: VectorIndex | None = None
+
+    def hybrid(self, q: str, *, depth: int) -> list[Candidate]:
+        """The hybrid retriever's top `depth` for `q` (plain RRF over both legs, the stage list the API runs):
+        what the reranker will have to reorder."""
+        stages = retrieval_over(build_filter(dataset_ids=self.dataset_ids, extra_filter=self.extra_filter),
+                                setting=DEFAULT)
+        spec = QuerySpec(q=q, log=False, candidates=depth, top_k=min(depth, QuerySpec.top_k))
+        return execute(spec=spec, project=None, index=self.index, stages=stages).cands
 
 
-def mine_groups(*, examples: list[Example], dataset_ids: list[int], negatives: int, seed: int,
-                extra_filter: dict[str, Any] | None = None, depth: int = 30,
-                progress: Callable[[int], None] | None = None, index: VectorIndex | None = None) -> list[Group]:
+def mine_groups(*, examples: list[Example], corpus: Corpus, negatives: int, seed: int, depth: int = 30,
+                progress: Callable[[int], None] | None = None) -> list[Group]:
     """One group per (example, positive): the positive's text and `negatives` hard negatives from the hybrid
     retriever's top `depth` (skipping the example's positives). A pseudo-query's own words are removed from its
     positive, so matching them is not enough."""
-    stages = retrieval_over(build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter), setting=DEFAULT)
     rng = random.Random(seed)
     groups: list[Group] = []
     for n, ex in enumerate(examples, start=1):
-        cands = [c.chunk_id for c in hybrid(ex.query, depth=depth, stages=stages, index=index)]
+        cands = [c.chunk_id for c in corpus.hybrid(ex.query, depth=depth)]
         neg_ids = [c for c in cands if c not in ex.positives][:negatives]
         if len(neg_ids) < negatives:
             if progress:
@@ -201,12 +209,10 @@ class HeldOut:
             / max(1, len(self.queries))
 
 
-def held_out_slice(*, examples: list[Example], dataset_ids: list[int], depth: int,
-                   extra_filter: dict[str, Any] | None = None, index: VectorIndex | None = None) -> HeldOut:
-    stages = retrieval_over(build_filter(dataset_ids=dataset_ids, extra_filter=extra_filter), setting=DEFAULT)
+def held_out_slice(*, examples: list[Example], corpus: Corpus, depth: int) -> HeldOut:
     held = HeldOut(queries=[], candidates=[], relevant=[])
     for ex in examples:
-        cands = hybrid(ex.query, depth=depth, stages=stages, index=index)
+        cands = corpus.hybrid(ex.query, depth=depth)
         texts = chunk_texts([c.chunk_id for c in cands])
         cands = [c for c in cands if c.chunk_id in texts]
         held.queries.append(ex.query)
@@ -342,12 +348,10 @@ def train_cross_encoder(*, groups: list[Group], held: HeldOut, cfg: TrainConfig,
             "precision": mode, "device": device, "history": history, "config": asdict(cfg)}
 
 
-def train_reranker(*, name: str, examples: list[Example], dataset_ids: list[int], cfg: TrainConfig,
-                   extra_filter: dict[str, Any] | None = None, data: dict[str, Any] | None = None,
-                   progress: bool = True, log: Callable[[str], None] = print,
-                   index: VectorIndex | None = None) -> TrainResult:
-    """Split examples (held-out slice by query), mine hard negatives, train, write model + manifest. `index`:
-    where the hybrid retriever searches (a BEIR collection's throwaway store; default the live index)."""
+def train_reranker(*, name: str, examples: list[Example], corpus: Corpus, cfg: TrainConfig,
+                   data: dict[str, Any] | None = None, progress: bool = True,
+                   log: Callable[[str], None] = print) -> TrainResult:
+    """Split examples (held-out slice by query), mine hard negatives in `corpus`, train, write model + manifest."""
     if not NAME_RE.fullmatch(name):
         raise BadInput("Must be letters, digits, '.', '_' or '-' (at most 64).", field="name")
     if len(examples) < 10:
@@ -360,11 +364,10 @@ def train_reranker(*, name: str, examples: list[Example], dataset_ids: list[int]
     held_ex, train_ex = examples[:n_held], examples[n_held:]
     t0 = time.perf_counter()
     bar = progress_bar(total=len(train_ex), desc="mine negatives", unit="query", enabled=progress)
-    groups = mine_groups(examples=train_ex, dataset_ids=dataset_ids, negatives=cfg.negatives, seed=cfg.seed,
-                         extra_filter=extra_filter, progress=lambda n: bar.update(1), index=index)
+    groups = mine_groups(examples=train_ex, corpus=corpus, negatives=cfg.negatives, seed=cfg.seed,
+                         progress=lambda n: bar.update(1))
     bar.close()
-    held = held_out_slice(examples=held_ex, dataset_ids=dataset_ids, depth=cfg.eval_candidates,
-                          extra_filter=extra_filter, index=index)
+    held = held_out_slice(examples=held_ex, corpus=corpus, depth=cfg.eval_candidates)
     mine_s = time.perf_counter() - t0
     log(f"mined {len(groups)} groups of 1 + {cfg.negatives} from {len(train_ex)} queries in {mine_s:.0f} s")
     out_dir = models_dir() / name

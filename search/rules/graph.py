@@ -230,12 +230,24 @@ def load_adjacency(*, node_ids: Iterable[str], dataset_ids: Iterable[int], depth
     return adj
 
 
-def apply_graph_boost(candidates: list, *, dataset_ids: Iterable[int], seed_top_n: int = DEFAULT_SEED_TOP_N,
-                      depth: int = DEFAULT_DEPTH, decay: float = DEFAULT_DECAY, top_k: int = DEFAULT_TOP_K,
-                      strength: float = DEFAULT_STRENGTH, relations: Iterable[str] = BOOST_RELATIONS,
+@dataclass(frozen=True)
+class GraphWalk:
+    """How the boost walks the graph: from the `seed_top_n` strongest candidates, `depth` hops along `relations`,
+    each hop's share times `decay`, at most `top_k` boosted, the boost a `strength` share of the best score. The
+    rules search builds one from its spec (RulesSpec's graph fields); the defaults are the rules search's."""
+
+    seed_top_n: int = DEFAULT_SEED_TOP_N
+    depth: int = DEFAULT_DEPTH
+    decay: float = DEFAULT_DECAY
+    top_k: int = DEFAULT_TOP_K
+    strength: float = DEFAULT_STRENGTH
+    relations: tuple[str, ...] = BOOST_RELATIONS
+
+
+def apply_graph_boost(candidates: list, *, dataset_ids: Iterable[int], walk: GraphWalk = GraphWalk(),
                       add_missing: bool = True, score_key: str | None = None,
                       missing_filter: dict[str, list[str]] | None = None) -> list:
-    """Re-score candidates with the graph boost; returns a new list sorted by boosted score.
+    """Re-score candidates with the graph boost (`walk`); returns a new list sorted by boosted score.
 
     A candidate is a dict or an object (search.engine.fusion.Candidate) with `chunk_id` and a score
     (`score_key`; default `score` for dicts, `fused_score` for objects). Every candidate then carries
@@ -250,11 +262,11 @@ def apply_graph_boost(candidates: list, *, dataset_ids: Iterable[int], seed_top_
     is_dict = isinstance(candidates[0], dict)
     key = score_key or ("score" if is_dict else "fused_score")
     base = {int(_get(c, "chunk_id")): float(_get(c, key) or 0.0) for c in candidates}
-    seeds = sorted(base, key=lambda cid: (-base[cid], cid))[:seed_top_n]
-    adjacency = load_adjacency(node_ids=[chunk_node(s) for s in seeds], dataset_ids=ds, depth=depth,
-                               relations=relations) if seeds and depth > 0 else {}
-    boosts = compute_boosts(base=base, adjacency=adjacency, seed_top_n=seed_top_n, depth=depth, decay=decay,
-                            top_k=top_k, strength=strength)
+    seeds = sorted(base, key=lambda cid: (-base[cid], cid))[:walk.seed_top_n]
+    adjacency = load_adjacency(node_ids=[chunk_node(s) for s in seeds], dataset_ids=ds, depth=walk.depth,
+                               relations=walk.relations) if seeds and walk.depth > 0 else {}
+    boosts = compute_boosts(base=base, adjacency=adjacency, seed_top_n=walk.seed_top_n, depth=walk.depth,
+                            decay=walk.decay, top_k=walk.top_k, strength=walk.strength)
     out = list(candidates)
     if add_missing:
         missing = [cid for cid in boosts if cid not in base]

@@ -74,11 +74,11 @@ def term_idf(terms: Iterable[str], *, dataset_ids: Sequence[int]) -> dict[str, f
 
 
 def apply_heading_match(cands: list[Candidate], *, q: str, dataset_ids: Sequence[int], scope: dict[str, list[str]],
-                        strength: float = DEFAULT_STRENGTH, parent_weight: float = DEFAULT_PARENT_WEIGHT,
-                        recall_min: float = DEFAULT_RECALL_MIN, recall_max: int = DEFAULT_RECALL_MAX
+                        strength: float = DEFAULT_STRENGTH, recall_max: int = DEFAULT_RECALL_MAX
                         ) -> list[Candidate]:
     """Add `strength * top * match` to each candidate (its `heading_boost` in `extra`), add up to `recall_max`
-    chunks outside the candidates whose match reaches `recall_min`, and re-sort.
+    chunks outside the candidates whose match reaches DEFAULT_RECALL_MIN, and re-sort (a parent heading weighs
+    DEFAULT_PARENT_WEIGHT).
 
     `q`: the question as the sparse leg reads it (aliases expanded). `scope`: the search's filters, so a joined
     chunk is one the search could have returned: `book_id`, `ruleset_id`, `path` (lists; empty = any)."""
@@ -96,7 +96,7 @@ def apply_heading_match(cands: list[Candidate], *, q: str, dataset_ids: Sequence
     terms = {cid: heading_terms(p) for cid, p in paths.items()}
     vocab = set(query).union(*(h.title | h.parents for h in terms.values() if query & (h.title | h.parents)))
     idf = term_idf(vocab, dataset_ids=dataset_ids)
-    scores = {cid: match_score(query=query, heading=h, idf=idf, parent_weight=parent_weight)
+    scores = {cid: match_score(query=query, heading=h, idf=idf, parent_weight=DEFAULT_PARENT_WEIGHT)
               for cid, h in terms.items() if query & (h.title | h.parents)}
     if not cands and not scores:
         return cands
@@ -104,7 +104,7 @@ def apply_heading_match(cands: list[Candidate], *, q: str, dataset_ids: Sequence
     unit = top if top > 0 else 1.0
     have = {c.chunk_id for c in cands}
     floor = min((c.fused_score for c in cands), default=0.0)
-    joined = sorted((cid for cid, s in scores.items() if cid not in have and s >= recall_min),
+    joined = sorted((cid for cid, s in scores.items() if cid not in have and s >= DEFAULT_RECALL_MIN),
                     key=lambda cid: (-scores[cid], cid))[:recall_max]
     for cid in joined:
         cands.append(Candidate(chunk_id=cid, fused_score=floor, extra={"heading_joined": True}))

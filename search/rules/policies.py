@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from search.models import Chunk
@@ -56,9 +57,19 @@ def chunk_audience(*, book_id: str, path: str, section_path: list[str], gm_keywo
     return "player"
 
 
+@dataclass(frozen=True)
+class PolicyWeights:
+    """Which policies run and how strongly (the rules search builds one from its spec and the traversal config's
+    strengths, policy_strengths)."""
+
+    use_kinds: bool = True
+    use_audience: bool = True
+    kind_strength: float = DEFAULT_KIND_STRENGTH
+    audience_strength: float = DEFAULT_AUDIENCE_STRENGTH
+
+
 def apply_policies(cands: list, *, analysis: QueryAnalysis, kind_of: dict[int, str], audience_of: dict[int, str],
-                   use_kinds: bool = True, use_audience: bool = True, kind_strength: float = DEFAULT_KIND_STRENGTH,
-                   audience_strength: float = DEFAULT_AUDIENCE_STRENGTH) -> list:
+                   weights: PolicyWeights = PolicyWeights()) -> list:
     """Add the policy boosts to each candidate's `fused_score` and re-sort; records `policy_boost` in `extra`.
 
     A candidate gets `kind_strength * top` when its content kind is among `analysis.prefer_kinds` (earlier
@@ -68,17 +79,17 @@ def apply_policies(cands: list, *, analysis: QueryAnalysis, kind_of: dict[int, s
         return cands
     top = max(c.fused_score for c in cands)
     unit = top if top > 0 else 1.0
-    prefer = list(analysis.prefer_kinds) if use_kinds else []
-    audience = analysis.audience if use_audience else ""
+    prefer = list(analysis.prefer_kinds) if weights.use_kinds else []
+    audience = analysis.audience if weights.use_audience else ""
     if not prefer and not audience:
         return cands
     for c in cands:
         boost = 0.0
         kind = kind_of.get(c.chunk_id, "")
         if kind in prefer:
-            boost += kind_strength * unit / (prefer.index(kind) + 1)
+            boost += weights.kind_strength * unit / (prefer.index(kind) + 1)
         if audience and audience_of.get(c.chunk_id) == audience:
-            boost += audience_strength * unit
+            boost += weights.audience_strength * unit
         if boost:
             c.fused_score += boost
             c.extra["policy_boost"] = boost

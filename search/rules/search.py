@@ -28,11 +28,12 @@ from search.rules.graph import (
     DEFAULT_SEED_TOP_N,
     DEFAULT_STRENGTH,
     DEFAULT_TOP_K,
+    GraphWalk,
     apply_graph_boost,
 )
 from search.rules.headings import DEFAULT_RECALL_MAX, apply_heading_match
 from search.rules.headings import DEFAULT_STRENGTH as DEFAULT_HEADING_STRENGTH
-from search.rules.policies import apply_policies, chunk_facts, describe, graph_relations
+from search.rules.policies import PolicyWeights, apply_policies, chunk_facts, describe, graph_relations
 from search.rules.policies import strengths as policy_strengths
 from search.rules.traversal import DEFAULT_GM_KEYWORDS, detect, load_config
 
@@ -204,7 +205,8 @@ def rules_search(*, user: User | None, project: Project, spec: RulesSpec,
         if paths:  # no chapter at all means no rules chunk to search: the filter above already finds nothing
             extra["paths"] = paths
     sparse_q = expand_query(q, config.aliases or {}) if expand_aliases and config is not None else q
-    walk = tuple(relations) if relations is not None else graph_relations(config)
+    graph_walk = GraphWalk(seed_top_n=seed_top_n, depth=depth, decay=decay, top_k=graph_top_k, strength=graph_strength,
+                           relations=tuple(relations) if relations is not None else graph_relations(config))
     kind_strength, audience_strength = policy_strengths(config)
 
     def hook(cands: list[Candidate]) -> list[Candidate]:
@@ -214,8 +216,9 @@ def rules_search(*, user: User | None, project: Project, spec: RulesSpec,
             kind_of, audience_of = chunk_facts([c.chunk_id for c in cands],
                                                gm_keywords=config.gm_keywords if config else DEFAULT_GM_KEYWORDS)
             cands = apply_policies(cands, analysis=analysis, kind_of=kind_of, audience_of=audience_of,
-                                   use_kinds=prefer_kinds, use_audience=audience, kind_strength=kind_strength,
-                                   audience_strength=audience_strength)
+                                   weights=PolicyWeights(use_kinds=prefer_kinds, use_audience=audience,
+                                                         kind_strength=kind_strength,
+                                                         audience_strength=audience_strength))
         if spec.heading_strength > 0:
             cands = apply_heading_match(cands, q=sparse_q, dataset_ids=dataset_ids, strength=spec.heading_strength,
                                         recall_max=spec.heading_recall,
@@ -224,8 +227,7 @@ def rules_search(*, user: User | None, project: Project, spec: RulesSpec,
             if routed:
                 cands = in_chapters(cands, chapters=routed)
         if graph:
-            cands = apply_graph_boost(cands, dataset_ids=dataset_ids, seed_top_n=seed_top_n, depth=depth,
-                                      decay=decay, top_k=graph_top_k, strength=graph_strength, relations=walk,
+            cands = apply_graph_boost(cands, dataset_ids=dataset_ids, walk=graph_walk,
                                       missing_filter={"book_id": books, "ruleset_id": list(rulesets or []),
                                                       "kind": ["rules"], "path": extra.get("paths", [])})
             if routed:  # a linked neighbour joins only from inside the routed chapters
@@ -264,7 +266,7 @@ def rules_search(*, user: User | None, project: Project, spec: RulesSpec,
             "fusion": fusion, "reranker": res.reranker,
             "graph": {"enabled": graph, "seed_top_n": seed_top_n, "depth": depth, "decay": decay,
                       "top_k": graph_top_k, "strength": graph_strength},
-            "policies": {**describe(analysis=analysis, use_kinds=prefer_kinds, use_audience=audience, relations=walk),
+            "policies": {**describe(analysis=analysis, use_kinds=prefer_kinds, use_audience=audience, relations=graph_walk.relations),
                          "sparse_query": sparse_q},
             "routing": {"top_n": route_chapters, "chapters": [{"book_id": b, "chapter": c} for b, c in routed]},
             "timings_ms": res.timings, "candidate_ids": [c.chunk_id for c in res.candidates]}

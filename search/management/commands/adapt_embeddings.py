@@ -108,12 +108,12 @@ class Command(BaseCommand):
                               f"{h['adapted_mrr@10']}: {verdict}")
             self.stdout.write(f"model: {result.path}")
             if not opts["no_adopt"]:
-                judged_from = {} if opts["label_free"] else {"beir": opts["beir"],
-                                                             "project": None if opts["beir"] else project}
-                outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=m, **judged_from,
-                                             judged_max=opts["judged_max"], progress=progress,
-                                             split=split,
-                                             log=lambda msg: self.stderr.write(msg))
+                if split is None:  # an existing model: its check reads the judged queries as they are now
+                    split = JudgedSplit() if opts["label_free"] else judged_split(
+                        dataset_ids=dataset_ids, beir=opts["beir"], project=None if opts["beir"] else project,
+                        check_max=opts["judged_max"])
+                outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=m, split=split,
+                                             progress=progress, log=lambda msg: self.stderr.write(msg))
                 self.stdout.write(("adopted: " if outcome["adopted"] else "not adopted: ") + outcome["reason"])
                 if outcome["adopted"]:
                     sw = outcome["switch"]

@@ -75,9 +75,9 @@ class Command(BaseCommand):
                     # beside the running server: a snapshot of the project's datasets (search_store says why)
                     index, _ = stack.enter_context(search_store(dataset_ids=dataset_ids, progress=progress))
                 self.stderr.write(f"{len(examples)} training queries ({data})")
-                result = rt.train_reranker(name=opts["name"], examples=examples, dataset_ids=dataset_ids, cfg=cfg,
-                                           extra_filter=extra_filter, data=data, progress=progress,
-                                           log=lambda m: self.stderr.write(m), index=index)
+                result = rt.train_reranker(name=opts["name"], examples=examples, cfg=cfg, data=data,
+                                           corpus=rt.Corpus(dataset_ids, extra_filter=extra_filter, index=index),
+                                           progress=progress, log=lambda m: self.stderr.write(m))
         except (FileNotFoundError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         except BadInput as exc:

@@ -136,7 +136,7 @@ def test_a_rejected_model_leaves_the_evidence_of_the_one_that_serves_and_the_adm
 
     out = adoption.adopt_if_confirmed(name="later-try", dataset_ids=[ds_a.pk, ds_b.pk],
                                       manifest={"heldout": {"confirmed": False, "code_gain_lower_95": -0.02}},
-                                      log=lambda m: None)
+                                      split=JudgedSplit(), log=lambda m: None)
 
     assert out["adopted"] is False
     ds_a.refresh_from_db()
@@ -164,7 +164,7 @@ def test_the_check_reads_the_split_the_model_trained_with_not_the_feedback_as_it
         session = QuerySession.objects.create(project=a, query=f"question {n:02d}", kind="context")
         Feedback.objects.create(session=session, chunk=chunk, relevance=2, user=None)
     trained_with = JudgedSplit(train=[(f"question {n:02d}", chunk.pk) for n in range(40)])  # --judged-max 0
-    out = adoption.adopt_if_confirmed(name="all-trained", dataset_ids=[ds_a.pk], project=a, split=trained_with,
+    out = adoption.adopt_if_confirmed(name="all-trained", dataset_ids=[ds_a.pk], split=trained_with,
                                       manifest={"heldout": {"confirmed": False}}, log=lambda m: None)
     assert out["adopted"] is False and out["evidence"]["judged"] is None  # nothing checks a model trained on all
     assert "held-out code pairs" in out["reason"]  # the code rule decided: no judged check ran

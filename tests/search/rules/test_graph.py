@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from search.rules.graph import apply_graph_boost, build_graph, compute_boosts
+from search.rules.graph import GraphWalk, apply_graph_boost, build_graph, compute_boosts
 from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture
 from tests.search.ingest.test_rules_enrichment import SRD
 
@@ -158,11 +158,11 @@ def test_apply_graph_boost_on_dicts_adds_linked_definitions(demo_rules):
     ds = Dataset.objects.get(name="emberfall-rules")
     pin = _chunk_id(symbol="Pin", book_id="core")
     pinned = _chunk_id(symbol="Pinned", book_id="core")
-    out = apply_graph_boost([{"chunk_id": pin, "score": 1.0}], dataset_ids=[ds.pk], seed_top_n=1, depth=1)
+    out = apply_graph_boost([{"chunk_id": pin, "score": 1.0}], dataset_ids=[ds.pk], walk=GraphWalk(seed_top_n=1, depth=1))
     by_id = {c["chunk_id"]: c for c in out}
     assert by_id[pinned]["base_score"] == 0.0 and by_id[pinned]["graph_boost"] == pytest.approx(0.05)
     assert by_id[pinned]["graph_path"] == [f"chunk:{pin}", "references", f"chunk:{pinned}"]
-    none = apply_graph_boost([{"chunk_id": pin, "score": 1.0}], dataset_ids=[ds.pk], seed_top_n=1, depth=1,
+    none = apply_graph_boost([{"chunk_id": pin, "score": 1.0}], dataset_ids=[ds.pk], walk=GraphWalk(seed_top_n=1, depth=1),
                              missing_filter={"book_id": ["gm-guide"]})
     assert [c["chunk_id"] for c in none] == [pin]  # neighbours outside the book filter are not added
 

@@ -10,6 +10,7 @@ import pytest
 from search.engine.fusion import Candidate
 from search.rules.policies import (
     STRUCTURAL_RELATIONS,
+    PolicyWeights,
     apply_policies,
     chunk_audience,
     graph_relations,
@@ -39,27 +40,29 @@ def test_prefer_kinds_lifts_the_preferred_kind_by_its_strength_first_kind_weighi
     analysis = QueryAnalysis(intents=["spell"], prefer_kinds=["spell", "rule"])
     kinds = {1: "narrative", 2: "rule", 3: "spell"}
     out = apply_policies(_cands(1.0, 0.99, 0.98), analysis=analysis, kind_of=kinds, audience_of={},
-                         kind_strength=0.05)
+                         weights=PolicyWeights(kind_strength=0.05))
     assert [c.chunk_id for c in out] == [3, 2, 1]
     by_id = {c.chunk_id: c for c in out}
     assert by_id[3].fused_score == pytest.approx(0.98 + 0.05 * 1.0)       # first preferred kind: full unit
     assert by_id[2].fused_score == pytest.approx(0.99 + 0.05 * 1.0 / 2)   # second: half
     assert by_id[1].fused_score == 1.0 and "policy_boost" not in by_id[1].extra
     off = apply_policies(_cands(1.0, 0.99, 0.98), analysis=analysis, kind_of=kinds, audience_of={},
-                         use_kinds=False, kind_strength=0.05)
+                         weights=PolicyWeights(use_kinds=False, kind_strength=0.05))
     assert [c.chunk_id for c in off] == [1, 2, 3]
 
 
 def test_audience_lifts_the_sections_written_for_the_detected_reader():
     gm = QueryAnalysis(audience="gm")
     audiences = {1: "player", 2: "gm"}
-    out = apply_policies(_cands(1.0, 0.98), analysis=gm, kind_of={}, audience_of=audiences, audience_strength=0.03)
+    out = apply_policies(_cands(1.0, 0.98), analysis=gm, kind_of={}, audience_of=audiences,
+                         weights=PolicyWeights(audience_strength=0.03))
     assert [c.chunk_id for c in out] == [2, 1]
     assert out[0].extra["policy_boost"] == pytest.approx(0.03)
     player = apply_policies(_cands(1.0, 0.98), analysis=QueryAnalysis(audience="player"), kind_of={},
-                            audience_of=audiences, audience_strength=0.03)
+                            audience_of=audiences, weights=PolicyWeights(audience_strength=0.03))
     assert [c.chunk_id for c in player] == [1, 2] and player[0].fused_score == pytest.approx(1.03)
-    off = apply_policies(_cands(1.0, 0.98), analysis=gm, kind_of={}, audience_of=audiences, use_audience=False)
+    off = apply_policies(_cands(1.0, 0.98), analysis=gm, kind_of={}, audience_of=audiences,
+                         weights=PolicyWeights(use_audience=False))
     assert [c.chunk_id for c in off] == [1, 2] and off[0].fused_score == 1.0
 
 
