@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test install services down status migrate demo bench clean
+.PHONY: run test test-shuffled install services down status migrate demo bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -41,6 +41,12 @@ test: install
 	$(BIN)/ruff check --quiet .
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The tests in a random order that a seed repeats (pytest-randomly; pytest.ini keeps the order fixed otherwise), so
+# state one test leaves behind for another shows up. A failure names its seed: rerun with that SEED to reproduce.
+SEED ?= 1
+test-shuffled: install
+	$(BIN)/python -m pytest -p randomly -p no:cacheprovider --randomly-seed=$(SEED) $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python bench/run_all.py

@@ -95,7 +95,7 @@ def test_absent_roles_and_places_have_no_full_match():
 
 @pytest.mark.django_db
 def test_harness_scores_the_real_search_and_graded_beats_seed_on_a_split_directory(make_user):
-    """The issue's case: no one is a backend engineer at Flipkart in Bangalore; two backend engineers were at
+    """The split directory: no one is a backend engineer at Flipkart in Bangalore; two backend engineers were at
     Flipkart elsewhere, many are backend engineers in Bangalore. All of them are grade 2; the graded policy keeps
     the Flipkart people found at the location-relaxed tier, so every shown person is a grade-2 one."""
     be = {"intent_primary": "backend", "title": "Backend Engineer", "country": "india"}
