@@ -3,7 +3,9 @@
 Why a rulebook of our own: the SRD lives in ../shared, which a user's machine
 does not have, yet `make run` must show rules search and streamed answers. Each
 folder under search/rules/demo_rules/ is one book of the ruleset "emberfall"; the
-dataset is global, so every project can ask about it.
+dataset is global, so every project can ask about it. The book roads-and-rest is a
+PDF (typeset by bench/typeset_demo_pdf.py), read like any PDF rulebook, so its
+answers cite their page ("roads-and-rest, p. 2").
 """
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ def rules_index(edge_index):
 
 @pytest.fixture
 def emberfall(rules_index) -> dict[str, Any]:
-    """The demo rulebook (ruleset emberfall; books core and gm-guide) in the global dataset of project demo."""
+    """The demo rulebook (ruleset emberfall; books core, gm-guide and the PDF roads-and-rest) in the global dataset
+    of project demo."""
     from search.rules.demo import load_demo_rules
 
     return load_demo_rules()

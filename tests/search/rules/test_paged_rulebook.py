@@ -12,6 +12,7 @@ from search.ingest.formats.text_layer import TextLayer
 from search.ingest.rules import rulebook_document
 from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture
 from tests.search.ingest.test_rules_enrichment import SRD
+from tests.search.rules_fixtures import demo_project, emberfall, rules_index  # noqa: F401 - fixtures
 
 LINES_PER_PAGE = 40
 FIRST_PAGE = 201  # a chapter typeset as part of a book starts mid-book
@@ -107,3 +108,18 @@ def test_graph_config_aliases_and_routing_are_built_from_a_paged_rulebook(srd_pd
     assert routed["results"][0]["section_path"] == ["Conditions", "Grappled"]
     assert routed["results"][0]["cite"].startswith("srd, p")
 
+
+def test_the_demo_has_a_pdf_book_whose_answers_cite_its_pages(demo_project, settings):
+    """`make run`'s demo: the Emberfall booklet typeset as a PDF (bench/typeset_demo_pdf.py), read by the PDF reader."""
+    from search.rules.answer import stream_answer
+    from search.rules.search import RulesSpec, rules_search
+
+    settings.OPENAI_BASE_URL = ""
+    settings.LLM_MODEL = ""
+    found = rules_search(user=None, project=demo_project, spec=RulesSpec(q="what does a long rest restore?", log=False))
+    top = found["results"][0]
+    assert (top["book_id"], top["path"]) == ("roads-and-rest", "roads-and-rest/Roads and Rest.pdf")
+    assert top["section_path"] == ["Resting", "Long Rest"] and top["cite"] == "roads-and-rest, p. 2"
+    done = dict(stream_answer(q="what does a long rest restore?", search=lambda: found))["complete"]
+    assert any(c["cite"] == "roads-and-rest, p. 2" and c["section_path"] == ["Resting", "Long Rest"]
+               for c in done["citations"])
