@@ -1,7 +1,7 @@
 """The staff dashboard page: the one place that puts every app's figures side by side.
 
-Why here, at the edge: the figures come from search (queries, quality, evaluations, the index check), people
-(people searches) and credits (spending). A view may use every layer; the apps' own modules may not reach up
+Why here, in the roof: the figures come from search (queries, quality, evaluations, the index check), people
+(people searches) and credits (spending). Only console may use every app; the apps' own modules may not reach up
 or sideways to each other, so each app reports its own series and this module composes them.
 """
 from __future__ import annotations

@@ -1,3 +1,4 @@
+"""Home (the projects you are in) and /healthz (every dependency): they show several apps, so they live in the roof."""
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
