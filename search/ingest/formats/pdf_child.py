@@ -162,7 +162,7 @@ def read(data: bytes, *, max_pages: int, max_page_chars: int, max_chars: int, ma
         dest = bm.get_dest()
         index = dest.get_index() if dest is not None else None
         if index is not None:
-            outline.append(OutlineEntry(title=bm.get_title() or "", level=bm.level, page=index + 1))
+            outline.append(OutlineEntry(title=(bm.get_title() or "")[:300], level=bm.level, page=index + 1))
     pages: list[Page] = []
     total = 0
     without_text = 0

@@ -489,6 +489,7 @@ class Document:
             first_of_page.setdefault(b.page, i)
         heads: dict[int, list[Block]] = defaultdict(list)
         taken: set[int] = set()
+        keys: dict[int, str] = {}  # each block's key, made once: thousands of entries look at the same blocks
         cursor = 0
         for e in self.outline:
             level = min(3, max(1, e.level - shift + 1))
@@ -503,7 +504,9 @@ class Document:
                 b = blocks[j]
                 if b.page > e.page + 1:
                     break
-                k = _key(b.text)
+                k = keys.get(j)
+                if k is None:
+                    k = keys[j] = _key(b.text)
                 if j in taken or b.kind != "p" or not k:
                     continue
                 if k == want or (len(k) <= len(want) + 8 and k.startswith(want)) or (
@@ -516,6 +519,7 @@ class Document:
                     if head:  # a run-in heading: its words start the paragraph
                         found, printed = j, head
                         b.text = rest
+                        keys.pop(j, None)
                         break
             if found is None:
                 heads[start].append(Block(kind="h", text=tidy(normalise(e.title)), page=e.page, level=level))
