@@ -54,3 +54,12 @@ def test_a_books_text_past_what_one_uploaded_file_may_hold_is_refused(settings):
     with pytest.raises(Refused) as exc:
         read_epub(data=epub_bytes([("road.xhtml", ROAD), ("ford.xhtml", FORD)]), name="book.epub")
     assert exc.value.reason == "EPUB refused: more than 200 characters of text"
+
+
+def test_a_book_of_more_chapters_than_are_read_is_refused_before_any_is_read(monkeypatch):
+    from search.ingest.formats import epub
+
+    monkeypatch.setattr(epub, "MAX_CHAPTERS", 2)
+    with pytest.raises(Refused) as exc:
+        read_epub(data=epub_bytes([("a.xhtml", ROAD), ("b.xhtml", FORD), ("c.xhtml", ROAD)]), name="book.epub")
+    assert exc.value.reason == "EPUB refused: 3 chapters (at most 2 are read)"
