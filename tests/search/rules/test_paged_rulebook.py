@@ -123,3 +123,25 @@ def test_the_demo_has_a_pdf_book_whose_answers_cite_its_pages(demo_project, sett
     done = dict(stream_answer(q="what does a long rest restore?", search=lambda: found))["complete"]
     assert any(c["cite"] == "roads-and-rest, p. 2" and c["section_path"] == ["Resting", "Long Rest"]
                for c in done["citations"])
+
+
+def test_the_rules_pages_show_the_book_and_page_of_a_pdf_citation(demo_project, client, make_user, settings):
+    from projects.models import Membership
+
+    settings.OPENAI_BASE_URL = ""
+    settings.LLM_MODEL = ""
+    member = make_user()
+    Membership.objects.create(project=demo_project, user=member, role="member")
+    client.force_login(member)
+    body = client.get("/rules/", {"q": "what does a long rest restore?", "project": demo_project.slug,
+                                  "render": "1"}).content.decode()
+    assert "roads-and-rest, p. 2 · Resting › Long Rest" in body
+    long_rest = demo_project_chunk(book_id="roads-and-rest", symbol="Long Rest")
+    page = client.get(f"/rules/chunk/{long_rest}").content.decode()
+    assert "roads-and-rest, p. 2 · roads-and-rest/Roads and Rest.pdf:" in page
+
+
+def demo_project_chunk(**kw) -> int:
+    from search.models import Chunk
+
+    return Chunk.objects.get(kind="rules", **kw).pk
