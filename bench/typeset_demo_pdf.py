@@ -8,8 +8,8 @@ questions, and a question about resting or travel is answered from the booklet w
 
 The layout is the SRD bench's (bench/typeset_srd.py: headings set by size and weight only), one column on A5
 pages, each chapter on a new page, the book's title as a running header and the page number in the footer.
-Why no outline: the reader finds these headings by their type, and a chapter's outline entry would have to be
-told apart from its first section's ("Travel" and "Travel Pace").
+Why no outline: many printed rulebooks have none, and the demo then shows the reader finding the headings by
+their type alone.
 
     .venv/bin/python bench/typeset_demo_pdf.py [--out search/rules/demo_rules/roads-and-rest/Roads and Rest.pdf]
 """
