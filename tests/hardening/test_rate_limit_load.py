@@ -1,6 +1,6 @@
 """Rate limit under load: 50 concurrent attempts against a 10/minute limit admit exactly 10.
 
-tests/people/test_api.py::test_rate_limit checks the limit one request at a time; this is the same
+tests/people/edge/test_api.py::test_rate_limit checks the limit one request at a time; this is the same
 limit (people search, settings.RATE_LIMITS["search"], 10/m by default) hit by 50 real threads at once,
 each with its own API client and its own API key of the same user, released together by a barrier,
 against the real Redis counter and Postgres. Exactly 10 get a 200 and are charged; the other 40 get a
