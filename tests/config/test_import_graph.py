@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grimp
 
-PACKAGES = ("config", "accounts", "projects", "credits", "search", "people", "console")
+PACKAGES = ("config", "inference", "accounts", "projects", "credits", "search", "people", "console")
 
 
 def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
