@@ -139,7 +139,7 @@ def main() -> None:
                          f"{got['peak_mb']:.0f} MB", got["outcome"]])
         except subprocess.TimeoutExpired:
             rows.append([case, "", "not read (no reader)", f"> {args.timeout} s (killed)", "", ""])
-    text = (f"# Hostile documents: DOCX and EPUB\n\n{machine()}\n\n"
+    text = (f"# Hostile documents: DOCX and EPUB (`bench/bench_hostile_formats.py`)\n\n{machine()}\n\n"
             + table(["case", "input bytes", "before", "after: time", "after: peak memory", "after: outcome"], rows))
     write_result("hostile_formats", text)
 

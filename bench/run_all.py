@@ -37,6 +37,7 @@ CATALOGUE: dict[str, str] = {
     "bench_encoder_device.py": "",
     "bench_hostile_code_tools.py": "",
     "bench_hostile_web.py": "",
+    "bench_hostile_formats.py": "",
     "bench_hostile_git.py": "",
     "bench_hostile_jobs.py": "",
     "bench_hostile_accounts.py": "",
