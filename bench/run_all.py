@@ -62,6 +62,9 @@ CATALOGUE: dict[str, str] = {
                            "search/rules/demo_rules/roads-and-rest), not a benchmark",
     "bench_pdf_manuals.py": MANUALS,
     "bench_pdf_speed.py": MANUALS + ", and the SRD PDF from typeset_srd.py",
+    "bench_hostile_pdfs.py": "",
+    "bench_pdf_readers.py": SRD + " typeset by typeset_srd.py, and " + MANUALS + "; pdfminer.six and pypdf are "
+                            "measured only where installed",
     "latency_probe.py": "nothing; bench_context.py --against REV runs it in each checkout (not run alone)",
 }
 SCRIPTS = [entry for entry, needs in CATALOGUE.items() if not needs]
