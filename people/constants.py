@@ -37,7 +37,7 @@ class PeopleSearchConstants:
 
     FALLBACK_TIER_STRICT: int = 0
     # Tiers 1-3 relax time, location and company/team in the order the relaxation policy names
-    # (people/retrieval/tiers.py POLICIES; "seed" is seed 001's order and ranking). The default is the policy the people
+    # (people/retrieval/tiers.py POLICIES; "seed" is the design's first order and ranking). The default is the policy the people
     # benchmark supports (people/evaluation/benchmark.py, README "People search relevance").
     RELAXATION_POLICY: str = "graded"
     # An optional last tier that also relaxes intent, domain, sub-domain and seniority. Off by default

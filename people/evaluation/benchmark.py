@@ -339,7 +339,7 @@ WEIGHT_VARIANTS: dict[str, dict[str, Any]] = {
 
 
 def variants(*, policies: Iterable[str] | None = None, weights: bool = True) -> dict[str, dict[str, Any]]:
-    """label -> PEOPLE_SEARCH overrides: one row per relaxation preset (seed 001's is "seed"), then the weights."""
+    """label -> PEOPLE_SEARCH overrides: one row per relaxation preset (the design's first is "seed"), then the weights."""
     out: dict[str, dict[str, Any]] = {f"policy: {name}": {"RELAXATION_POLICY": name}
                                       for name in (policies or POLICIES)}
     if weights:

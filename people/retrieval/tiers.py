@@ -73,7 +73,7 @@ class RelaxationPolicy:
 
 
 POLICIES: dict[str, RelaxationPolicy] = {p.name: p for p in (
-    RelaxationPolicy("seed", about="seed 001: time, location, company/team dropped in turn; last tier's candidates"),
+    RelaxationPolicy("seed", about="the design's first policy: time, location, company/team dropped in turn; last tier's candidates"),
     RelaxationPolicy("seed_keep", keep_stricter=True, about="seed order; stricter tiers' people stay candidates"),
     RelaxationPolicy("company_before_location", order=("time", "company", "location"),
                      about="company/team gives way before location"),
