@@ -1,4 +1,4 @@
-"""Code search judged on real work (issue 31 §4): the commit message is the query, the files and functions the
+"""Code search judged on real work: the commit message is the query, the files and functions the
 commit changed are the gold, and the repository is indexed at the commit's parent, through the product.
 
 Why real commits: a benchmark written by the people who tuned the ranking measures their taste; a commit message
@@ -189,7 +189,7 @@ def overlaps(span: tuple[str, int, int], sym: dict[str, Any]) -> bool:
 def pack_spans(pack: dict[str, Any], top: list[Any]) -> list[dict[str, Any]]:
     """The pack's spans in the order the packer spent its budget, each with path, lines, tokens and source.
 
-    The packer marks `order`, `tokens` and `source` on each span (issue 31 §3); a pack from before that is
+    The packer marks `order`, `tokens` and `source` on each span; a pack from before that is
     replayed here exactly as packing.build_pack spends (by best rank, the file's macro with its first span)."""
     from search.engine.packing import count_tokens
 
@@ -554,7 +554,7 @@ def main() -> None:
     models = sorted({m for c in pooled for o in c["rows"].values() for m in (o["models"] or [])})
     rerankers = sorted({str(o["reranker"]) for c in pooled for o in c["rows"].values()})
 
-    parts = ["# Code search judged on real commits (issue 31 §4)", "",
+    parts = ["# Code search judged on real commits", "",
              f"The commit message is the query; the source files the commit modified or deleted, and the innermost "
              f"functions/methods/classes its old-side diff touches, are the gold; each repository is indexed at the "
              f"commit's parent through the product's git source (one full sync, then a diff sync per commit). "

@@ -1,4 +1,4 @@
-"""Latency of the code tools (issue 31) on a 100k-chunk code dataset: find_definition, find_references, outline,
+"""Latency of the code tools on a 100k-chunk code dataset: find_definition, find_references, outline,
 list_files and grep (literal and regex, narrowed and not), p50/p95 over repeated calls of the services the API
 views and MCP tools call.
 
@@ -169,7 +169,7 @@ def main() -> None:
                      "yes" if p95 <= TARGET_MS else "**no**", BASELINE_P95.get(name, "—"), note])
         print(f"{name}: p50 {pct(ms, 50):.1f} ms, p95 {p95:.1f} ms", file=sys.stderr)
     text = "\n".join([
-        "# Code tools latency (issue 31)", "",
+        "# Code tools latency", "",
         f"A generated code dataset: {n_files} Python modules, {counts['chunks']} chunks, {counts['definitions']} "
         f"definitions, {counts['references']} references ("
         + (f"built and written in {build_s:.0f} s" if build_s > 5 else "reused from --var-dir") + ", no embeddings). "

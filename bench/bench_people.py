@@ -113,8 +113,8 @@ def run_pass_before(**kwargs) -> list[float]:
 
 
 def run_pass_seed(**kwargs) -> list[float]:
-    """A pass under seed 001's relaxation policy without the semantic role matching (what people search ran before
-    issue 30): the latency the graded policy and the role matching are measured against, in the same run."""
+    """A pass under the design's relaxation policy without the semantic role matching (what people search ran before
+    semantic roles): the latency the graded policy and the role matching are measured against, in the same run."""
     from django.conf import settings
     from django.test import override_settings
 
@@ -230,14 +230,14 @@ def main() -> None:
             ["warm", len(warm), round(p50(warm), 1), round(pct(warm, 95), 1), round(max(warm), 1)],
             ["warm, before (no tier-filter indexes)", len(before), round(p50(before), 1),
              round(pct(before, 95), 1), round(max(before), 1)],
-            ["warm, seed 001 policy, no semantic roles (before issue 30)", len(seed_ms), round(p50(seed_ms), 1),
+            ["warm, the design policy, no semantic roles (before semantic roles)", len(seed_ms), round(p50(seed_ms), 1),
              round(pct(seed_ms, 95), 1), round(max(seed_ms), 1)],
         ]), "",
         f"Relaxation policy of the warm rows: `{k.RELAXATION_POLICY}` with semantic role matching "
         f"{'on' if k.SEMANTIC_ROLES else 'off'}; the seed row runs `seed` with it off, interleaved with them.", "",
         "Per stage, warm (`timings` from run_search):", "",
         table(["stage", "p50 ms", "p95 ms", "share of p50 total"], stage_rows(warm_stages, warm)), "",
-        "Per stage, warm, seed 001 policy:", "",
+        "Per stage, warm, the design policy:", "",
         table(["stage", "p50 ms", "p95 ms", "share of p50 total"], stage_rows(seed_stages, seed_ms)), "",
         "Per stage, cold:", "",
         table(["stage", "p50 ms", "p95 ms", "share of p50 total"], stage_rows(cold_stages, cold)), "",

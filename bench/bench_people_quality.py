@@ -1,5 +1,5 @@
 """People search relevance: the graded benchmark (people/evaluation/benchmark.py) on two directories, one row per relaxation
-policy and blended-score variant, the seed's policy and the code before issue 30 among them.
+policy and blended-score variant, the seed's policy and the code before semantic roles among them.
 
 Why two directories: the default policy is chosen on the demo directory (people.importing.demo, seed 7) and confirmed on
 one built differently and never tuned on: another seed, other companies and cities (a European directory the

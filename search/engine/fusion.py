@@ -1,6 +1,6 @@
 """Fusion of the dense and sparse legs, in Python so every candidate keeps its per-leg score and rank (the why).
 
-Three methods: RRF (default; rank-only, robust to score scales), DBSF
+Three methods: RRF (rank-only, robust to score scales; the default where kinds mix), DBSF
 (Qdrant's distribution-based normalisation: mean +- 3 sigma), and the
 min-max weighted sum (0.4 sparse / 0.6 dense).
 """

@@ -1,6 +1,6 @@
 """The code graph as a ranking signal: candidates that call, or are called by, the strongest candidates move up.
 
-Why: seed 002's graph boost promotes the rule a strong match points to; in code the same link is a call or a base
+Why: the design's graph boost promotes the rule a strong match points to; in code the same link is a call or a base
 class. A query about settling an invoice finds `settle()` first; the `deduct()` it calls, which holds the logic a
 change would touch, often ranks far lower on its own words. Edges come from the symbol graph
 (search.engine.code_graph.resolved_uses: only uses that resolve to one definition), between candidates of the

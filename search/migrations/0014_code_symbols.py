@@ -1,4 +1,4 @@
-"""The code tools' tables (issue 31): per-document trigrams and symbol digest, definitions, references."""
+"""The code tools' tables: per-document trigrams and symbol digest, definitions, references."""
 
 import django.contrib.postgres.fields
 import django.contrib.postgres.indexes

@@ -1,4 +1,4 @@
-"""Code tools API (issue 31): where a symbol is defined and used, a file's outline, the files, exact search.
+"""Code tools API: where a symbol is defined and used, a file's outline, the files, exact search.
 
 Views parse, authorise, call one service (search.engine.code_graph, search.engine.grep), render. The same keys,
 scope (`query`), project access (a project you are not in is 404, as for search) and per-user rate limit

@@ -3,8 +3,7 @@ srd51_dev2_queries.json and srd51_dev3_queries.json, each written apart from the
 retrieval is tuned and which a tenant judges to train its model, are well formed, resolve in the SRD, and are not the
 test questions (srd51_eval_queries.json).
 
-Why: a quality claim must come from questions nobody tuned on. The dev set is where settings are chosen (issue 29
-§4); if it shared wording with the 99 test questions, a setting chosen on it would be chosen on them too.
+Why: a quality claim must come from questions nobody tuned on. The dev set is where settings are chosen; if it shared wording with the 99 test questions, a setting chosen on it would be chosen on them too.
 """
 from __future__ import annotations
 
