@@ -72,9 +72,12 @@ def env_json_object(name: str) -> dict:
 # Runtime state (embedded Postgres, Redis, Qdrant, beat schedule). Created by what writes there, not by this import.
 VAR_DIR = embedded.default_var_dir()
 
+# Django's signing key; set a long random value in any deployment.
 SECRET_KEY = env_str("SECRET_KEY", "dev-insecure-change-me-" + "x" * 32)
-DEBUG = env_bool("DEBUG", False)
+DEBUG = env_bool("DEBUG", False)  # Django's debug pages; never on in a deployment
+# Host names this server answers for.
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver", "[::1]"])
+# Origins whose form posts are trusted (the site's own URL behind a proxy).
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", ["http://127.0.0.1:8000", "http://localhost:8000"])
 
 INSTALLED_APPS = [
@@ -130,22 +133,22 @@ TEMPLATES = [
 # --- Postgres (+pgvector) -------------------------------------------------
 # EMBEDDED records which services come from wheels; exported so children agree. With no DATABASE_URL the embedded
 # server's URL is read (postmaster.pid) if it runs, else predicted; it is never started here (config/embedded.py).
-EMBEDDED = set(env_list("PLATFORM_EMBEDDED", []))
-DATABASE_URL = env_str("DATABASE_URL")
+EMBEDDED = set(env_list("PLATFORM_EMBEDDED", []))  # set by the platform itself for its child processes
+DATABASE_URL = env_str("DATABASE_URL")  # a Postgres server with pgvector; unset: the embedded one
 if not DATABASE_URL:
     DATABASE_URL = (embedded.postgres_url(var_dir=VAR_DIR, start=False)
                     or embedded.expected_postgres_url(var_dir=VAR_DIR))
     EMBEDDED.add("postgres")
-_db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))
+_db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))  # seconds a connection lives
 _host = _db.get("OPTIONS", {}).pop("host", None)
 if _host:
     _db["HOST"] = _host
-_db.setdefault("TEST", {})["NAME"] = env_str("TEST_DB_NAME", "") or None
+_db.setdefault("TEST", {})["NAME"] = env_str("TEST_DB_NAME", "") or None  # the test database's name
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis (broker, cache, rate limits) -----------------------------------
-REDIS_URL = env_str("REDIS_URL")
+REDIS_URL = env_str("REDIS_URL")  # a Redis server (Celery, cache, rate limits); unset: embedded
 if not REDIS_URL:
     REDIS_URL = embedded.expected_redis_url(var_dir=VAR_DIR)  # a fixed socket path; started only explicitly
     EMBEDDED.add("redis")
@@ -157,17 +160,20 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
+        # Namespace of this platform's cache keys in a shared Redis.
         "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "platform"),
         "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
     }
 }
 
+# Celery's broker; default REDIS_URL.
 CELERY_BROKER_URL = embedded.celery_broker_url(env_str("CELERY_BROKER_URL", REDIS_URL))
+# Where Celery keeps task results; default REDIS_URL.
 CELERY_RESULT_BACKEND = embedded.celery_broker_url(env_str("CELERY_RESULT_BACKEND", REDIS_URL))
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "platform")
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "platform")  # the queue this platform's tasks use
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Ingest and sync jobs share the workers (docs/security.md, "Jobs that end and share the workers"): each job ends
@@ -240,10 +246,10 @@ CELERY_BEAT_SCHEDULE["enqueue-due-syncs"] = {"task": "search.tasks.enqueue_due_s
                                              "schedule": timedelta(seconds=SOURCES_SCHEDULER_INTERVAL_S)}
 
 # --- Qdrant ---------------------------------------------------------------
-QDRANT_URL = env_str("QDRANT_URL")
-QDRANT_API_KEY = env_str("QDRANT_API_KEY") or None
-QDRANT_PATH = Path(env_str("QDRANT_PATH", str(VAR_DIR / "qdrant")))
-QDRANT_TIMEOUT_S = env_float("QDRANT_TIMEOUT_S", 5.0)
+QDRANT_URL = env_str("QDRANT_URL")  # a Qdrant server or cluster; unset: the embedded store
+QDRANT_API_KEY = env_str("QDRANT_API_KEY") or None  # the Qdrant server's API key
+QDRANT_PATH = Path(env_str("QDRANT_PATH", str(VAR_DIR / "qdrant")))  # where the embedded store lives
+QDRANT_TIMEOUT_S = env_float("QDRANT_TIMEOUT_S", 5.0)  # per request to a Qdrant server
 # The outbox applier runs off the query path (search/engine/applier.py): a thread in the web process that owns the
 # embedded store, woken by Postgres NOTIFY and polling every INDEX_APPLIER_POLL_S as a backstop; with
 # QDRANT_URL, Celery applies after each ingest and beat re-runs it every INDEX_APPLIER_POLL_S.
@@ -337,7 +343,7 @@ REST_FRAMEWORK = {
     # every view declares `required_scope`; an API key needs that scope (accounts/permissions.py)
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated",
                                    "accounts.permissions.KeyScopePermission"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "accounts.schema.ScopedAutoSchema",
     "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.parsers.SafeJSONParser"],
@@ -380,6 +386,7 @@ RATE_LIMITS = {
     "default": env_str("RATE_LIMIT_DEFAULT", "600/m"),
 }
 
+# How long an Idempotency-Key replays its response.
 IDEMPOTENCY_TTL = timedelta(hours=env_int("IDEMPOTENCY_TTL_HOURS", 24))
 # How long an in-progress reservation belongs to the request that made it. A process killed before completing
 # leaves its key in_progress; once the lease has ended, a retry of the same request takes the key over and runs the
@@ -469,5 +476,5 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},  # the log level
 }
