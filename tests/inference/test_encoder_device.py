@@ -24,7 +24,7 @@ from inference.devices import (
     resolve_device,
 )
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("cuda", "expected"), [(True, "cuda"), (False, "cpu")])
