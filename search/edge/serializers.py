@@ -14,10 +14,13 @@ from rest_framework import serializers
 
 from config.fields import FlagField, InputSerializer, IntField, NumberField, TextField, TextListField
 from search.edge.project_serializers import DatasetCreateSerializer, DatasetDetailSerializer, DatasetSerializer
+from search.engine.aggregation import AGGREGATIONS
+from search.engine.aggregation import DEFAULT as AGGREGATION_DEFAULT
 from search.engine.code_graph import DEFAULT_OUTLINE, MAX_FILES, MAX_OUTLINE, MAX_REFERENCES, MAX_SYMBOL
 from search.engine.fusion import FUSIONS, RULES_FUSIONS
 from search.engine.globs import MAX_GLOB_LENGTH
 from search.engine.grep import DEFAULT_MATCHES, MAX_MATCHES, MAX_PATTERN
+from search.engine.locate import MAX_TOP_FILES, MAX_TOP_FUNCTIONS
 from search.engine.pipeline import MAX_CANDIDATES, MAX_Q, MAX_TOP_K, QuerySpec
 from search.ingest.progress import MIN_MEASURED_ITEMS, MIN_MEASURED_S, Pace, ingest_job_pace
 from search.models import IngestJob
@@ -587,3 +590,89 @@ class CodeGrepResponseSerializer(serializers.Serializer):
     narrowed = serializers.BooleanField(help_text="Whether the pattern's literals narrowed the files read.")
     files_read = serializers.IntegerField()
     took_ms = serializers.FloatField()
+
+
+# --------------------------------------------------------------------------- locate
+class LocateRequestSerializer(InputSerializer):
+    task = TextField(max_length=MAX_Q, trim_whitespace=False,
+                     help_text="The change you want to make, in words (a commit message, an issue's title).")
+    filters = QueryFiltersSerializer(required=False, allow_null=True)
+    include_global = FlagField(default=True)
+    top_files = IntField(default=10, min_value=1, max_value=MAX_TOP_FILES)
+    top_functions = IntField(default=10, min_value=1, max_value=MAX_TOP_FUNCTIONS)
+    candidates = IntField(default=100, min_value=1, max_value=MAX_CANDIDATES,
+                          help_text="Chunks ranked by the query pipeline and regrouped into files and functions.")
+    aggregation = serializers.ChoiceField(choices=list(AGGREGATIONS), default=AGGREGATION_DEFAULT,
+                                          help_text="A file's (or function's) score from its chunks: max (the best "
+                                                    "chunk), top3 (the sum of the three best), rrf (the sum of "
+                                                    "1/(60 + rank)).")
+    fusion = serializers.ChoiceField(choices=list(FUSIONS), required=False,
+                                     help_text="As for the context query.")
+    rerank = FlagField(required=False, allow_null=True, default=None, help_text="As for the context query.")
+
+    def spec(self, *, source: str = "api") -> QuerySpec:
+        """The context query's spec for the task, logged as kind `locate`: the ranking is search's own."""
+        d = self.validated_data
+        filters = {k: v for k, v in (d.get("filters") or {}).items() if v is not None} or None
+        return QuerySpec(q=d["task"], filters=filters, include_global=d["include_global"],
+                         top_k=min(d["candidates"], MAX_TOP_K, max(d["top_files"], d["top_functions"])),
+                         candidates=d["candidates"], fusion=d.get("fusion"), rerank=d["rerank"], graph=False,
+                         kind="locate", source=source)
+
+
+class LocateEvidenceSerializer(serializers.Serializer):
+    chunk_id = serializers.IntegerField()
+    rank = serializers.IntegerField(help_text="The chunk's rank among the query's candidates (1 is best).")
+    score = serializers.FloatField()
+    symbol = serializers.CharField(allow_blank=True)
+    start_line = serializers.IntegerField()
+    end_line = serializers.IntegerField()
+    span = serializers.CharField(help_text="path:start-end")
+
+
+class LocateFileSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    path = serializers.CharField()
+    repo = serializers.CharField(allow_blank=True)
+    lang = serializers.CharField(allow_blank=True)
+    dataset_id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    score = serializers.FloatField(help_text="Aggregated from its chunks (the request's `aggregation`).")
+    chunks = LocateEvidenceSerializer(many=True, help_text="The chunks that support it, best first (at most 5).")
+
+
+class LocateNeighbourSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="Callers: the definition the use sits in; callees: the one it resolves to.")
+    path = serializers.CharField()
+    line = serializers.IntegerField(help_text="The line of the use.")
+    span = serializers.CharField()
+    relation = serializers.CharField(help_text="call | reference | inherit")
+
+
+class LocateFunctionSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    symbol = serializers.CharField(help_text="The qualified name (`Wallet.deduct`).")
+    name = serializers.CharField()
+    full_name = serializers.CharField(help_text="The module (from the path) and the qualified name.")
+    kind = serializers.CharField(help_text="function | method | class")
+    signature = serializers.CharField(allow_blank=True)
+    path = serializers.CharField()
+    dataset_id = serializers.IntegerField()
+    start_line = serializers.IntegerField()
+    end_line = serializers.IntegerField()
+    span = serializers.CharField(help_text="path:start-end")
+    score = serializers.FloatField()
+    chunks = LocateEvidenceSerializer(many=True)
+    callers = LocateNeighbourSerializer(many=True, help_text="Uses resolved to it (top 5 functions; at most 5).")
+    callees = LocateNeighbourSerializer(many=True, help_text="Definitions it uses (top 5 functions; at most 5).")
+
+
+class LocateResponseSerializer(serializers.Serializer):
+    search_session_id = serializers.CharField(allow_null=True)
+    aggregation = serializers.CharField()
+    files = LocateFileSerializer(many=True)
+    functions = LocateFunctionSerializer(many=True, help_text="Innermost functions, methods and classes the "
+                                                              "ranked chunks overlap (code datasets).")
+    candidates = serializers.IntegerField(help_text="Chunks the files and functions were aggregated from.")
+    timings_ms = serializers.DictField()
+    reranker = serializers.CharField(allow_null=True)

@@ -5,6 +5,7 @@ from search.edge.api import code as code_api
 from search.edge.api import content as content_api
 from search.edge.api import context as api
 from search.edge.api import datasets
+from search.edge.api import locate as locate_api
 from search.edge.api import projects as projects_api
 from search.edge.api import rules as rules_api
 from search.edge.api import sources as sources_api
@@ -32,6 +33,7 @@ urlpatterns: list = [
     path("api/projects/<slug:slug>/datasets/<id:dataset_id>", datasets.DatasetDetailView.as_view(),
          name="api-project-dataset"),
     path("api/projects/<slug:slug>/query", api.QueryView.as_view(), name="api-context-query"),
+    path("api/projects/<slug:slug>/locate", locate_api.LocateView.as_view(), name="api-context-locate"),
     path("api/projects/<slug:slug>/ingest", api.IngestView.as_view(), name="api-context-ingest"),
     path("api/projects/<slug:slug>/code/definition", code_api.DefinitionView.as_view(), name="api-code-definition"),
     path("api/projects/<slug:slug>/code/references", code_api.ReferencesView.as_view(), name="api-code-references"),

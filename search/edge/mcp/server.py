@@ -55,6 +55,7 @@ from search.edge.serializers import (
     CodeReferencesRequestSerializer,
     CodeSymbolRequestSerializer,
     FeedbackRequestSerializer,
+    LocateRequestSerializer,
     QueryRequestSerializer,
     RulesRequestSerializer,
 )
@@ -63,6 +64,7 @@ from search.engine.code_graph import find_references as find_references_of
 from search.engine.code_graph import list_files as list_files_of
 from search.engine.code_graph import outline as outline_of
 from search.engine.grep import grep_project
+from search.engine.locate import locate as locate_in
 from search.engine.packing import render_pack
 from search.engine.pipeline import run_query
 from search.engine.spans import indexed_files, read_file
@@ -256,7 +258,8 @@ mcp = PlatformMCPServer(
     SERVER_NAME,
     title="Context retrieval platform",
     instructions=("Search this platform's indexed code, web pages and rulebooks. Start with list_projects, then "
-                  "search_context(project, q) for a context pack with file:line spans; read_span reads exact lines; "
+                  "search_context(project, q) for a context pack with file:line spans; locate(project, task) names the files and functions to edit for a "
+                  "change described in words; read_span reads exact lines; "
                   "find_definition, find_references, outline, list_files and grep navigate code exactly; "
                   "answer_rules answers rules questions with citations; feedback marks results relevant."),
     log_level="WARNING",
@@ -338,6 +341,46 @@ async def search_context(
                           "embedding_models": res.embedding_models})
 
     return await _call("search_context", work)
+
+
+@mcp.tool(annotations=READ_ONLY)
+async def locate(
+    project: ProjectSlug,
+    task: Annotated[str, Field(description="The change you want to make, in words.")],
+    top_files: Annotated[int | None, Field(description="Files to return (1-50, default 10).")] = None,
+    top_functions: Annotated[int | None, Field(description="Functions to return (1-50, default 10).")] = None,
+    repo: Annotated[str | list[str] | None, Field(description="Only these repo(s).")] = None,
+    path: Annotated[str | None, Field(description="Path prefix (`src/`) or glob (`src/**/*.py`).")] = None,
+    lang: Annotated[str | list[str] | None, Field(description="Only these language(s), e.g. python.")] = None,
+    dataset: Annotated[str | list[str] | None,
+                       Field(description="Only these dataset(s), by name or id (list_datasets shows them).")] = None,
+    aggregation: Annotated[str | None, Field(description="A file's score from its chunks: max (default), top3 "
+                                                         "or rrf.")] = None,
+) -> CallToolResult:
+    """Where to make a change: the files ranked by their chunks' scores, and the functions, methods and classes
+    with their file:line spans, the chunks that support each and, for the top ones, their callers and callees."""
+    def work() -> CallToolResult:
+        caller = _authorised("query", "context_query")
+        proj = project_for_member(user=caller.user, slug=project)
+        filters = _drop_none({"repo": repo, "path": path, "lang": lang, "dataset": dataset})
+        ser = LocateRequestSerializer(data=_drop_none({"task": task, "filters": filters or None,
+                                                       "top_files": top_files, "top_functions": top_functions,
+                                                       "aggregation": aggregation}))
+        ser.is_valid(raise_exception=True)
+        d = ser.validated_data
+        out = locate_in(user=caller.user, project=proj, spec=ser.spec(source="mcp"), top_files=d["top_files"],
+                        top_functions=d["top_functions"], aggregation=d["aggregation"]).as_dict()
+        lines = [f"search_session_id: {out['search_session_id']}", f"{len(out['files'])} file(s):"]
+        lines += [f"{f['rank']}. {f['path']}  score={f['score']:.4f}  "
+                  + ", ".join(c["span"] for c in f["chunks"]) for f in out["files"]]
+        lines.append(f"{len(out['functions'])} function(s):")
+        for fn in out["functions"]:
+            lines.append(f"{fn['rank']}. {fn['span']}  {fn['kind']} {fn['symbol']}  score={fn['score']:.4f}")
+            lines += [f"   called by {n['name']} at {n['span']}" for n in fn["callers"]]
+            lines += [f"   calls {n['name']} ({n['span']})" for n in fn["callees"]]
+        return _ok("\n".join(lines), out)
+
+    return await _call("locate", work)
 
 
 @mcp.tool(annotations=READ_ONLY)

@@ -1,0 +1,140 @@
+"""Where do I change this? A task in words in, the files and the functions to edit out, ranked.
+
+Why on top of the query pipeline and not beside it: the ranking an agent gets must be the one search gives (access,
+filters, fusion, the path prior, the reranker, the log), so `locate` runs the same spec through `run_query` and only
+regroups its candidates: files by `search.engine.aggregation` over their chunks, definitions by the innermost
+function, method or class (the code tools' Symbol rows) each chunk overlaps. The graph neighbours of the top
+definitions (callers and callees, `search.engine.code_graph`) say what else a change may touch; they are bounded
+(NEIGHBOUR_TOP definitions, MAX_NEIGHBOURS each) and only uses that resolve to one definition are named.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from config import deadlines
+from search.engine.aggregation import DEFAULT, aggregate
+from search.engine.code_graph import Def, LineSpan, find_references, resolved_uses
+from search.engine.pipeline import QuerySpec, run_query
+from search.models import Symbol
+
+if TYPE_CHECKING:
+    from accounts.models import User
+    from projects.models import Project
+    from search.engine.fusion import Candidate
+
+FUNCTION_KINDS = ("function", "method", "class")
+MAX_TOP_FILES = 50
+MAX_TOP_FUNCTIONS = 50
+MAX_EVIDENCE = 5      # supporting chunks listed per file or definition
+NEIGHBOUR_TOP = 5     # definitions whose callers and callees are read
+MAX_NEIGHBOURS = 5    # callers, and callees, listed per definition
+_FIELDS = ("id", "dataset_id", "document_id", "path", "lang", "name", "qualname", "kind", "signature",
+           "start_line", "end_line")
+
+
+@dataclass(frozen=True)
+class LocateResult:
+    session_id: str | None
+    files: list[dict[str, Any]]
+    functions: list[dict[str, Any]]
+    aggregation: str
+    candidates: int
+    timings: dict[str, float]
+    reranker: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"search_session_id": self.session_id, "aggregation": self.aggregation, "files": self.files,
+                "functions": self.functions, "candidates": self.candidates, "timings_ms": self.timings,
+                "reranker": self.reranker}
+
+
+def _score(c: Candidate) -> float:
+    return c.rerank_score if c.rerank_score is not None else c.fused_score
+
+
+def _evidence(cands: list[Candidate], ranks: list[int]) -> list[dict[str, Any]]:
+    out = []
+    for rank in ranks[:MAX_EVIDENCE]:
+        ch = cands[rank].chunk
+        out.append({"chunk_id": ch.pk, "rank": rank + 1, "score": _score(cands[rank]), "symbol": ch.symbol,
+                    "start_line": ch.start_line, "end_line": ch.end_line,
+                    "span": f"{ch.path}:{ch.start_line}-{ch.end_line}"})
+    return out
+
+
+def innermost_overlapping(*, definitions: list[Def], start_line: int, end_line: int) -> list[Def]:
+    """The definitions overlapping lines start-end that enclose none of the others overlapping them: a chunk of two
+    methods names both methods, not their class; a chunk of a class header names the class."""
+    over = [d for d in definitions if d.start_line <= end_line and start_line <= d.end_line]
+    return [d for d in over if not any(o is not d and d.start_line <= o.start_line and o.end_line <= d.end_line
+                                       and (o.start_line, o.end_line) != (d.start_line, d.end_line) for o in over)]
+
+
+def _definitions_by_document(document_ids: set[int]) -> dict[int, list[Def]]:
+    out: dict[int, list[Def]] = {}
+    for row in Symbol.objects.filter(document_id__in=sorted(document_ids), kind__in=FUNCTION_KINDS).order_by(
+            "document_id", "start_line").values_list(*_FIELDS):
+        d = Def(*row)
+        out.setdefault(d.document_id, []).append(d)
+    return out
+
+
+def _neighbours(*, project: Project, d: Def) -> dict[str, Any]:
+    """Who calls `d` (uses resolved to it, outside itself) and what it calls (uses inside it resolved to one
+    definition), at most MAX_NEIGHBOURS each."""
+    span = f"{d.path}:{d.start_line}-{d.end_line}"
+    refs = find_references(project=project, symbol=d.full_name, dataset=d.dataset_id, limit=MAX_NEIGHBOURS * 4)
+    callers = [{"name": r["container"] or "<file>", "path": r["path"], "line": r["line"], "span": r["span"],
+                "relation": r["kind"]}
+               for r in refs["references"]
+               if r["resolution"] == "resolved" and r["definition"] == span and r["kind"] != "import"
+               and not (r["path"] == d.path and d.start_line <= r["line"] <= d.end_line)][:MAX_NEIGHBOURS]
+    uses = resolved_uses(spans=[LineSpan(d.dataset_id, d.document_id, d.start_line, d.end_line)],
+                         max_uses=MAX_NEIGHBOURS * 4)[0]
+    callees = [{"name": u.definition.qualname, "path": u.definition.path, "line": u.ref.line,
+                "span": f"{u.definition.path}:{u.definition.start_line}-{u.definition.end_line}",
+                "relation": u.ref.kind}
+               for u in uses if u.definition.id != d.id][:MAX_NEIGHBOURS]
+    return {"callers": callers, "callees": callees}
+
+
+def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: int = 10, top_functions: int = 10,
+           aggregation: str = DEFAULT) -> LocateResult:
+    """Rank files and definitions for `spec.q` from the candidates the query pipeline ranked (and logged). The
+    caller has authorised `project` (membership) and built `spec` (its `kind` says how it is logged)."""
+    res = run_query(user=user, project=project, spec=spec)
+    cands = [c for c in res.candidates if c.chunk is not None]
+    files = []
+    for g in aggregate(ranked=[((c.chunk.dataset_id, c.chunk.path), _score(c)) for c in cands],
+                       method=aggregation)[:top_files]:
+        ch = cands[g.ranks[0]].chunk
+        files.append({"rank": len(files) + 1, "path": ch.path, "repo": ch.repo, "lang": ch.lang,
+                      "dataset_id": ch.dataset_id, "document_id": ch.document_id, "score": g.score,
+                      "chunks": _evidence(cands, g.ranks)})
+    defs_of = _definitions_by_document({c.chunk.document_id for c in cands if c.chunk.kind == "code"})
+    by_id: dict[int, Def] = {}
+    ranked: list[tuple[int, float]] = []
+    entry_rank: list[int] = []  # for each entry of `ranked`, the rank of its chunk in `cands`
+    for i, c in enumerate(cands):
+        defs = defs_of.get(c.chunk.document_id, [])
+        for d in innermost_overlapping(definitions=defs, start_line=c.chunk.start_line, end_line=c.chunk.end_line):
+            by_id[d.id] = d
+            ranked.append((d.id, _score(c)))
+            entry_rank.append(i)
+    functions = []
+    for g in aggregate(ranked=ranked, method=aggregation, positions=entry_rank)[:top_functions]:
+        deadlines.check()
+        d = by_id[g.key]
+        chunk_ranks = sorted({entry_rank[r] for r in g.ranks})
+        out = {"rank": len(functions) + 1, "symbol": d.qualname, "name": d.name, "full_name": d.full_name,
+               "kind": d.kind, "signature": d.signature, "path": d.path, "dataset_id": d.dataset_id,
+               "start_line": d.start_line, "end_line": d.end_line, "span": f"{d.path}:{d.start_line}-{d.end_line}",
+               "score": g.score, "chunks": _evidence(cands, chunk_ranks)}
+        if len(functions) < NEIGHBOUR_TOP:
+            out.update(_neighbours(project=project, d=d))
+        else:
+            out.update({"callers": [], "callees": []})
+        functions.append(out)
+    return LocateResult(session_id=res.session_id, files=files, functions=functions, aggregation=aggregation,
+                        candidates=len(cands), timings=res.timings, reranker=res.reranker)

@@ -1,0 +1,102 @@
+"""POST /api/projects/{slug}/locate (search.edge.api.locate): the files and functions to edit for a task in words,
+with the same keys, scope, project access, errors, rate limit and query log as search."""
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from search.models import QuerySession, RerankResult
+from tests.search.code_fixtures import code_world, edge_index, line_of  # noqa: F401 - fixtures
+
+URL = "/api/projects/shop/locate"
+TASK = "take credits from a wallet, refuse to go below zero"
+
+
+def test_locate_names_the_file_and_the_function_with_their_spans_and_callers(code_world, client_for):
+    resp = client_for(code_world["alice"]).post(URL, {"task": TASK, "top_files": 3, "top_functions": 5},
+                                                format="json")
+    assert resp.status_code == 200, resp.content
+    body = resp.json()
+    start = line_of("billing/ledger.py", "def deduct_credits")
+    assert body["files"][0]["path"] == "billing/ledger.py" and body["aggregation"] == "max"
+    assert len(body["files"]) <= 3 and [f["rank"] for f in body["files"]] == list(range(1, len(body["files"]) + 1))
+    assert all(c["span"].startswith(f"{f['path']}:") for f in body["files"] for c in f["chunks"])
+    assert body["files"][0]["score"] == body["files"][0]["chunks"][0]["score"]  # max: its best chunk
+    fn = next(f for f in body["functions"] if f["symbol"] == "deduct_credits")
+    assert fn["rank"] <= 2, [f["span"] for f in body["functions"]]
+    assert (fn["kind"], fn["path"], fn["start_line"], fn["end_line"]) == ("function", "billing/ledger.py", start,
+                                                                          start + 5)
+    assert fn["span"] == f"billing/ledger.py:{start}-{start + 5}"
+    assert any(c["start_line"] <= start + 5 and start <= c["end_line"] for c in fn["chunks"])
+    assert {c["name"] for c in fn["callers"]} == {"Checkout.pay"}
+    assert all(c["path"] == "shop/service.py" and c["relation"] == "call" for c in fn["callers"])
+
+
+def test_the_query_is_logged_once_as_locate_from_the_api(code_world, client_for):
+    body = client_for(code_world["alice"]).post(URL, {"task": TASK}, format="json").json()
+    session = QuerySession.objects.get(pk=body["search_session_id"])
+    assert (session.kind, session.source, session.query, session.project_id) == \
+           ("locate", "api", TASK, code_world["project"].pk)
+    assert RerankResult.objects.filter(session=session).count() == body["candidates"] > 0
+
+
+def test_the_three_aggregations_rank_the_same_candidates(code_world, client_for):
+    client = client_for(code_world["alice"])
+    seen = {}
+    for method in ("max", "top3", "rrf"):
+        body = client.post(URL, {"task": TASK, "aggregation": method}, format="json").json()
+        assert body["aggregation"] == method
+        seen[method] = {f["path"] for f in body["files"]}
+    assert seen["max"] == seen["top3"] == seen["rrf"]
+
+
+def test_filters_narrow_the_files(code_world, client_for):
+    body = client_for(code_world["alice"]).post(URL, {"task": TASK, "filters": {"path": "shop/"}},
+                                                format="json").json()
+    assert body["files"] and all(f["path"].startswith("shop/") for f in body["files"])
+    assert all(f["path"].startswith("shop/") for f in body["functions"])
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({}, "task"), ({"task": ""}, "task"), ({"task": "x" * 2001}, "task"), ({"task": "x", "top_files": 0}, "top_files"),
+    ({"task": "x", "top_functions": 51}, "top_functions"), ({"task": "x", "aggregation": "mean"}, "aggregation"),
+    ({"task": "x", "filters": {"colour": "red"}}, "filters.colour"),
+    ({"task": "x", "filters": {"dataset": "nope"}}, "filters.dataset"),
+])
+def test_bad_input_is_a_400_naming_the_field_and_logs_nothing(code_world, client_for, body, field):
+    resp = client_for(code_world["alice"]).post(URL, body, format="json")
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["field"] == field and resp.json()["code"] and resp.json()["detail"]
+    assert not QuerySession.objects.exists()
+
+
+def test_a_body_that_is_not_an_object_is_a_400(code_world, client_for):
+    resp = client_for(code_world["alice"]).post(URL, ["task"], format="json")
+    assert resp.status_code == 400 and resp.json()["code"]
+
+
+def test_a_non_member_gets_the_same_404_as_for_a_missing_project(code_world, client_for):
+    client = client_for(code_world["bob"])
+    hidden = client.post(URL, {"task": TASK}, format="json")
+    missing = client.post("/api/projects/no-such/locate", {"task": TASK}, format="json")
+    assert hidden.status_code == missing.status_code == 404 and hidden.json() == missing.json()
+    assert not QuerySession.objects.exists()
+
+
+def test_a_key_without_the_query_scope_gets_403_and_no_key_401(code_world):
+    from accounts.apikeys import issue_api_key
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_api_key(user=code_world['alice'], scopes=['ingest']).secret}")
+    resp = client.post(URL, {"task": TASK}, format="json")
+    assert resp.status_code == 403 and resp.json()["code"] == "insufficient_scope"
+    assert APIClient().post(URL, {"task": TASK}, format="json").status_code == 401
+
+
+def test_locate_shares_searchs_rate_limit(code_world, client_for, settings):
+    settings.RATE_LIMITS = {**settings.RATE_LIMITS, "context_query": "2/m"}
+    client = client_for(code_world["alice"])
+    codes = [client.post(URL, {"task": TASK}, format="json").status_code,
+             client.post("/api/projects/shop/query", {"q": TASK}, format="json").status_code,
+             client.post(URL, {"task": TASK}, format="json").status_code]
+    assert codes == [200, 200, 429]
