@@ -350,7 +350,7 @@ def test_deleting_from_the_admin_while_a_runner_holds_a_job_deletes_nothing_and_
                                    options={"origin": "push"})
     staff = make_user(f"ops-{what}@example.com", staff=True)
     client.force_login(staff)
-    url = (f"/admin/projects/dataset/{ds.pk}/delete/" if what == "dataset"
+    url = (f"/admin/search/dataset/{ds.pk}/delete/" if what == "dataset"
            else f"/admin/projects/project/{project.pk}/delete/")
     with hold_job_lock(job.pk) as held:  # a runner that has not reached its next entry yet
         assert held
