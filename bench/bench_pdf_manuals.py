@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import argparse
 import html
+import os
 import re
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import django
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, setup_django, table, write_result
@@ -96,7 +99,8 @@ def norm_heading(text: str) -> str:
     t = html.unescape(re.sub(r"<[^>]+>", "", text)).replace("\xa0", " ")
     t = re.sub(r"^\s*#+\s*", "", t)
     t = re.sub(r"^\s*(chapter|appendix)\s+[0-9A-Z]+\s*[.:]?\s+", "", t, flags=re.IGNORECASE)
-    t = re.sub(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z](?:\.\d+)+\.?|[A-Z]\.)\s+(?=\S)", "", t)  # "A sample" keeps its A
+    t = re.sub(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z](?:\.\d+)+\.?|[A-Z]\.|[A-Z](?=\s+[A-Z]))\s+(?=\S)", "", t)
+    # an appendix letter goes ("B Invoking R", "A A sample session"); "A sample session" keeps its A
     return " ".join(re.findall(r"[a-z0-9]+", t.lower()))
 
 
@@ -176,7 +180,12 @@ def main() -> None:
     missing = [str(p) for pdf, htmls in manuals.values() for p in [pdf, *htmls] if not p.exists()]
     if missing:
         sys.exit(f"missing {missing[:3]}: run the apt-get/dpkg commands in this script's docstring first")
-    setup_django(var_dir=args.var_dir or None)
+    if args.skip_retrieval:  # heading recall reads no database: Django's settings and apps only, no services
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        django.setup()
+    else:
+        setup_django(var_dir=args.var_dir or None)
     t_all = time.perf_counter()
     heads, agree = [], []
     notes = []

@@ -17,18 +17,23 @@ Diagnostics per PDF dataset: chunks, documents, gold evaluability, the share of 
 the Markdown ingest also makes, and chunks holding a running header or a bare page number (furniture leaking).
 
     .venv/bin/python bench/typeset_srd.py            # once: var/bench/srd-pdf/*.pdf + srd51_pages.json
-    .venv/bin/python bench/bench_srd_pdf.py [--variants outline,plain] [--var-dir DIR]
+    .venv/bin/python bench/bench_srd_pdf.py [--sources markdown,pdf-outline,pdf-plain] [--var-dir DIR]
+    # or in parallel processes: --sources markdown / --sources pdf-outline ... then --combine
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import re
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import django
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, setup_django, table, write_result
@@ -37,6 +42,13 @@ QUERIES = ROOT / "search" / "rules" / "demo_rules" / "srd51_eval_queries.json"
 TARGET = 0.02
 _WORD = re.compile(r"[a-z0-9]+")
 _PAGES = re.compile(r"(\d+)(?:\D+(\d+))?")
+
+
+def code_version() -> str:
+    """A short hash of the reader's and the rules chunker's source: a re-run after either changed ingests into new
+    datasets (an unchanged file is skipped by its hash, so the old dataset would keep the old reading)."""
+    files = sorted((ROOT / "search" / "ingest" / "formats").glob("pdf*.py")) + [ROOT / "search" / "ingest" / "rules.py"]
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:8]
 
 
 def words(text: str) -> list[str]:
@@ -127,10 +139,10 @@ def citations(*, slug: str, printed: Printed | None) -> dict:
                 c = citation(n, top[n - 1])
                 row = Chunk.objects.filter(id=c["chunk_id"]).values("text", "page", "section_path").first()
                 total += 1
-                first, last = page_range(c["page"] or (row or {}).get("page", ""))
+                labelled += bool(c["page"])  # the citation itself names the page
+                first, last = page_range(c["page"] or (row or {}).get("page", ""))  # else the chunk's
                 if not first or printed is None or row is None:
                     continue
-                labelled += 1
                 s0, s1 = printed.section_pages(list(row["section_path"]))
                 ok_section = bool(s0) and s0 <= first and last <= s1
                 ok_text = printed.printed_on(text=row["text"], first=first, last=last)
@@ -145,6 +157,64 @@ def citations(*, slug: str, printed: Printed | None) -> dict:
             "text_there": share(text_there), "right": share(both)}
 
 
+def reading(*, srd: Path, pdf_dir: Path, variants: list[str]) -> str:
+    """Without services: each PDF read and chunked by the rules chunker beside the Markdown's chunks -> a table of
+    chunk counts, content kinds, section paths shared with the Markdown and test questions whose gold no chunk
+    path ends with (those questions cannot be answered from the PDF dataset, whatever the ranking)."""
+    import bm25s  # the product's sparse library, here as a service-free lexical check
+
+    from search.engine.sparse import tokenize
+    from search.ingest.base import embed_input
+    from search.ingest.formats.pdf import read_pdf
+    from search.ingest.rules import chunk_rules_layer, read_rulebook
+    from search.quality.evaluation import load_rules_queries
+    from search.quality.metrics import ndcg
+
+    def bm25s_ids(bm, terms: list[str], *, k: int) -> tuple:
+        ids, scores = bm.retrieve([terms], k=k, show_progress=False, n_threads=1)
+        return ids[0], scores[0]
+
+    queries = load_rules_queries(QUERIES)
+
+    def lost(paths: list[tuple[str, ...]]) -> list[str]:
+        low = [tuple(s.lower() for s in p) for p in paths]
+        return [q.id for q in queries if not any(
+            len(g) <= len(p) and p[-len(g):] == tuple(s.lower() for s in g) for g in q.expected_sections
+            for p in low)]
+
+    def lexical(chunks: list) -> float:
+        """nDCG@10 of plain BM25 over the chunks' dense input (headings above + text), product tokenizer."""
+        corpus = [tokenize(embed_input(c), code=False) for c in chunks]
+        bm = bm25s.BM25()
+        bm.index(corpus, show_progress=False)
+        low = [tuple(s.lower() for s in c.section_path) for c in chunks]
+        total = 0.0
+        for q in queries:  # a question whose gold no chunk has scores 0, as in the harness
+            gold = [tuple(s.lower() for s in g) for g in q.expected_sections]
+            rels = {i: 1 for i, p in enumerate(low) if any(len(g) <= len(p) and p[-len(g):] == g for g in gold)}
+            ids, _ = bm25s_ids(bm, tokenize(q.query, code=False), k=min(10, len(chunks)))
+            total += ndcg([int(i) for i in ids], rels) if rels else 0.0
+        return total / len(queries)
+
+    md = [c for d in read_rulebook(path=srd, ruleset_id="srd51", book_id="srd") for c in d.chunks]
+    md_paths = {tuple(c.section_path) for c in md}
+    kinds = ("spell", "monster", "item", "feat", "condition", "table", "rule", "narrative")
+    rows = [["markdown", "", len(md)] + [sum(c.content_kind == k for c in md) for k in kinds]
+            + ["1.000", 0, f"{lexical(md):.4f}", ""]]
+    for v in variants:
+        name = f"srd51_{v}.pdf"
+        t0 = time.perf_counter()
+        layer = read_pdf(data=(pdf_dir / name).read_bytes(), name=name)
+        secs = time.perf_counter() - t0
+        ch = chunk_rules_layer(layer=layer, source=name, ruleset_id="srd51", book_id="srd")
+        gone = lost([tuple(c.section_path) for c in ch])
+        rows.append([f"pdf-{v}", f"{secs:.0f}", len(ch)] + [sum(c.content_kind == k for c in ch) for k in kinds]
+                    + [f"{sum(tuple(c.section_path) in md_paths for c in ch) / max(1, len(ch)):.3f}", len(gone),
+                       f"{lexical(ch):.4f}", ", ".join(gone[:12]) + (" ..." if len(gone) > 12 else "")])
+    return table(["source", "read s", "chunks", *kinds, "chunks with a Markdown section path",
+                  "questions whose gold no chunk has", "BM25 nDCG@10 (no services)", "which (first 12)"], rows)
+
+
 def diagnostics(*, dataset, md_paths: set[tuple[str, ...]]) -> dict:
     from search.models import Chunk, Document
 
@@ -156,39 +226,31 @@ def diagnostics(*, dataset, md_paths: set[tuple[str, ...]]) -> dict:
             "same_path": same_path / max(1, len(rows)), "furniture": furniture}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--srd", default="/work/shared/data/srd51")
-    ap.add_argument("--pdf-dir", default=str(ROOT / "var" / "bench" / "srd-pdf"))
-    ap.add_argument("--variants", default="outline,plain")
-    ap.add_argument("--var-dir", default="", help="keep services/data here (a re-run re-reads only what changed)")
-    args = ap.parse_args()
-    pdf_dir = Path(args.pdf_dir)
-    side_all = json.loads((pdf_dir / "srd51_pages.json").read_text())
-    setup_django(var_dir=args.var_dir or None)
-    from search.models import Chunk
+def run_source(*, key: str, srd: Path, pdf_dir: Path, side_all: dict, version: str) -> dict:
+    """Ingest one source (markdown, pdf-outline, pdf-plain), evaluate it, check its citations -> its figures."""
+    from search.ingest.rules import read_rulebook
 
-    runs: dict[str, dict] = {}
-    t0 = time.perf_counter()
-    runs["markdown"] = ingest(slug="srd-md", source=Path(args.srd))
-    md_paths = {tuple(p) for p in Chunk.objects.filter(dataset=runs["markdown"]["dataset"]).values_list(
-        "section_path", flat=True)}
-    printed: dict[str, Printed] = {}
-    for variant in [v.strip() for v in args.variants.split(",") if v.strip()]:
-        name = f"srd51_{variant}.pdf"
-        folder = Path(tempfile.mkdtemp(prefix=f"srd-{variant}-"))  # a rulebook folder holding the one PDF
+    if key == "markdown":
+        run = ingest(slug=f"srd-md-{version}", source=srd)
+        printed = None
+    else:
+        name = f"srd51_{key.split('-', 1)[1]}.pdf"
+        folder = Path(tempfile.mkdtemp(prefix=f"srd-{key}-"))  # a rulebook folder holding the one PDF
         shutil.copy(pdf_dir / name, folder / name)
-        runs[f"pdf-{variant}"] = ingest(slug=f"srd-pdf-{variant}", source=folder)
-        printed[f"pdf-{variant}"] = Printed(pdf=pdf_dir / name, side=side_all[name])
-    for key, run in runs.items():
-        job = run["job"]
-        print(f"{key}: {job.status} {job.files_total} files, {job.chunks_written} chunks, "
-              f"{run['seconds']:.0f} s {job.error or ''}", file=sys.stderr)
-        slug = "srd-md" if key == "markdown" else f"srd-pdf-{key.split('-', 1)[1]}"
-        run["eval"] = evaluate(slug=slug)
-        run["cites"] = citations(slug=slug, printed=printed.get(key))
-        run["diag"] = diagnostics(dataset=run["dataset"], md_paths=md_paths)
+        run = ingest(slug=f"srd-{key}-{version}", source=folder)
+        printed = Printed(pdf=pdf_dir / name, side=side_all[name])
+    job = run["job"]
+    print(f"{key}: {job.status} {job.files_total} files, {job.chunks_written} chunks, {run['seconds']:.0f} s "
+          f"{job.error or ''}", file=sys.stderr, flush=True)
+    slug = run["dataset"].project.slug
+    md_paths = {tuple(c.section_path) for d in read_rulebook(path=srd, ruleset_id="srd51", book_id="srd")
+                for c in d.chunks}
+    return {"key": key, "version": version, "seconds": run["seconds"], "embedded": job.embeddings_computed,
+            "eval": evaluate(slug=slug), "cites": citations(slug=slug, printed=printed),
+            "diag": diagnostics(dataset=run["dataset"], md_paths=md_paths), "machine": machine()}
 
+
+def report(*, runs: dict[str, dict], side_all: dict, reading_table: str) -> str:
     base = runs["markdown"]["eval"]
     cats = sorted(base["by_category"])
     rows = []
@@ -203,26 +265,75 @@ def main() -> None:
     cite_rows = [[k, r["cites"]["citations"], f"{r['cites']['with_page']:.3f}", f"{r['cites']['in_section']:.3f}",
                   f"{r['cites']['text_there']:.3f}", f"{r['cites']['right']:.3f}"]
                  for k, r in runs.items() if k != "markdown"]
-    cites = table(["source", "citations", "with a page", "page inside its section's pages",
+    cites = table(["source", "citations", "citation names a page", "page inside its section's pages",
                    "cited text printed there", "right (both)"], cite_rows)
     diag = table(["source", "documents", "chunks", "chunks with a Markdown section path",
-                  "chunks holding a running header or page number", "ingest s"],
+                  "chunks holding a running header or page number", "embedded", "first ingest s"],
                  [[k, r["diag"]["documents"], r["diag"]["chunks"], f"{r['diag']['same_path']:.3f}",
-                   r["diag"]["furniture"], f"{r['seconds']:.0f}"] for k, r in runs.items()])
+                   r["diag"]["furniture"], r["embedded"], f"{r['seconds']:.0f}"] for k, r in runs.items()])
     worst = max((abs(float(r[2])) for r in rows[1:] if r[2]), default=0.0)
     verdict = (f"Largest gap to Markdown: {worst:.4f} nDCG@10 — "
                + ("within" if worst <= TARGET else "**outside**") + f" the {TARGET} target.")
-    text = "\n\n".join([
+    versions = ", ".join(sorted({f"{k} {r['version']}" for k, r in runs.items()}))
+    return "\n\n".join([
         "# The SRD as a printed PDF vs the SRD in Markdown",
         f"99 test questions ({QUERIES.relative_to(ROOT)}), the API default rules pipeline (`evaluate_rules`), "
-        "each source in a rules dataset of its own. PDFs from `bench/typeset_srd.py` "
+        "each source in a rules dataset of its own project. PDFs from `bench/typeset_srd.py` "
         f"({side_all['srd51_outline.pdf']['pages']} pages, two columns, running headers and footers); "
-        "`outline` has bookmarks, `plain` has headings by font size only.",
+        "`outline` has bookmarks, `plain` has headings by font size only. Source hash of the reader and the rules "
+        f"chunker (search/ingest/formats/pdf*.py, search/ingest/rules.py) per source: {versions}.",
         "## Retrieval", quality, verdict,
         "## Citations (extractive answers' cited passages, checked against where the typesetter printed them)",
-        cites, "## Reading", diag,
-        f"Wall time {time.perf_counter() - t0:.0f} s.", machine()])
-    write_result("srd_pdf", text)
+        cites, "## Reading",
+        "Each PDF read and chunked by the rules chunker, beside the Markdown (content kinds come from the "
+        "Markdown's emphasis: an italic \"*3rd-level evocation*\" line makes a spell, \"**Armor Class**\" a "
+        "monster).", reading_table,
+        "The datasets as ingested:", diag,
+        *(f"{k}: {r['machine']}" for k, r in runs.items())])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--srd", default="/work/shared/data/srd51")
+    ap.add_argument("--pdf-dir", default=str(ROOT / "var" / "bench" / "srd-pdf"))
+    ap.add_argument("--sources", default="markdown,pdf-outline,pdf-plain",
+                    help="which to ingest and evaluate in this process (each saves its figures beside the PDFs, "
+                         "so sources can run in parallel processes and --combine writes the table)")
+    ap.add_argument("--version", default="", help="dataset suffix (default: the reader's and chunker's source hash)")
+    ap.add_argument("--var-dir", default="", help="keep services/data here (a re-run re-reads only what changed)")
+    ap.add_argument("--reading-only", action="store_true",
+                    help="no ingest: read and chunk the PDFs, save and print the reading table (a few minutes)")
+    ap.add_argument("--combine", action="store_true", help="only write the report from the saved figures")
+    args = ap.parse_args()
+    pdf_dir = Path(args.pdf_dir)
+    side_all = json.loads((pdf_dir / "srd51_pages.json").read_text())
+    saved = pdf_dir / "parity"
+    saved.mkdir(exist_ok=True)
+    sources = [v.strip() for v in args.sources.split(",") if v.strip()]
+    variants = [k.split("-", 1)[1] for k in sources if k.startswith("pdf-")]
+    if args.reading_only:  # reads no database: Django's settings and apps only, no services
+        sys.path.insert(0, str(ROOT))
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        django.setup()
+        text = reading(srd=Path(args.srd), pdf_dir=pdf_dir, variants=variants)
+        (saved / "reading.md").write_text(text + "\n\nRead " + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+                                          + f", source hash {code_version()}. " + machine() + "\n")
+        print(text)
+        return
+    if not args.combine:
+        setup_django(var_dir=args.var_dir or None)
+        version = args.version or code_version()
+        for key in sources:
+            fig = run_source(key=key, srd=Path(args.srd), pdf_dir=pdf_dir, side_all=side_all, version=version)
+            (saved / f"{key}.json").write_text(json.dumps(fig, indent=1))
+    runs = {k: json.loads((saved / f"{k}.json").read_text()) for k in ("markdown", "pdf-outline", "pdf-plain")
+            if (saved / f"{k}.json").exists()}
+    if "markdown" not in runs:
+        print("no markdown figures yet: run with --sources markdown", file=sys.stderr)
+        return
+    reading_table = (saved / "reading.md").read_text() if (saved / "reading.md").exists() else \
+        "(run --reading-only for the reading table)"
+    write_result("srd_pdf", report(runs=runs, side_all=side_all, reading_table=reading_table))
 
 
 if __name__ == "__main__":
