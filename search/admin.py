@@ -25,7 +25,8 @@ from search.engine.reranker_store import trained_rerankers
 from search.ingest import maintenance
 from search.ingest.cancel import cancel_job
 from search.ingest.locks import runner_alive
-from search.ingest.progress import describe_pace, ingest_job_pace
+from search.ingest.progress import describe_pace, ingest_job_pace, pace_unit
+from search.ingest.reembedding import start_reembed
 from search.ingest.sharing import revoke_share_row
 from search.models import (
     Chunk,
@@ -56,7 +57,6 @@ from search.sources import spec, sync
 from search.sources.registry import SOURCE_TYPES
 from search.sources.spec import display_url
 from search.sources.sync import set_source, start_sync, sync_history
-from search.tasks import reembed_dataset
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -178,8 +178,9 @@ class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
     @admin.action(description="Recompute embeddings for the configured model")
     def recompute_embeddings(self, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
         for ds in queryset:
-            reembed_dataset.delay(ds.pk, True)
-        self.message_user(request, f"Re-embedding queued for {queryset.count()} dataset(s).")
+            start_reembed(dataset=ds, force=True, user=request.user)
+        self.message_user(request, f"Re-embedding queued for {queryset.count()} dataset(s) "
+                                   "(see Ingest jobs for progress).")
 
     @admin.action(description="Reindex Qdrant from Postgres (no re-embedding)")
     def reindex(self, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
@@ -278,7 +279,7 @@ class IngestJobAdmin(ReadOnlyAdmin):
     @admin.display(description="rate / time left")
     def pace(self, obj: IngestJob) -> str:
         """Measured so far, computed on read (search.ingest.progress): this page never writes."""
-        return describe_pace(ingest_job_pace(obj, now=timezone.now()), unit="files") or "-"
+        return describe_pace(ingest_job_pace(obj, now=timezone.now()), unit=pace_unit(obj)) or "-"
 
     @admin.display(description="error")
     def short_error(self, obj: IngestJob) -> str:

@@ -3,7 +3,8 @@ from importlib import import_module
 from django.apps import AppConfig
 
 # The modules that register ingest job types (search.ingest.jobs.register): one line per job type's module.
-JOB_TYPES = ("search.ingest.files", "search.ingest.staged", "search.rules.ingest", "search.sources.sync")
+JOB_TYPES = ("search.ingest.files", "search.ingest.staged", "search.rules.ingest", "search.sources.sync",
+             "search.ingest.reembedding")
 
 
 def _drop_git_mirror(sender: type, instance: object, **kwargs: object) -> None:

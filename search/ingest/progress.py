@@ -91,6 +91,12 @@ def ingest_job_pace(job: IngestJob, *, now: datetime) -> Pace:
     return measured if job.status == IngestJob.Status.DONE else Pace(rate_per_s=measured.rate_per_s)
 
 
+def pace_unit(job: IngestJob) -> str:
+    """What a job's counters (files_done, files_total) count: chunks for a re-embed (search.ingest.reembedding),
+    files for every other job."""
+    return "chunks" if (job.options or {}).get("origin") == "reembed" else "files"
+
+
 def file_progress(*, dataset: Dataset, desc: str) -> tuple[Callable[[dict[str, Any]], None], tqdm]:
     """The runner learns the file count after walking the source, so the total is read from the job lazily."""
     bar = tqdm(desc=desc, unit="file")
