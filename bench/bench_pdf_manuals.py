@@ -220,7 +220,8 @@ def main() -> None:
         parts += ["## Retrieval agreement (web datasets from the PDF and from the HTML, API default pipeline)",
                   table(["manual", "questions", "top-1 same section", "overlap@10 of sections",
                          "hit@3 PDF", "hit@3 HTML", "chunks PDF / HTML", "ingest s PDF / HTML"], agree)]
-    parts += [f"Wall time {time.perf_counter() - t_all:.0f} s.", machine()]
+    parts += [f"Wall time {time.perf_counter() - t_all:.0f} s.", machine(),
+              "Reproduce: `.venv/bin/python bench/bench_pdf_manuals.py` (data: the apt-get commands in its docstring)."]
     write_result("pdf_manuals", "\n\n".join(parts))
 
 

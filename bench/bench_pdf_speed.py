@@ -115,7 +115,9 @@ def main() -> None:
                "re-ingest of the unchanged file (job counters)", "re-ingest s"], ingest_rows),
         "The re-ingest rows are asserted: every file skipped by its unchanged hash, no chunk written, nothing "
         "embedded.",
-        f"Wall time {time.perf_counter() - t_all:.0f} s.", machine()])
+        f"Wall time {time.perf_counter() - t_all:.0f} s.", machine(),
+        "Reproduce: `.venv/bin/python bench/bench_pdf_speed.py` (after bench/typeset_srd.py and the apt-get commands "
+        "of bench/bench_pdf_manuals.py)."])
     write_result("pdf_speed", text)
 
 

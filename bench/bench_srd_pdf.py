@@ -277,7 +277,8 @@ def report(*, runs: dict[str, dict], side_all: dict, reading_table: str) -> str:
     versions = ", ".join(sorted({f"{k} {r['version']}" for k, r in runs.items()}))
     return "\n\n".join([
         "# The SRD as a printed PDF vs the SRD in Markdown",
-        f"99 test questions ({QUERIES.relative_to(ROOT)}), the API default rules pipeline (`evaluate_rules`), "
+        f"`bench/bench_srd_pdf.py`: 99 test questions ({QUERIES.relative_to(ROOT)}), the API default rules "
+        "pipeline (`evaluate_rules`), "
         "each source in a rules dataset of its own project. PDFs from `bench/typeset_srd.py` "
         f"({side_all['srd51_outline.pdf']['pages']} pages, two columns, running headers and footers); "
         "`outline` has bookmarks, `plain` has headings by font size only. Source hash of the reader and the rules "
@@ -289,7 +290,8 @@ def report(*, runs: dict[str, dict], side_all: dict, reading_table: str) -> str:
         "Markdown's emphasis: an italic \"*3rd-level evocation*\" line makes a spell, \"**Armor Class**\" a "
         "monster).", reading_table,
         "The datasets as ingested:", diag,
-        *(f"{k}: {r['machine']}" for k, r in runs.items())])
+        *(f"{k}: {r['machine']}" for k, r in runs.items()),
+        "Reproduce: `.venv/bin/python bench/typeset_srd.py && .venv/bin/python bench/bench_srd_pdf.py`."])
 
 
 def main() -> None:
