@@ -303,7 +303,8 @@ def main() -> None:
     ap.add_argument("--sources", default="markdown,pdf-outline,pdf-plain",
                     help="which to ingest and evaluate in this process (each saves its figures beside the PDFs, "
                          "so sources can run in parallel processes and --combine writes the table)")
-    ap.add_argument("--version", default="", help="dataset suffix (default: the reader's and chunker's source hash)")
+    ap.add_argument("--version", default="", help="dataset suffix (default: the reader's and chunker's source hash; "
+                    "`latest`: the datasets an interrupted run of each source left)")
     ap.add_argument("--var-dir", default="", help="keep services/data here (a re-run re-reads only what changed)")
     ap.add_argument("--reading-only", action="store_true",
                     help="no ingest: read and chunk the PDFs, save and print the reading table (a few minutes)")
@@ -326,8 +327,14 @@ def main() -> None:
         return
     if not args.combine:
         setup_django(var_dir=args.var_dir or None)
-        version = args.version or code_version()
+        from projects.models import Project
+
         for key in sources:
+            version = args.version or code_version()
+            if version == "latest":  # the datasets an interrupted run of this source already ingested
+                slug = Project.objects.filter(slug__startswith=f"srd-{'md' if key == 'markdown' else key}-") \
+                    .order_by("-id").values_list("slug", flat=True).first() or ""
+                version = slug.rsplit("-", 1)[-1] or code_version()
             fig = run_source(key=key, srd=Path(args.srd), pdf_dir=pdf_dir, side_all=side_all, version=version)
             (saved / f"{key}.json").write_text(json.dumps(fig, indent=1))
     runs = {k: json.loads((saved / f"{k}.json").read_text()) for k in ("markdown", "pdf-outline", "pdf-plain")
