@@ -9,8 +9,10 @@ asks for (a filter when the query named no role, a boost beside one it did), the
 nearest title joins the full-text phrases, and each is reported in `understood` with `how: "semantic"` and its
 cosine score, so the page says what the words were taken to mean.
 Why cached per vocabulary: the vocabulary's vectors are computed once per version of the gazetteer (its object
-is rebuilt only when the vocabulary tables change) and come from the EmbeddingCache, so a search embeds only its
-own unmatched phrases.
+is rebuilt only when the vocabulary tables change) and of the cards (their titles and the roles present come from
+the cards, not from the vocabulary tables: a directory whose cards changed under an unchanged vocabulary, an
+import of cards with no new terms, or a test's directory after another's, must not be read through the old
+cards' roles), and come from the EmbeddingCache, so a search embeds only its own unmatched phrases.
 """
 from __future__ import annotations
 
@@ -67,12 +69,24 @@ def _intents_present() -> set[str]:
         return {i for (i,) in cur.fetchall() if i in INTENTS}
 
 
+def _cards_version() -> tuple[int, int]:
+    """How many cards there are and the newest transaction that wrote one (Postgres's xmin: cards have uuid ids and
+    no timestamp): one query, changed by any import, card edit or delete; run only when a query has words the
+    vocabulary lacks."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*), coalesce(max(xmin::text::bigint), 0) FROM people_experiencecard")
+        count, newest = cur.fetchone()
+    return int(count), int(newest)
+
+
 def vocabulary(gazetteer: Gazetteer) -> Vocabulary:
-    """The vocabulary's texts and vectors for this gazetteer (built once per vocabulary version). Intents come only
-    from roles the directory has: a phrase mapped to a role no card carries would filter everyone out."""
+    """The vocabulary's texts and vectors for this gazetteer and these cards (built once per version of both).
+    Intents come only from roles the directory has: a phrase mapped to a role no card carries would filter
+    everyone out."""
+    cards = _cards_version()
     hit = _CACHE.get(gazetteer)
-    if hit is not None:
-        return hit
+    if hit is not None and hit[0] == cards:
+        return hit[1]
     rows: dict[tuple[str, str], str] = {}
     present = _intents_present()
     for intent, aliases in curated.INTENT_WORDS.items():
@@ -90,7 +104,7 @@ def vocabulary(gazetteer: Gazetteer) -> Vocabulary:
     vectors = embed_cached(texts) if texts else np.zeros((0, 1), dtype=np.float32)
     out = Vocabulary(texts=texts, kinds=[k for _t, k in rows], values=list(rows.values()),
                      vectors=np.asarray(vectors, dtype=np.float32))
-    _CACHE[gazetteer] = out
+    _CACHE[gazetteer] = (cards, out)
     return out
 
 

@@ -72,3 +72,16 @@ def test_switched_off_it_changes_nothing(directory, settings):
     g = curated_gazetteer()
     before = parse_deterministic("test automation engineers in pune", gazetteer=g)
     assert enrich(dict(before), gazetteer=g) == before
+
+
+def test_the_vocabulary_follows_the_cards_under_an_unchanged_gazetteer(db):
+    """The roles present come from the cards, so one gazetteer object read over two directories in turn (an
+    import of cards with no new terms, or one test's directory after another's) must not keep the first's roles."""
+    g = curated_gazetteer()
+    make_person("Security Engineer", cards=[{"title": "Security Engineer", "intent_primary": "security"}])
+    first = vocabulary(g)
+    assert "qa" not in {v for v, k in zip(first.values, first.kinds, strict=True) if k == "intent"}
+    make_person("SDET", cards=[{"title": "SDET", "intent_primary": "qa"}])
+    second = vocabulary(g)
+    assert "qa" in {v for v, k in zip(second.values, second.kinds, strict=True) if k == "intent"}
+    assert vocabulary(g) is second  # unchanged cards: the cached vocabulary
