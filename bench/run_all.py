@@ -25,6 +25,7 @@ CATALOGUE: dict[str, str] = {
     "bench_context.py": "",
     "bench_context.py --chunks 100000": "",
     "bench_query_during_ingest.py": "",
+    "bench_ingest_pipeline.py": "",
     "bench_people.py": "",
     "bench_people_relaxation.py": "",
     "bench_people_quality.py": "",

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import transaction
 
 from config.errors import DependencyDown
+from config.pgarrays import float_array
 from inference.devices import PRECISIONS as PRECISIONS
 from inference.devices import (
     DeviceError,
@@ -299,7 +300,7 @@ def _fill_cache(texts: list[str], *, refresh: bool, load: bool, show_progress: b
     for i in range(0, len(missing), CACHE_BATCH):
         part = missing[i:i + CACHE_BATCH]
         vectors = _embed_with_retry([unique[h] for h in part], show_progress=show_progress, model=model)
-        rows = [EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=[float(x) for x in v])
+        rows = [EmbeddingCache(model_id=model_id, text_hash=h, dim=len(v), vector=float_array(v))
                 for h, v in zip(part, vectors, strict=True)]
         with transaction.atomic():
             if refresh:

@@ -21,6 +21,7 @@ import zlib
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
@@ -91,14 +92,30 @@ def tokenize(text: str, *, code: bool = True) -> list[str]:
     """
     out: list[str] = []
     if code:
-        for m in _CODE_WORD.finditer(text):
-            out.extend(t for t in _code_terms(m.group(0)) if t and t not in _STOP and len(t) > 1)
+        for word in _CODE_WORD.findall(text):
+            out.extend(_code_word_terms(word))
     else:
-        for m in _WORD.finditer(text):
-            out.extend(p for p in re.split(r"[._]+", m.group(0).lower()) if p and p not in _STOP and len(p) > 1)
-    if not out:
-        return out
-    return _stem_keep_identifiers(out)
+        for word in _WORD.findall(text):
+            out.extend(_prose_word_terms(word))
+    return out
+
+
+# A word's terms (stemmed: the stemmer reads one word at a time) depend on the word alone, and code repeats its
+# words (`self`, `return`, a module's names): a first ingest tokenises every chunk twice (the writer's term ids,
+# the applier's weights) and spent most of that re-splitting and re-stemming the same words. Bounded: a corpus
+# of many distinct words only evicts.
+_WORD_CACHE = 1 << 16
+
+
+@lru_cache(maxsize=_WORD_CACHE)
+def _code_word_terms(word: str) -> tuple[str, ...]:
+    return tuple(_stem_keep_identifiers([t for t in _code_terms(word) if t and t not in _STOP and len(t) > 1]))
+
+
+@lru_cache(maxsize=_WORD_CACHE)
+def _prose_word_terms(word: str) -> tuple[str, ...]:
+    return tuple(_stem_keep_identifiers([p for p in re.split(r"[._]+", word.lower())
+                                         if p and p not in _STOP and len(p) > 1]))
 
 
 def _stem_keep_identifiers(tokens: list[str]) -> list[str]:

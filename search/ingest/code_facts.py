@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
+from config.pgarrays import int_array
 from search.engine.grep import trigrams
 from search.engine.term_stats import lock_dataset_writes
 from search.ingest import symbols
@@ -63,6 +64,8 @@ def _replace(documents: list[tuple[int, int, str, str, str]]) -> dict[str, int]:
         files.append(f)
         defs.extend(d)
         refs.extend(r)
+    for f in files:  # as one literal: psycopg would quote a few thousand ids one by one (config.pgarrays)
+        f.trigrams = int_array(f.trigrams)
     CodeFile.objects.bulk_create(files, batch_size=200)
     Symbol.objects.bulk_create(defs, batch_size=2000)
     SymbolRef.objects.bulk_create(refs, batch_size=5000)

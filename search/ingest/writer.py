@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 
 from config.errors import DependencyDown
+from config.pgarrays import int_array
 from inference.encoders import fill_embedding_cache, text_hash
 from projects import quotas
 from projects.models import Project
@@ -137,9 +138,9 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
                     text_hash=text_hash(embed_input(c)), ruleset_id=c.ruleset_id, book_id=c.book_id,
                     section_path=[s[:500] for s in c.section_path], page=c.page, content_kind=c.content_kind,
                     tags=c.tags, traits=c.traits, is_rule_bearing=c.is_rule_bearing, meta=c.meta,
-                    terms=document_term_ids(sparse_document_text(text=c.text, path=d.path, symbol=c.symbol[:500],
-                                                                 heading_path=[h[:500] for h in c.heading_path]),
-                                           kind=c.kind)))
+                    terms=int_array(document_term_ids(sparse_document_text(
+                        text=c.text, path=d.path, symbol=c.symbol[:500],
+                        heading_path=[h[:500] for h in c.heading_path]), kind=c.kind))))
         created = Chunk.objects.bulk_create(new_chunks, batch_size=500)
         write_code_facts(dataset=dataset, drafts=drafts)  # the symbol graph and grep's trigrams, same transaction
         IndexOutbox.objects.bulk_create(

@@ -1,0 +1,289 @@
+"""A first ingest of a real code tree, end to end and per stage: can everything around the encoder keep up with a GPU?
+
+Why: on the CPU a first ingest is bound by the encoder (tens of chunks/s); a GPU encoder does about 2,000
+chunks/s, so reading and chunking, tokenising, the writer (Postgres rows, cache rows, outbox) and the applier
+(outbox -> index points) must each sustain that much or the GPU waits on them. Two runs of the same corpus:
+
+(a) the encoder on the CPU, on a small sample (it is slow);
+(b) the encoder replaced by vectors computed before the clock starts (unit vectors of the model's size, one per
+    text): only the model's forward pass (`inference.encoders._embed_with_retry`) is swapped, in this benchmark
+    only, so the writer still looks the cache up, writes the cache rows and the outbox, and the applier reads the
+    vectors back from Postgres as it would after a GPU encoder filled them.
+
+Stages, timed one after another in one process that owns a private embedded store: walk + read + chunk
+(`search.ingest.code.walk`, `search.ingest.formats.documents.read_document`), tokenise (the sparse terms and
+text hashes, timed alone; the writer and the applier do this work inside their own time too), the writer
+(`search.ingest.writer.sync_documents`, without the encoder's time), the applier (`apply_outbox`, points/s).
+
+With `--before REV` the same script also runs in a git worktree of REV (its own services, the same corpus) and
+the table has a before column: both sides run in one go, on the same loaded machine.
+
+    .venv/bin/python bench/bench_ingest_pipeline.py [--chunks 10000] [--cpu-sample 300] [--before HEAD]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, machine, setup_django, table, write_result
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])  # the running Python's own: always there
+SKIP_PARTS = {"test", "tests", "idlelib", "site-packages", "dist-packages", "__pycache__", "lib2to3"}
+
+
+def build_corpus(*, target_chunks: int, dest: Path) -> tuple[int, int]:
+    """Copy this machine's Python standard library modules (sorted, tests left out) until they chunk to about
+    `target_chunks`; -> (files, estimated chunks)."""
+    from search.ingest.code import chunk_file
+
+    files = chunks = 0
+    for p in sorted(STDLIB.rglob("*.py")):
+        rel = p.relative_to(STDLIB)
+        if chunks >= target_chunks:
+            break
+        if SKIP_PARTS & set(rel.parts) or not p.is_file():
+            continue
+        text = p.read_text(errors="replace")
+        try:
+            n = len(chunk_file(path=str(rel), text=text, lang="python")[0])
+        except Exception:  # noqa: BLE001 - an estimate; the measured run counts what it wrote
+            continue
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, dest / rel)
+        files += 1
+        chunks += n
+    return files, chunks
+
+
+def read_tree(root: Path) -> list:
+    from search.ingest.code import walk
+    from search.ingest.formats.documents import read_document
+
+    drafts = []
+    for rel, abs_path, reason in walk(root):
+        if reason:
+            continue
+        draft, _ = read_document(kind="code", data=abs_path.read_bytes(), name=rel, repo="bench")
+        if draft is not None:
+            drafts.append(draft)
+    return drafts
+
+
+def tokenise(drafts: list) -> int:
+    """The per-chunk text work the writer and the applier do: sparse terms, the embed input's hash."""
+    from inference.encoders import text_hash
+    from search.engine.sparse import document_term_ids, encode_document, sparse_document_text
+    from search.ingest.base import embed_input
+
+    n = 0
+    for d in drafts:
+        for c in d.chunks:
+            text = sparse_document_text(text=c.text, path=d.path, symbol=c.symbol, heading_path=c.heading_path)
+            document_term_ids(text, kind=c.kind)
+            encode_document(text, kind=c.kind)
+            text_hash(embed_input(c))
+            n += 1
+    return n
+
+
+def cold_words() -> None:
+    """Forget the words the tokeniser has seen (a checkout that caches them), so each stage starts as a fresh
+    worker would and the tokenise stage's run does not warm the writer's."""
+    from search.engine import sparse
+
+    for name in ("_code_word_terms", "_prose_word_terms"):
+        cached = getattr(sparse, name, None)
+        if cached is not None:
+            cached.cache_clear()
+
+
+class Encoder:
+    """Counts the time spent in the encoder; with `vectors`, serves them instead of running the model."""
+
+    def __init__(self, *, real, vectors: dict[str, object] | None) -> None:
+        self.real, self.vectors, self.seconds, self.texts = real, vectors, 0.0, 0
+
+    def __call__(self, texts: list[str], *, show_progress: bool, model: str | None = None):
+        import numpy as np
+
+        t = time.perf_counter()
+        try:
+            if self.vectors is None:
+                return self.real(texts, show_progress=show_progress, model=model)
+            return np.stack([self.vectors[x] for x in texts])
+        finally:
+            self.seconds += time.perf_counter() - t
+            self.texts += len(texts)
+
+
+def first_ingest(*, project, name: str, drafts: list, encoder: Encoder) -> dict[str, float]:
+    from search.engine.applier import apply_outbox
+    from search.engine.index import get_index
+    from search.ingest.writer import sync_documents
+    from search.models import Chunk, Dataset
+
+    dataset = Dataset.objects.create(project=project, name=name, kind="code")
+    enc0 = encoder.seconds
+    t = time.perf_counter()
+    sync_documents(dataset=dataset, drafts=iter(drafts), delete_missing=True)
+    writer_s = time.perf_counter() - t
+    encoder_s = encoder.seconds - enc0
+    t = time.perf_counter()
+    applied = apply_outbox(index=get_index())
+    applier_s = time.perf_counter() - t
+    chunks = Chunk.objects.filter(dataset=dataset).count()
+    return {"chunks": chunks, "encoder_s": encoder_s, "writer_s": writer_s - encoder_s, "applier_s": applier_s,
+            "applied": applied}
+
+
+def side(*, corpus: Path, cpu_sample: int, out: Path) -> None:
+    """One checkout's figures, written as JSON to `out`."""
+    setup_django()
+    import numpy as np
+
+    from inference import encoders
+    from inference.encoders import embed_texts
+    from projects.models import Project
+    from search.ingest.base import embed_input
+
+    t = time.perf_counter()
+    drafts = read_tree(corpus)
+    read_s = time.perf_counter() - t
+    n_chunks = sum(len(d.chunks) for d in drafts)
+    t = time.perf_counter()
+    tokenise(drafts)
+    tok_s = time.perf_counter() - t
+    cold_words()
+
+    # (a) the encoder on the CPU, on the smallest files up to `cpu_sample` chunks
+    dim = len(embed_texts(["warm the model up"], show_progress=False)[0])
+    real = encoders._embed_with_retry
+    sample, k = [], 0
+    for d in sorted(drafts, key=lambda d: len(d.chunks)):  # small files first: the sample stays near its size
+        if k >= cpu_sample:
+            break
+        sample.append(d)
+        k += len(d.chunks)
+    cpu_enc = Encoder(real=real, vectors=None)
+    encoders._embed_with_retry = cpu_enc
+    cpu = first_ingest(project=Project.objects.create(slug="bench-cpu", name="CPU"), name="cpu", drafts=sample,
+                       encoder=cpu_enc)
+
+    # (b) vectors computed before the clock starts; the forward pass is the only thing replaced
+    rng = np.random.default_rng(7)
+    vectors = {}
+    for d in drafts:
+        for c in d.chunks:
+            v = rng.standard_normal(dim).astype(np.float32)
+            vectors[embed_input(c)] = v / np.linalg.norm(v)
+    cold_words()
+    cached_enc = Encoder(real=real, vectors=vectors)
+    encoders._embed_with_retry = cached_enc
+    cached = first_ingest(project=Project.objects.create(slug="bench-cached", name="Cached"), name="cached",
+                          drafts=drafts, encoder=cached_enc)
+    encoders._embed_with_retry = real
+    out.write_text(json.dumps({"files": len(drafts), "chunks": n_chunks, "read_s": read_s, "tokenise_s": tok_s,
+                               "cpu": cpu, "cached": cached, "load": os.getloadavg()}))
+
+
+def run_side(*, checkout: Path, corpus: Path, cpu_sample: int) -> dict:
+    out = Path(tempfile.mkstemp(prefix="ingest-pipeline-", suffix=".json")[1])
+    script = checkout / "bench" / "bench_ingest_pipeline.py"
+    if not script.exists():
+        shutil.copyfile(Path(__file__), script)
+    cmd = [sys.executable, str(script), "--side", "--corpus", str(corpus), "--cpu-sample", str(cpu_sample),
+           "--out", str(out)]
+    subprocess.run(cmd, cwd=checkout, check=True)
+    result = json.loads(out.read_text())
+    out.unlink()
+    return result
+
+
+def worktree(rev: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix="ingest-pipeline-before-"))
+    path.rmdir()
+    subprocess.run(["git", "worktree", "add", "--detach", str(path), rev], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL)
+    (path / ".venv").symlink_to(ROOT / ".venv")
+    return path
+
+
+def rates(r: dict) -> dict[str, float]:
+    c = r["cached"]
+    n = c["chunks"]
+    total = r["read_s"] + c["writer_s"] + c["encoder_s"] + c["applier_s"]
+    return {"read": r["chunks"] / r["read_s"], "tokenise": r["chunks"] / r["tokenise_s"],
+            "writer": n / c["writer_s"], "applier": c["applied"] / c["applier_s"], "end": n / total}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--chunks", type=int, default=10_000, help="target chunk count of the corpus")
+    ap.add_argument("--cpu-sample", type=int, default=300, help="chunks embedded on the CPU in run (a)")
+    ap.add_argument("--before", default="", help="a git revision to measure in a worktree beside this checkout")
+    ap.add_argument("--side", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--corpus", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--out", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.side:
+        side(corpus=Path(args.corpus), cpu_sample=args.cpu_sample, out=Path(args.out))
+        return
+    corpus = Path(tempfile.mkdtemp(prefix="ingest-pipeline-corpus-"))
+    sys.path.insert(0, str(ROOT))
+    files, _ = build_corpus(target_chunks=args.chunks, dest=corpus)
+    sides: dict[str, dict] = {}
+    old = worktree(args.before) if args.before else None
+    try:
+        if old is not None:
+            sides["before"] = run_side(checkout=old, corpus=corpus, cpu_sample=args.cpu_sample)
+        sides["after"] = run_side(checkout=ROOT, corpus=corpus, cpu_sample=args.cpu_sample)
+    finally:
+        shutil.rmtree(corpus, ignore_errors=True)
+        if old is not None:
+            subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT, check=False)
+    names = list(sides)
+    r = {k: rates(v) for k, v in sides.items()}
+    labels = {"read": "walk + read + chunk",
+              "tokenise": "tokenise (the writer's term ids, the applier's weights, hashes; timed alone)",
+              "writer": "writer (chunks, cache rows, code facts, outbox; encoder's time left out)",
+              "applier": "applier (outbox -> index points)", "end": "end to end (read + writer + applier)"}
+    rows = [[labels[s], *[f"{r[k][s]:,.0f}" for k in names]] for s in labels]
+    a = sides["after"]
+    cpu_rows = []
+    for k in names:
+        c = sides[k]["cpu"]
+        total = c["encoder_s"] + c["writer_s"] + c["applier_s"] + sides[k]["read_s"] * c["chunks"] / sides[k]["chunks"]
+        cpu_rows.append([k, c["chunks"], f"{c['chunks'] / c['encoder_s']:,.0f}", f"{c['chunks'] / c['writer_s']:,.0f}",
+                         f"{c['applied'] / c['applier_s']:,.0f}", f"{c['chunks'] / total:,.0f}"])
+    text = "\n".join([
+        f"## A first ingest without the encoder: {a['cached']['chunks']:,} chunks of {a['files']} standard "
+        f"library files, chunks/s per stage", "",
+        table(["stage", *[f"{k} chunks/s" for k in names]], rows), "",
+        "The encoder is replaced by vectors computed before the clock starts (its forward pass only; the writer "
+        "still writes the cache rows and the outbox, the applier reads the vectors back from Postgres). "
+        "A GPU encoder does about 2,000 chunks/s: every stage must reach that for the GPU not to wait.", "",
+        f"## The same ingest with the encoder on the CPU ({a['cpu']['chunks']} chunks, the smallest files)", "",
+        table(["checkout", "chunks", "encoder chunks/s", "writer chunks/s", "applier points/s",
+               "end to end chunks/s"], cpu_rows), "",
+        ("Before: " + args.before + " in a worktree, its own services, the same corpus, run just before. ")
+        if args.before else "",
+        "Load average when each side finished: "
+        + "; ".join(f"{k} {'/'.join(f'{x:.1f}' for x in sides[k]['load'])}" for k in names) + ".", "",
+        machine(), "",
+        f"Reproduce: `.venv/bin/python bench/bench_ingest_pipeline.py --chunks {args.chunks} "
+        f"--cpu-sample {args.cpu_sample}" + (f" --before {args.before}`" if args.before else "`"),
+    ])
+    write_result("ingest_pipeline", text)
+
+
+if __name__ == "__main__":
+    main()
