@@ -1,9 +1,9 @@
 """A chunk's printed pages: the label it stores ("p. 112", "pp. 112–113"), read back, merged and cited.
 
 Why here: the context pack merges chunk spans (search.engine.packing) and the rules lawyer cites chunks
-(search.rules); both sit below the readers that write the label (search.ingest.formats.text_layer.page_label),
-so the reading lives in the engine. Why labels are checked when read: a rules chunk stored before rulebooks
-had pages carries its file name there ("Conditions.md"), which is not a page and is never cited as one.
+(search.rules); both sit below the readers that write the label, so the label is written and read here, once.
+Why labels are checked when read: a rules chunk stored before rulebooks had pages carried its file name there
+("Conditions.md", cleared by migration search/0022), which is not a page and is never cited as one.
 """
 from __future__ import annotations
 

@@ -36,9 +36,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from search.engine.pages import label_of
 from search.ingest.base import ChunkDraft, DocumentDraft
 from search.ingest.formats import registry
-from search.ingest.formats.text_layer import Refused, TextLayer, page_label
+from search.ingest.formats.text_layer import Refused, TextLayer
 
 SCHOOLS = ("abjuration", "conjuration", "divination", "enchantment", "evocation", "illusion", "necromancy",
            "transmutation")
@@ -303,7 +304,7 @@ def chunk_rules_layer(*, layer: TextLayer, source: str, ruleset_id: str, book_id
             drafts.append(ChunkDraft(
                 text=full, start_line=start, end_line=seg[-1][0], kind="rules",
                 symbol=heading, heading_path=list(chain), ruleset_id=ruleset_id, book_id=book_id,
-                section_path=section_path, page=page_label(first=first, last=last)[:50], content_kind=kind,
+                section_path=section_path, page=label_of(first=first, last=last)[:50], content_kind=kind,
                 tags=_tags(kind, traits, chain, chapter), traits=traits,
                 is_rule_bearing=kind != "narrative", meta={"source": source},
             ))

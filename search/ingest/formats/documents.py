@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 
+from search.engine.pages import label_of
 from search.ingest.base import DocumentDraft
 from search.ingest.code import code_document
 from search.ingest.formats import registry
-from search.ingest.formats.text_layer import Refused, TextLayer, page_label
+from search.ingest.formats.text_layer import Refused, TextLayer
 from search.ingest.web import markdown_draft, web_document_from_bytes
 
 
@@ -54,7 +55,7 @@ def layer_document(*, layer: TextLayer, rel: str, data: bytes, repo: str = "",
         return None, why
     for chunk in draft.chunks:
         first, last = layer.page_span(start_line=chunk.start_line, end_line=chunk.end_line)
-        chunk.page = page_label(first=first, last=last)[:50]
+        chunk.page = label_of(first=first, last=last)[:50]
     draft.meta = {**draft.meta, "format": str(layer.meta.get("format") or ""),
                   **({"pages": layer.pages, "pages_without_text": layer.pages_without_text} if layer.pages else {})}
     return draft, ""

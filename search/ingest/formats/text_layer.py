@@ -38,10 +38,3 @@ class TextLayer:
             return (0, 0)
         inside = [p for p in self.line_pages[max(0, start_line - 1):max(0, end_line)] if p]
         return (min(inside), max(inside)) if inside else (0, 0)
-
-
-def page_label(*, first: int, last: int) -> str:
-    """The page a chunk is printed on, as a citation writes it after the book: "p. 112" or "pp. 112–113"."""
-    if not first:
-        return ""
-    return f"p. {first}" if last in (0, first) else f"pp. {first}–{last}"
