@@ -99,19 +99,22 @@ def _neighbours(*, project: Project, d: Def) -> dict[str, Any]:
     return {"callers": callers, "callees": callees}
 
 
-def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: int = 10, top_functions: int = 10,
-           aggregation: str = DEFAULT) -> LocateResult:
-    """Rank files and definitions for `spec.q` from the candidates the query pipeline ranked (and logged). The
-    caller has authorised `project` (membership) and built `spec` (its `kind` says how it is logged)."""
-    res = run_query(user=user, project=project, spec=spec)
-    cands = [c for c in res.candidates if c.chunk is not None]
+def rank_files(*, cands: list[Candidate], aggregation: str = DEFAULT, top: int = 10) -> list[dict[str, Any]]:
+    """The files of the loaded candidates (best first), scored from their chunks by `aggregation`."""
     files = []
     for g in aggregate(ranked=[((c.chunk.dataset_id, c.chunk.path), _score(c)) for c in cands],
-                       method=aggregation)[:top_files]:
+                       method=aggregation)[:top]:
         ch = cands[g.ranks[0]].chunk
         files.append({"rank": len(files) + 1, "path": ch.path, "repo": ch.repo, "lang": ch.lang,
                       "dataset_id": ch.dataset_id, "document_id": ch.document_id, "score": g.score,
                       "chunks": _evidence(cands, g.ranks)})
+    return files
+
+
+def rank_definitions(*, cands: list[Candidate], aggregation: str = DEFAULT,
+                     top: int = 10) -> list[tuple[Def, float, list[int]]]:
+    """(definition, score, the ranks of its chunks in `cands`) for the innermost functions, methods and classes the
+    code candidates overlap, scored from those chunks by `aggregation`; one query for the definitions."""
     defs_of = _definitions_by_document({c.chunk.document_id for c in cands if c.chunk.kind == "code"})
     by_id: dict[int, Def] = {}
     ranked: list[tuple[int, float]] = []
@@ -122,15 +125,24 @@ def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: i
             by_id[d.id] = d
             ranked.append((d.id, _score(c)))
             entry_rank.append(i)
+    return [(by_id[g.key], g.score, sorted({entry_rank[r] for r in g.ranks}))
+            for g in aggregate(ranked=ranked, method=aggregation, positions=entry_rank)[:top]]
+
+
+def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: int = 10, top_functions: int = 10,
+           aggregation: str = DEFAULT) -> LocateResult:
+    """Rank files and definitions for `spec.q` from the candidates the query pipeline ranked (and logged). The
+    caller has authorised `project` (membership) and built `spec` (its `kind` says how it is logged)."""
+    res = run_query(user=user, project=project, spec=spec)
+    cands = [c for c in res.candidates if c.chunk is not None]
+    files = rank_files(cands=cands, aggregation=aggregation, top=top_files)
     functions = []
-    for g in aggregate(ranked=ranked, method=aggregation, positions=entry_rank)[:top_functions]:
+    for d, score, chunk_ranks in rank_definitions(cands=cands, aggregation=aggregation, top=top_functions):
         deadlines.check()
-        d = by_id[g.key]
-        chunk_ranks = sorted({entry_rank[r] for r in g.ranks})
         out = {"rank": len(functions) + 1, "symbol": d.qualname, "name": d.name, "full_name": d.full_name,
                "kind": d.kind, "signature": d.signature, "path": d.path, "dataset_id": d.dataset_id,
                "start_line": d.start_line, "end_line": d.end_line, "span": f"{d.path}:{d.start_line}-{d.end_line}",
-               "score": g.score, "chunks": _evidence(cands, chunk_ranks)}
+               "score": score, "chunks": _evidence(cands, chunk_ranks)}
         if len(functions) < NEIGHBOUR_TOP:
             out.update(_neighbours(project=project, d=d))
         else:

@@ -158,6 +158,7 @@ SUCCESS: dict[str, Callable[[Any], Call]] = {
     "members_update": lambda w: Call(200, {"role": "viewer"}),
     "members_destroy": lambda w: Call(204),
     "context_query": lambda w: Call(200, {"q": "deduct credits from a wallet", "top_k": 3}),
+    "context_locate": lambda w: Call(200, {"task": "deduct credits from a wallet", "top_files": 3}),
     "code_definition": lambda w: Call(200, {"symbol": "deduct_credits"}),
     "code_references": lambda w: Call(200, {"symbol": "Wallet", "limit": 5}),
     "code_outline": lambda w: Call(200, {"path": "billing/ledger.py"}),

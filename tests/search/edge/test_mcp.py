@@ -23,7 +23,7 @@ from tests.search.ctx_fixtures import LEDGER_PY, code_repo, edge_index, ingest  
 from tests.search.rules_fixtures import demo_project, emberfall, rules_index  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOLS = {"search_context", "read_span", "answer_rules", "list_projects", "list_datasets", "feedback"}
+TOOLS = {"search_context", "locate", "read_span", "answer_rules", "list_projects", "list_datasets", "feedback"}
 CODE_TOOLS = {"find_definition", "find_references", "outline", "list_files", "grep"}
 LEDGER_LINES = LEDGER_PY.split("\n")
 DEDUCT_START = next(i for i, line in enumerate(LEDGER_LINES, start=1) if line.startswith("def deduct_credits"))
@@ -142,6 +142,38 @@ def test_the_logged_query_session_matches_the_response_and_says_mcp(shop):
     logged = list(RerankResult.objects.filter(session=session, final_rank__isnull=False).order_by("final_rank")
                   .values_list("chunk_id", flat=True))
     assert logged == [r["chunk_id"] for r in data["results"]]
+
+
+def _check_locate(data: dict[str, Any]) -> None:
+    assert data["files"][0]["path"] == "billing/ledger.py", [f["path"] for f in data["files"]]
+    fn = next(f for f in data["functions"] if f["symbol"] == "deduct_credits")
+    assert fn["kind"] == "function" and fn["span"].startswith(f"billing/ledger.py:{DEDUCT_START}-")
+    assert fn["chunks"] and all(c["span"].startswith("billing/ledger.py:") for c in fn["chunks"])
+
+
+def test_locate_names_the_file_and_function_logs_as_mcp_and_refuses_like_the_api(shop):
+    from search.models import QuerySession
+
+    async def script(client):
+        found = await client.call_tool("locate", {"project": "shop", "task": Q, "top_files": 2})
+        bad = _err(await client.call_tool("locate", {"project": "shop", "task": Q, "aggregation": "mean"}))
+        hidden = _err(await client.call_tool("locate", {"project": "elsewhere", "task": Q}))
+        return found, bad, hidden
+
+    found, bad, hidden = _in_process(_key(shop["alice"]), script)
+    data = _ok(found)
+    _check_locate(data)
+    assert len(data["files"]) <= 2 and f"billing/ledger.py:{DEDUCT_START}-" in found.content[0].text
+    session = QuerySession.objects.get(pk=data["search_session_id"])
+    assert (session.source, session.kind, session.query, session.user) == ("mcp", "locate", Q, shop["alice"])
+    assert (bad["status"], bad["field"]) == (400, "aggregation")
+    assert (hidden["status"], hidden["code"]) == (404, "not_found")
+
+    async def no_scope(client):
+        return _err(await client.call_tool("locate", {"project": "shop", "task": Q}))
+
+    body = _in_process(_key(shop["alice"], scopes=["ingest"]), no_scope)
+    assert body["code"] == "insufficient_scope" and body["status"] == 403
 
 
 def test_feedback_records_a_judgment_on_a_served_result(shop):
@@ -368,7 +400,7 @@ def test_stdio_server_searches_reads_and_logs_as_mcp(stdio_world):
 def test_stdio_selftest_lists_tools_and_runs_one_search(stdio_world):
     out = _manage_mcp(stdio_world["env"], "--selftest", "--key", _key(stdio_world["alice"]), "--query", Q)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "11 tools:" in out.stdout and "search_context" in out.stdout
+    assert "12 tools:" in out.stdout and "search_context" in out.stdout and "locate" in out.stdout
     assert all(name in out.stdout for name in CODE_TOOLS)
     assert f"billing/ledger.py:{DEDUCT_START}-" in out.stdout and "selftest passed" in out.stdout
 
@@ -561,14 +593,15 @@ def _ts_client_ready() -> None:
                        timeout=600)
 
 
-def test_the_typescript_sdk_client_drives_the_code_tools_over_http(live_shop):
+def test_the_typescript_sdk_client_drives_the_code_tools_and_locate_over_http(live_shop):
     """An MCP client other than the one the server is built on: the TypeScript SDK, over streamable HTTP."""
     import json
 
     _ts_client_ready()
     env = dict(os.environ, MCP_URL=live_shop["url"], MCP_KEY=_key(live_shop["alice"]))
     calls = [*CODE_CALLS, ("grep", {"project": "shop", "pattern": "(", "regex": True}),
-             ("find_definition", {"project": "elsewhere", "symbol": "x"})]
+             ("find_definition", {"project": "elsewhere", "symbol": "x"}),
+             ("locate", {"project": "shop", "task": Q}), ("locate", {"project": "shop", "task": ""})]
     out = subprocess.run(["node", "client.mjs", json.dumps(calls)], cwd=TS_CLIENT, env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -582,3 +615,6 @@ def test_the_typescript_sdk_client_drives_the_code_tools_over_http(live_shop):
     assert f"billing/ledger.py:{DEDUCT_START}" in results[4]["text"]
     assert results[5]["isError"] and results[5]["structured"]["field"] == "pattern"
     assert results[6]["isError"] and results[6]["structured"]["code"] == "not_found"
+    assert tools["locate"]["required"] == ["project", "task"] and not results[7]["isError"], results[7]
+    _check_locate(results[7]["structured"])
+    assert results[8]["isError"] and results[8]["structured"]["field"] == "task"
