@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -350,9 +350,12 @@ SKIP_FILES = {"readme.md", "source.md", "changelog.md"}
 RULEBOOK_SUFFIXES = frozenset({".md", ".markdown", ".json", ".txt", ".html", ".htm", ".xhtml"})
 
 
-def read_rulebook(*, path: str | Path, ruleset_id: str, book_id: str,
-                  refused: dict[str, str] | None = None) -> list[DocumentDraft]:
+def read_rulebook(*, path: str | Path, ruleset_id: str, book_id: str, refused: dict[str, str] | None = None,
+                  stored: Mapping[str, str] | None = None, kept: list[str] | None = None) -> list[DocumentDraft]:
     """Every rulebook file under `path` (or the one file) -> DocumentDrafts with enriched chunks.
+
+    `stored` (path in the book -> content hash already in the dataset): a file whose bytes hash to it is not read
+    at all but added to `kept`, since reading (a PDF in its child process) is the expensive part of a re-run.
 
     A file is taken by its name (Markdown, JSON, text, HTML, or a document format's) and read by what its bytes
     are (search.ingest.formats.registry): JSON rule records as records, anything else as a text layer through its
@@ -370,13 +373,18 @@ def read_rulebook(*, path: str | Path, ruleset_id: str, book_id: str,
             continue
         rel = f.name if root.is_file() else f.relative_to(root).as_posix()
         raw = f.read_bytes()
+        digest = hashlib.sha256(raw).hexdigest()
+        if stored and stored.get(rel) == digest:
+            if kept is not None:
+                kept.append(rel)
+            continue
         found = registry.detect(data=raw, name=rel)
         if found.format == "json-rules":
             data = json.loads(raw.decode("utf-8", errors="replace").removeprefix("\ufeff"))
             records = data.get("chunks", data.get("records", [])) if isinstance(data, dict) else data
             chunks = chunk_json_records(records=records, source=rel, ruleset_id=ruleset_id, book_id=book_id)
             if chunks:
-                docs.append(DocumentDraft(path=rel, content_hash=hashlib.sha256(raw).hexdigest(), chunks=chunks,
+                docs.append(DocumentDraft(path=rel, content_hash=digest, chunks=chunks,
                                           lang="markdown", title=chunks[0].section_path[-1],
                                           meta={"ruleset_id": ruleset_id, "book_id": book_id}))
             continue
@@ -389,7 +397,7 @@ def read_rulebook(*, path: str | Path, ruleset_id: str, book_id: str,
         except Refused as exc:
             refused[rel] = exc.reason
             continue
-        doc = rulebook_document(layer=layer, rel=rel, content_hash=hashlib.sha256(raw).hexdigest(),
+        doc = rulebook_document(layer=layer, rel=rel, content_hash=digest,
                                 ruleset_id=ruleset_id, book_id=book_id)
         if doc is not None:
             docs.append(doc)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,8 @@ from search.ingest.jobs import register
 from search.ingest.rules import read_rulebook
 from search.ingest.staged import register_tree_upload
 from search.ingest.web import refused_report
-from search.ingest.writer import Progress, sync_documents
+from search.ingest.writer import Progress, Skip, sync_documents
+from search.models import Document
 from search.rules.graph import build_graph
 from search.rules.traversal import build_default_config
 
@@ -51,24 +53,31 @@ def ingest_rulebook(*, dataset: Dataset, path: str | Path, ruleset_id: str = "",
     if not Path(path).exists():
         raise FileNotFoundError(f"rulebook source {path} does not exist")
     refused: dict[str, str] = {}  # files no reader took: reported by name and reason, never left out silently
-    drafts = read_rulebook(path=path, ruleset_id=ruleset_id, book_id=book_id, refused=refused)
+    prefix = f"{book_id}/"
+    stored = {p.removeprefix(prefix): h for p, h in Document.objects.filter(
+        dataset=dataset, path__startswith=prefix).values_list("path", "content_hash")}
+    kept: list[str] = []  # unchanged files: skipped by their hash before they are read
+    drafts = read_rulebook(path=path, ruleset_id=ruleset_id, book_id=book_id, refused=refused, stored=stored,
+                           kept=kept)
     stats = ingest_rulebook_documents(dataset=dataset, drafts=drafts, ruleset_id=ruleset_id, book_id=book_id, job=job,
-                                      graph=graph, progress=progress)
+                                      graph=graph, progress=progress, kept=kept)
     if refused and job is not None:
         type(job).objects.filter(pk=job.pk).update(result=refused_report(refused))
     return stats
 
 
 def ingest_rulebook_documents(*, dataset: Dataset, drafts: list[DocumentDraft], ruleset_id: str, book_id: str,
-                              job: IngestJob | None = None, graph: bool = True,
-                              progress: Progress | None = None) -> dict[str, Any]:
+                              job: IngestJob | None = None, graph: bool = True, progress: Progress | None = None,
+                              kept: Sequence[str] = ()) -> dict[str, Any]:
     """Persist a book's read documents (search.ingest.rules, whatever format each file was read from), then
-    refresh the ruleset's traversal config and the book's graph: the one write path every rulebook takes."""
+    refresh the ruleset's traversal config and the book's graph: the one write path every rulebook takes.
+    `kept`: the book's files found unchanged by their hash before reading; they count as skipped."""
     for d in drafts:
         d.path = f"{book_id}/{d.path}"
+    entries: list[DocumentDraft | Skip] = [*drafts, *(Skip(f"{book_id}/{rel}", keep=True) for rel in kept)]
     if job is not None:
-        type(job).objects.filter(pk=job.pk).update(files_total=len(drafts))
-    stats: dict[str, Any] = dict(sync_documents(dataset=dataset, drafts=drafts, job=job, delete_missing=False,
+        type(job).objects.filter(pk=job.pk).update(files_total=len(entries))
+    stats: dict[str, Any] = dict(sync_documents(dataset=dataset, drafts=entries, job=job, delete_missing=False,
                                                 progress=progress))
     if graph:
         config = build_default_config(ruleset_id=ruleset_id)

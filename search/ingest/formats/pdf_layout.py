@@ -93,6 +93,10 @@ class Block:
     bold: bool = False
 
 
+# Markdown's six heading levels: a rulebook's structure runs chapter > section > ... six deep (the SRD's does), and a
+# lower cap folds sibling subsections into one another, so their chunks lose the path a question names.
+MAX_LEVEL = 6
+
 # --- text normalisation ----------------------------------------------------------------------------------------
 
 _SAFE_TAGS = ("<compat>", "<noBreak>", "<wide>", "<narrow>", "<font>")
@@ -461,12 +465,12 @@ class Document:
                 bold_body = True
         sizes = sorted((s for s in candidates if self.size_chars.get(s, 0) < 0.3 * body_chars), reverse=True)
         levels: dict[tuple[float, bool], int] = {}
-        for i, s in enumerate(sizes[:3]):
+        for i, s in enumerate(sizes[:MAX_LEVEL]):
             levels[(s, True)] = levels[(s, False)] = i + 1
-        for s in sizes[3:]:
-            levels[(s, True)] = levels[(s, False)] = 3
+        for s in sizes[MAX_LEVEL:]:
+            levels[(s, True)] = levels[(s, False)] = MAX_LEVEL
         if bold_body:
-            levels[(-1.0, True)] = min(3, len(sizes[:3]) + 1)
+            levels[(-1.0, True)] = min(MAX_LEVEL, len(sizes[:MAX_LEVEL]) + 1)
         return levels
 
     def _font_heading(self, b: Block, levels: dict[tuple[float, bool], int]) -> int:
@@ -492,7 +496,7 @@ class Document:
         keys: dict[int, str] = {}  # each block's key, made once: thousands of entries look at the same blocks
         cursor = 0
         for e in self.outline:
-            level = min(3, max(1, e.level - shift + 1))
+            level = min(MAX_LEVEL, max(1, e.level - shift + 1))
             want = _key(e.title)
             start = next((first_of_page[p] for p in range(e.page, len(self.pages) + 1) if p in first_of_page),
                          len(blocks))

@@ -145,3 +145,30 @@ def demo_project_chunk(**kw) -> int:
     from search.models import Chunk
 
     return Chunk.objects.get(kind="rules", **kw).pk
+
+
+def test_an_unchanged_pdf_rulebook_is_skipped_by_its_hash_before_it_is_read(db, edge_index, make_project,
+                                                                           monkeypatch, tmp_path):
+    """Reading a PDF (in its own child process) is the costly part of a re-ingest: an unchanged book is not read."""
+    import shutil
+    from pathlib import Path
+
+    from search.ingest.formats import registry
+    from search.models import Dataset, Document
+    from search.rules.ingest import ingest_rulebook
+
+    book = tmp_path / "book"
+    book.mkdir()
+    shutil.copy(Path("search/rules/demo_rules/roads-and-rest/Roads and Rest.pdf"), book / "Roads and Rest.pdf")
+    ds = Dataset.objects.create(project=make_project("reread"), name="roads", kind="rules")
+    first = ingest_rulebook(dataset=ds, path=book, ruleset_id="emberfall", book_id="roads", graph=False)
+    assert first["chunks"] > 0
+    stored = set(Document.objects.filter(dataset=ds).values_list("path", "content_hash"))
+
+    def no_reading(**_kw):
+        raise AssertionError("an unchanged file was read")
+
+    monkeypatch.setattr(registry, "read", no_reading)
+    again = ingest_rulebook(dataset=ds, path=book, ruleset_id="emberfall", book_id="roads", graph=False)
+    assert again["chunks"] == 0 and again["skipped"] == 1
+    assert set(Document.objects.filter(dataset=ds).values_list("path", "content_hash")) == stored
