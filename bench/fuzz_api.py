@@ -37,7 +37,6 @@ def main() -> None:
     setup_django()
 
     import schemathesis
-    from console.wsgi import application
     from django.test import override_settings
     from hypothesis import HealthCheck, given
     from hypothesis import settings as hsettings
@@ -52,6 +51,7 @@ def main() -> None:
         status_code_conformance,
     )
 
+    from console.wsgi import application
     from tests.hardening.fuzz_world import InProcessRequests, build_world, use_world
 
     tmp = Path(tempfile.mkdtemp(prefix="fuzz-world-"))
