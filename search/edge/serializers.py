@@ -47,9 +47,12 @@ class QueryRequestSerializer(InputSerializer):
     candidates = IntField(default=100, min_value=1, max_value=MAX_CANDIDATES)
     fusion = serializers.ChoiceField(choices=list(FUSIONS), required=False,
                                      help_text="Default: the fusion the project adopted from its feedback "
-                                               "(manage.py choose_fusion), else rrf (k=60, equal weights).")
+                                               "(manage.py choose_fusion), else the searched content's: weighted "
+                                               "(dense 0.6, sparse 0.4) for code, dbsf (dense 0.4, sparse 0.6) "
+                                               "for web pages, rrf (k=60) for rules or a mix of kinds.")
     rerank = FlagField(required=False, allow_null=True, default=None,
-                       help_text="Default: on only when RERANKER_MODEL is configured.")
+                       help_text="Default: on only with a real cross-encoder: the project's trained reranker, "
+                                 "else RERANKER_MODEL when it is configured.")
     budget_tokens = IntField(default=8000, min_value=100, max_value=100000)
     graph = FlagField(required=False, allow_null=True, default=None,
                       help_text="Code: add to the pack the definitions the top results call or inherit from, and a "
@@ -114,7 +117,8 @@ class QueryResponseSerializer(serializers.Serializer):
     fusion = serializers.CharField()
     fusion_source = serializers.ChoiceField(choices=["request", "project", "default"],
                                             help_text="request: named in the body; project: adopted from the "
-                                                      "project's feedback; default: rrf k=60.")
+                                                      "project's feedback; default: the searched content's default "
+                                                      "(see the request's `fusion`).")
     fusion_params = serializers.DictField(help_text="method, rrf_k and the dense/sparse weights that ran.")
     embedding_models = serializers.ListField(
         child=serializers.CharField(),
@@ -433,7 +437,7 @@ class SyncJobSerializer(IngestJobSerializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
-# --------------------------------------------------------------------------- code tools (issue 31)
+# --------------------------------------------------------------------------- code tools
 _DATASET_HELP = "Only this dataset (name or id, as the datasets endpoint lists them); default: every readable one."
 
 
