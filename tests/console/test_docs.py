@@ -15,7 +15,7 @@ import pytest
 from console.reference import bench_catalogue, render_commands, render_scopes, settings_rows, stale_pages
 
 ROOT = Path(__file__).resolve().parents[2]
-LABELS = re.compile(r"\b(issue|issues) #?[0-9]+|§ ?[0-9]|\bseed 00[0-9]")
+LABELS = re.compile(r"\b(issue|issues) #?[0-9]+|§ ?[0-9]|\bseed 00[0-9]", re.IGNORECASE)
 
 
 def test_docs_build_in_strict_mode(tmp_path: Path) -> None:
