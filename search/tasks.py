@@ -17,7 +17,6 @@ from search.engine.applier import apply_outbox, rebuild
 from search.ingest.job_control import JobStopped
 from search.ingest.jobs import FINISHED, NoSlot, run_job
 from search.ingest.locks import JobBusy
-from search.ingest.maintenance import reembed
 from search.ingest.recovery import recover_stalled_ingests
 from search.models import IngestJob
 from search.quality.online import aggregate_day
@@ -94,16 +93,6 @@ def aggregate_query_metrics(day: str | None = None) -> int:
     """MRR@10 and nDCG@10 per project per day from judged sessions (ranx), into DailyMetric."""
     days = [date.fromisoformat(day)] if day else [date.today() - timedelta(days=1), date.today()]
     return sum(aggregate_day(day=d) for d in days)
-
-
-@shared_task(bind=True, autoretry_for=(Exception,), retry_backoff=2, retry_kwargs={"max_retries": 3},
-             acks_late=True)
-def reembed_dataset(self: Task, dataset_id: int, force: bool = False) -> dict:
-    """Recompute a dataset's vectors for the configured model; the outbox carries them to the index."""
-    stats = reembed(dataset_id=dataset_id, force=force)
-    if settings.QDRANT_URL:
-        apply_index_outbox.delay()
-    return stats
 
 
 @shared_task(acks_late=True)
