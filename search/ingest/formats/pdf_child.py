@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from search.ingest.formats.pdf_layout import Document, OutlineEntry, Page, Piece
+from search.ingest.formats.pdf_layout import BOLD, ITALIC, Document, OutlineEntry, Page, Piece
 
 SPLIT_GAP_EM = 1.0  # a gap wider than this many font sizes on one baseline ends a piece (a column, a cell)
 MAX_OUTLINE_DEPTH = 8
@@ -28,15 +28,26 @@ class Stop(Exception):
     """A limit was reached: the document is refused with this reason."""
 
 
-def _style(tp: object, j: int, name_buf: ctypes.Array, raw: object) -> tuple[bool, bool]:
-    """(bold, monospaced) of the font of character j: its weight, else words in its name, and its flags."""
+_FLAG_FIXED, _FLAG_ITALIC, _FLAG_FORCE_BOLD = 1, 64, 1 << 18  # the FontDescriptor's Flags
+
+
+def _style(tp: object, j: int, name_buf: ctypes.Array, raw: object, fonts: dict) -> tuple[int, bool]:
+    """(style bits, monospaced) of the font of character j: bold from its weight, its name's words or its
+    ForceBold flag; italic from its name (Italic, Oblique) or its Italic flag. Why cached per font name and
+    flags: a page has a handful of fonts and thousands of words, so the weight is asked once per font."""
     flags = ctypes.c_int()
     n = raw.FPDFText_GetFontInfo(tp, j, name_buf, len(name_buf), ctypes.byref(flags))
-    name = name_buf.raw[:max(0, min(n, len(name_buf)) - 1)].decode("latin-1").lower()
-    bold = raw.FPDFText_GetFontWeight(tp, j) >= 600 or any(
-        w in name for w in ("bold", "black", "heavy", "semibold", "demi"))
-    mono = bool(flags.value & 1) or any(w in name for w in ("courier", "mono", "cmtt", "typewriter", "consol"))
-    return bold, mono
+    key = (name_buf.raw[:max(0, min(n, len(name_buf)) - 1)], flags.value)
+    hit = fonts.get(key)
+    if hit is None:
+        name = key[0].decode("latin-1").lower()
+        bold = raw.FPDFText_GetFontWeight(tp, j) >= 600 or bool(flags.value & _FLAG_FORCE_BOLD) or any(
+            w in name for w in ("bold", "black", "heavy", "semibold", "demi"))
+        italic = bool(flags.value & _FLAG_ITALIC) or any(w in name for w in ("italic", "oblique", "slanted"))
+        mono = bool(flags.value & _FLAG_FIXED) or any(
+            w in name for w in ("courier", "mono", "cmtt", "typewriter", "consol"))
+        hit = fonts[key] = ((BOLD if bold else 0) | (ITALIC if italic else 0), mono)
+    return hit
 
 
 _WORDS = re.compile(r"[^\s]+|[\r\n]+")
@@ -80,8 +91,9 @@ def _page_pieces(*, raw: object, tp: object, height: float, count: int, deadline
                  number: int) -> list[Piece]:
     """The page's words as pieces. Why by word: PDFium already puts a space (or a line break) where it sees a
     gap, so a word's first and last character boxes place it; two calls per word, not one per character, is
-    what makes a 300-page book seconds. The font size is read where the glyph height changes, the style at each
-    piece's first and last character. Locals, not attributes, in the loop."""
+    what makes a 300-page book seconds. The font size is read where the glyph height changes, the style (bold,
+    italic) at each word's first character: a piece carries its words' styles, so the page's Markdown can keep
+    the emphasis a rulebook's structure is printed in. Locals, not attributes, in the loop."""
     buf = ctypes.create_string_buffer((count + 1) * 2)
     got = raw.FPDFText_GetText(tp, 0, count, ctypes.cast(buf, ctypes.POINTER(ctypes.c_ushort)))
     text = buf.raw[:max(0, got - 1) * 2].decode("utf-16-le", "replace")
@@ -90,23 +102,24 @@ def _page_pieces(*, raw: object, tp: object, height: float, count: int, deadline
     rect = raw.FS_RECTF()
     font_size = raw.FPDFText_GetFontSize
     name_buf = ctypes.create_string_buffer(128)
+    fonts: dict = {}
     monotonic = time.monotonic
     pieces: list[Piece] = []
     words: list[str] = []
+    styles: list[int] = []
     open_ = False
     x0 = x1 = top = bottom = mid0 = h0 = size = 0.0
-    first = last = 0
+    mono0 = False
 
     def close() -> None:
         if words:
-            bold, mono = _style(tp, first, name_buf, raw)
-            if bold and last != first:
-                bold = _style(tp, last, name_buf, raw)[0]  # a run-in bold heading is not a bold line
+            bold = bool(styles[0] & BOLD) and bool(styles[-1] & BOLD)  # a run-in bold heading is not a bold line
             pieces.append(Piece(text=" ".join(words), x0=x0, x1=x1, top=top, bottom=bottom, size=round(size, 1),
-                                bold=bold, mono=mono))
+                                bold=bold, mono=mono0, styles=tuple(styles) if any(styles) else ()))
         words.clear()
+        styles.clear()
 
-    for n, (word, a, b, w_x0, w_x1, w_top, w_bottom) in enumerate(_words(text, tp, raw, rect, height)):
+    for n, (word, a, _b, w_x0, w_x1, w_top, w_bottom) in enumerate(_words(text, tp, raw, rect, height)):
         if not n & 1023 and monotonic() > deadline:
             raise Stop(f"reading page {number} ran past the time limit")
         if word[0] in "\r\n":
@@ -120,21 +133,22 @@ def _page_pieces(*, raw: object, tp: object, height: float, count: int, deadline
                     and gap <= SPLIT_GAP_EM * size and w_x0 >= x0 - 1 \
                     and (abs(w_h - h0) <= 0.12 * h0 or abs((font_size(tp, a) or w_h) - size) <= 0.15 * size):
                 words.append(word)
+                styles.append(_style(tp, a, name_buf, raw, fonts)[0])
                 if w_x1 > x1:
                     x1 = w_x1
                 if w_top < top:
                     top = w_top
                 if w_bottom > bottom:
                     bottom = w_bottom
-                last = b
                 continue
             close()
         open_ = True
         x0, x1, top, bottom = w_x0, w_x1, w_top, w_bottom
         mid0, h0 = (w_top + w_bottom) / 2, (w_h if w_h > 1.0 else 1.0)
         size = font_size(tp, a) or h0
-        first, last = a, b
+        style, mono0 = _style(tp, a, name_buf, raw, fonts)
         words.append(word)
+        styles.append(style)
     close()
     return pieces
 

@@ -13,7 +13,12 @@ from where the text stands on the page:
   by column (recursively: a sidebar inside a band is a column of the band);
 - a band whose columns hold short cells on shared baselines is a table, read row by row;
 - lines become paragraphs (one Markdown line each), words hyphenated at a line end are joined, ligatures and
-  odd spaces normalised; headings come from the outline where there is one, else from font size and weight.
+  odd spaces normalised; a line starts a new paragraph after more space than the page's line pitch, or when it
+  opens with a bold label after a sentence's end; headings come from the outline where there is one, else from
+  font size and weight;
+- italic and bold words keep their emphasis as Markdown (`*...*`, `**...**`): a rulebook prints its structure
+  in it (a spell's "*3rd-level evocation*", a stat block's "**Armor Class**", an item's "*Wondrous item, rare*"),
+  and the rules chunker reads the same Markdown from a PDF as from a Markdown book.
 
 Every step is linear or n log n in the pieces of a page, so a page of 100,000 tiny text objects costs a sort.
 """
@@ -26,6 +31,18 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 MAX_DEPTH = 12  # column/band recursion on one page; deeper layouts are read top-down
+BOLD, ITALIC = 1, 2  # a word's style bits (Piece.styles)
+# Emphasis travels inside a line's text as four Unicode noncharacters (never text of their own: any in a PDF's text
+# are dropped), so joining lines, matching headings and the paragraph tests see words, and the Markdown is written
+# last, when the runs are known whole.
+B_OPEN, B_CLOSE, I_OPEN, I_CLOSE = "\ufdd0", "\ufdd1", "\ufdd2", "\ufdd3"
+_NO_MARKS = str.maketrans("", "", B_OPEN + B_CLOSE + I_OPEN + I_CLOSE)
+_CLOSE_TO_OPEN = str.maketrans(B_CLOSE + I_CLOSE, B_OPEN + I_OPEN)
+
+
+def plain(text: str) -> str:
+    """A line's text without its emphasis marks."""
+    return text.translate(_NO_MARKS)
 
 
 @dataclass
@@ -40,6 +57,7 @@ class Piece:
     size: float
     bold: bool = False
     mono: bool = False  # a monospaced font: code, kept line by line
+    styles: tuple[int, ...] = ()  # each word's BOLD/ITALIC bits (words: text split on spaces); () when all plain
 
     @property
     def mid(self) -> float:
@@ -223,6 +241,21 @@ def _side_by_side(left: list[Piece], right: list[Piece]) -> bool:
     return overlap > 0.5 * min(lb - lt, rb - rt)
 
 
+def _table_strip(left: list[Piece], right: list[Piece]) -> tuple[float, float] | None:
+    """The top and bottom of a table's rows when the gap's right side is a few short cells on the left side's
+    baselines, over less than half the left side's height (a six-column table inside a text column: its last
+    columns stand apart from the text above and below it, which is no column of their own); else None."""
+    if len(right) < 2 or statistics.median(len(p.text) for p in right) > 12:
+        return None
+    top, bottom = min(p.top for p in right), max(p.bottom for p in right)
+    if bottom - top >= 0.5 * (max(p.bottom for p in left) - min(p.top for p in left)):
+        return None
+    mids = [p.mid for p in left if top <= p.mid <= bottom]
+    if sum(1 for p in right if any(abs(p.mid - m) < 0.3 * p.height for m in mids)) < 0.8 * len(right):
+        return None
+    return top - 0.5, bottom + 0.5
+
+
 def _rows(items: list[Piece]) -> list[list[Piece]]:
     """Pieces grouped by baseline, top-down, each row left to right."""
     rows: list[list[Piece]] = []
@@ -298,6 +331,10 @@ class _Reader:
                 left = [p for p in narrow if p.x1 <= a + 0.5]
                 right = [p for p in narrow if p.x0 >= b - 0.5]
                 if _side_by_side(left, right):
+                    strip = _table_strip(left, right)
+                    if strip is not None:
+                        self._strips(items, strip, depth)
+                        return
                     cuts.append((a + b) / 2)
             if cuts:
                 crossing = [p for p in items if any(p.x0 < c - 1 and p.x1 > c + 1 for c in cuts)]
@@ -316,6 +353,15 @@ class _Reader:
                         self.read(column, depth + 1)
                     return
         self._leaf(items)
+
+    def _strips(self, items: list[Piece], strip: tuple[float, float], depth: int) -> None:
+        """The region above a table's rows, the rows, the region below, each read on its own."""
+        top, bottom = strip
+        above = [p for p in items if p.mid < top]
+        inside = [p for p in items if top <= p.mid <= bottom]
+        below = [p for p in items if p.mid > bottom]
+        for part in (above, inside, below):
+            self.read(part, depth + 1)
 
     def _bands(self, items: list[Piece], crossing: list[Piece], depth: int) -> None:
         marked = {id(p) for p in crossing}
@@ -344,12 +390,25 @@ class _Reader:
         for row in _rows(items):
             text = ""
             last_x1 = None
+            style = 0
             for p in row:
+                sep = ""
                 if last_x1 is not None and not text.endswith(" ") and not p.text.startswith(" "):
-                    text += " " if p.x0 - last_x1 > 0.1 * p.size or text[-1:].isalnum() and p.text[:1].isalnum() \
+                    sep = " " if p.x0 - last_x1 > 0.1 * p.size or text[-1:].isalnum() and p.text[:1].isalnum() \
                         else ""
-                text += p.text
+                words = p.text.translate(_NO_MARKS).split(" ")
+                styles = p.styles if len(p.styles) == len(words) else (0,) * len(words)
+                for i, (word, st) in enumerate(zip(words, styles, strict=True)):
+                    if i:
+                        sep = " "
+                    if st != style:
+                        text += _closing(style) + sep + _opening(st)
+                        style = st
+                    else:
+                        text += sep
+                    text += word
                 last_x1 = p.x1
+            text += _closing(style)
             sizes = Counter()
             for p in row:
                 sizes[round(p.size * 2) / 2] += len(p.text)
@@ -359,6 +418,14 @@ class _Reader:
                                    top=min(p.top for p in row), bottom=max(p.bottom for p in row), size=size,
                                    bold=bold, region=self.regions, left=left, right=right,
                                    mono=all(p.mono for p in row)))
+
+
+def _opening(style: int) -> str:
+    return (B_OPEN if style & BOLD else "") + (I_OPEN if style & ITALIC else "")
+
+
+def _closing(style: int) -> str:
+    return (I_CLOSE if style & ITALIC else "") + (B_CLOSE if style & BOLD else "")
 
 
 # --- lines to paragraphs ----------------------------------------------------------------------------------------
@@ -375,6 +442,10 @@ def join_lines(a: str, b: str) -> str:
         return b
     if not b:
         return a
+    tail = len(a) - len(a.rstrip(B_CLOSE + I_CLOSE))
+    head = len(b) - len(b.lstrip(B_OPEN + I_OPEN))
+    if tail and head and a[-tail:][::-1].translate(_CLOSE_TO_OPEN) == b[:head]:  # one emphasis run goes on
+        a, b = a[:-tail], b[head:]
     if a.endswith(_HYPHENS) and len(a) > 1 and a[-2].isalpha():
         if b[0].islower():
             return a[:-1] + b
@@ -400,6 +471,7 @@ class Document:
                 sizes[round(p.size * 2) / 2] += len(p.text)
         self.body = max(sizes.items(), key=lambda kv: (kv[1], -kv[0]))[0] if sizes else 10.0
         self.size_chars = sizes
+        self.pitch: dict[float, float] = {}  # line pitch per font size, set when the pages are read
 
     def blocks(self) -> list[Block]:
         top = min((e.level for e in self.outline), default=0)
@@ -407,11 +479,15 @@ class Document:
             top += 1  # one root (the book's title): the chapters are one level down
         titles = frozenset(k for e in self.outline if e.level <= top and len(k := _key(e.title)) >= 8)  # chapters
         drop_running_lines(self.pages, titles=titles)
-        out: list[Block] = []
+        read: list[tuple[int, list[Line]]] = []
         for page in self.pages:
             reader = _Reader(body_size=self.body)
             reader.read(page.pieces)
-            out.extend(self._paragraphs(reader.lines, page=page.number))
+            read.append((page.number, reader.lines))
+        self.pitch = _line_pitch(lines for _, lines in read)
+        out: list[Block] = []
+        for number, lines in read:
+            out.extend(self._paragraphs(lines, page=number))
         return out
 
     def _paragraphs(self, lines: list[Line], *, page: int) -> list[Block]:
@@ -430,25 +506,32 @@ class Document:
                 blocks[-1].text = join_lines(blocks[-1].text, ln.text)
             else:
                 blocks.append(Block(kind="p", text=ln.text, page=page, size=ln.size, bold=ln.bold))
-                in_list = bool(_LIST_MARK.match(ln.text))
+                in_list = bool(_LIST_MARK.match(plain(ln.text)))
             prev = ln
         return blocks
 
     def _continues(self, a: Line, b: Line, *, in_list: bool) -> bool:
         if abs(a.size - b.size) > 0.6 or a.bold != b.bold:
             return False
-        if _LIST_MARK.match(b.text) or a.mono or b.mono or _LEADERS.search(a.text):
+        a_text, b_text = plain(a.text), plain(b.text)
+        if _LIST_MARK.match(b_text) or a.mono or b.mono or _LEADERS.search(a_text):
             return False
         if a.region != b.region:
-            return not a.text.endswith(_END) and b.text[:1].islower()
+            return not a_text.endswith(_END) and b_text[:1].islower()
         gap = b.top - a.bottom
         if gap > 0.8 * max(a.size, b.size) or gap < -0.5 * a.size:
             return False
+        pitch = self.pitch.get(a.size)
+        if pitch and b.top - a.top > pitch + max(2.0, 0.2 * a.size):
+            return False  # more space than between the lines of a paragraph: paragraphs set apart
         width = max(1.0, a.right - a.left)
         if not in_list and b.x0 - a.left > 0.8 * b.size and b.x0 - a.x0 > 0.8 * b.size \
                 and b.x0 - a.left < 0.3 * width:
             return False  # a first-line indent starts a paragraph
-        return not (a.text.endswith(_END) and a.x1 < a.right - 0.15 * width)
+        short = a.x1 < a.right - 0.15 * width
+        if b.text.startswith(B_OPEN) and not b.bold and (a_text.endswith(_END) or short):
+            return False  # a bold run-in label ("Armor Class 17", "Heavy Armor. ...") opens a paragraph
+        return not (a_text.endswith(_END) and short)
 
     # --- headings ---
 
@@ -457,7 +540,7 @@ class Document:
         candidates: Counter[float] = Counter()
         bold_body = False
         for b in blocks:
-            if b.kind != "p" or not _heading_text(b.text):
+            if b.kind != "p" or not _heading_text(plain(b.text)):
                 continue
             if b.size >= self.body * 1.15:
                 candidates[b.size] += 1
@@ -474,11 +557,12 @@ class Document:
         return levels
 
     def _font_heading(self, b: Block, levels: dict[tuple[float, bool], int]) -> int:
-        if b.kind != "p" or not _heading_text(b.text):
+        text = plain(b.text)
+        if b.kind != "p" or not _heading_text(text):
             return 0
         if b.size >= self.body * 1.15:
             return levels.get((b.size, b.bold), 0)
-        if b.bold and abs(b.size - self.body) <= 1.0 and len(b.text) <= 80 and not b.text.endswith((".", ",")):
+        if b.bold and abs(b.size - self.body) <= 1.0 and len(text) <= 80 and not text.endswith((".", ",")):
             return levels.get((-1.0, True), 0)
         return 0
 
@@ -561,6 +645,24 @@ class Document:
         return _render(blocks)
 
 
+def _line_pitch(pages: object) -> dict[float, float]:
+    """The usual distance from one line's top to the next's in a paragraph, per font size: the most common one
+    between neighbouring lines of a column (only sizes with enough such pairs, and a clear most common one)."""
+    seen: dict[float, Counter[float]] = defaultdict(Counter)
+    for lines in pages:
+        for a, b in zip(lines, lines[1:], strict=False):
+            if a.region == b.region and a.cells is None and b.cells is None and a.size == b.size \
+                    and 0 < b.top - a.top < 3 * a.size:
+                seen[a.size][round((b.top - a.top) * 2) / 2] += 1
+    out: dict[float, float] = {}
+    for size, pitches in seen.items():
+        total = sum(pitches.values())
+        pitch, n = pitches.most_common(1)[0]
+        if total >= 20 and n >= 0.3 * total:
+            out[size] = pitch
+    return out
+
+
 def _join_across_pages(blocks: list[Block]) -> None:
     """A word hyphenated at the foot of one page and finished at the head of the next is one word."""
     for a, b in zip(blocks, blocks[1:], strict=False):
@@ -602,6 +704,34 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+_EMPTY_RUN = re.compile(f"{B_OPEN}(\\s*){B_CLOSE}|{I_OPEN}(\\s*){I_CLOSE}")
+_GOES_ON = (re.compile(f"{B_CLOSE}(\\s*){B_OPEN}"), re.compile(f"{I_CLOSE}(\\s*){I_OPEN}"))
+_MARKS = re.compile(f"([{B_OPEN}{B_CLOSE}{I_OPEN}{I_CLOSE}])")
+_DELIMITER = {B_OPEN: ("**", True), B_CLOSE: ("**", False), I_OPEN: ("*", True), I_CLOSE: ("*", False)}
+
+
+def _emphasis(text: str) -> str:
+    """The marks as Markdown: a run closed and reopened across a space is one run, an empty run none, and a
+    mark left unpaired (a run-in heading taken off the line's start) is dropped or closed at the end."""
+    if not _MARKS.search(text):
+        return text
+    text = _EMPTY_RUN.sub(lambda m: m.group(1) or m.group(2) or "", text)
+    for pattern in _GOES_ON:
+        text = pattern.sub(r"\1", text)
+    out: list[str] = []
+    state = {"**": False, "*": False}
+    for part in _MARKS.split(text):
+        if part in _DELIMITER:
+            delim, opens = _DELIMITER[part]
+            if state[delim] != opens:
+                state[delim] = opens
+                out.append(delim)
+        else:
+            out.append(part)
+    out.append(("*" if state["*"] else "") + ("**" if state["**"] else ""))
+    return "".join(out)
+
+
 def _render(blocks: list[Block]) -> tuple[list[str], list[int]]:
     lines: list[str] = []
     pages: list[int] = []
@@ -615,7 +745,7 @@ def _render(blocks: list[Block]) -> tuple[list[str], list[int]]:
     for b in blocks:
         text = _clean_hyphen(b.text)
         if b.kind != "row":
-            text = tidy(text)
+            text = tidy(plain(text) if b.kind == "h" else _emphasis(text))
             if not text:
                 continue
         if lines and not (b.kind == "row" and prev_kind == "row"):

@@ -1,0 +1,152 @@
+"""A PDF keeps what its type says: italic and bold words come out as Markdown emphasis, so a spell, a stat block or
+a magic item printed in a PDF is the same Markdown the rules chunker reads from a Markdown rulebook; paragraphs
+set apart by space or opened by a bold label stay apart, and a table inside a text column keeps all its columns.
+Each PDF is typeset here by reportlab in the standard Times faces (their names say Bold and Italic)."""
+from __future__ import annotations
+
+import io
+
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfgen import canvas
+
+from search.ingest.formats.pdf import read_pdf
+from search.ingest.rules import chunk_rules_layer
+
+BODY = ("A bright streak flashes from your pointing finger to a point you choose within range and then blossoms "
+        "with a low roar into an explosion of flame that fills the room").split()
+
+
+def _pdf(draw) -> bytes:
+    out = io.BytesIO()
+    c = canvas.Canvas(out, pagesize=A4)
+    draw(c)
+    c.save()
+    return out.getvalue()
+
+
+def _runs(c, x: float, y: float, runs: list[tuple[str, str]], size: float = 10) -> None:
+    """Draw (font, text) runs one after the other on a line, a space between them, as a typesetter sets them."""
+    for font, text in runs:
+        c.setFont(font, size)
+        c.drawString(x, y, text)
+        x += c.stringWidth(text + " ", font, size)
+
+
+def _filler(c, y: float, lines: int, pitch: float = 12) -> float:
+    """A paragraph of plain body lines (enough of them for the page's line pitch to be known); the y below it."""
+    for i in range(lines):
+        words = BODY[i % 5:i % 5 + 12]
+        _runs(c, 72, y, [("Times-Roman", " ".join(words))])
+        y -= pitch
+    return y
+
+
+def test_a_spell_printed_in_italic_and_bold_reads_as_the_markdown_spell_and_is_chunked_as_a_spell():
+    def draw(c):
+        y = _filler(c, 800, 24)
+        c.setFont("Helvetica-Bold", 16)
+        c.drawString(72, y - 14, "Fireball")
+        y -= 36
+        _runs(c, 72, y, [("Times-Italic", "3rd-level evocation")])  # paragraphs set 6 pt apart, lines 12 pt
+        y -= 18
+        for label, value in (("Casting Time:", "1 action"), ("Range:", "150 feet"),
+                             ("Components:", "V, S, M (a tiny ball of bat guano and sulfur)"),
+                             ("Duration:", "Instantaneous")):
+            _runs(c, 72, y, [("Times-Bold", label), ("Times-Roman", value)])
+            y -= 18
+        _runs(c, 72, y, [("Times-Roman", "Each creature in a 20-foot radius sphere must make a"),
+                         ("Times-Italic", "Dexterity"), ("Times-Roman", "saving throw. A target takes 8d6")])
+        _runs(c, 72, y - 12, [("Times-Roman", "fire damage on a failed save, or half as much on a success.")])
+        c.showPage()
+
+    layer = read_pdf(data=_pdf(draw), name="spells.pdf")
+    lines = layer.markdown.split("\n")
+    assert "*3rd-level evocation*" in lines
+    for line in ("**Casting Time:** 1 action", "**Range:** 150 feet", "**Duration:** Instantaneous",
+                 "**Components:** V, S, M (a tiny ball of bat guano and sulfur)"):
+        assert line in lines, layer.markdown
+    assert ("Each creature in a 20-foot radius sphere must make a *Dexterity* saving throw. A target takes 8d6 "
+            "fire damage on a failed save, or half as much on a success.") in lines
+    chunks = chunk_rules_layer(layer=layer, source="spells.pdf", ruleset_id="srd51", book_id="srd")
+    spell = next(ch for ch in chunks if ch.section_path[-1] == "Fireball")
+    assert spell.content_kind == "spell"
+    assert spell.traits["level"] == 3 and spell.traits["school"] == "evocation"
+
+
+def test_a_stat_block_keeps_its_labels_its_six_ability_columns_and_its_run_in_traits():
+    scores = [("STR", "21 (+5)"), ("DEX", "9 (-1)"), ("CON", "15 (+2)"), ("INT", "18 (+4)"), ("WIS", "15 (+2)"),
+              ("CHA", "18 (+4)")]
+
+    def draw(c):
+        y = _filler(c, 800, 22)
+        c.setFont("Helvetica-Bold", 16)
+        c.drawString(72, y - 14, "Aboleth")
+        y -= 36
+        _runs(c, 72, y, [("Times-Italic", "Large aberration, lawful evil")])
+        y -= 12  # the stat lines follow one another at the body's pitch: the bold labels open them
+        for label, value in (("Armor Class", "17 (natural armor)"), ("Hit Points", "135 (18d10+36)"),
+                             ("Speed", "10 ft., swim 40 ft.")):
+            _runs(c, 72, y, [("Times-Bold", label), ("Times-Roman", value)])
+            y -= 12
+        for i, (name, score) in enumerate(scores):  # the ability table, inside the text column
+            _runs(c, 74 + 45 * i, y - 2, [("Times-Bold", name)], size=7.5)
+            _runs(c, 74 + 45 * i, y - 12, [("Times-Roman", score)], size=7.5)
+        y -= 28
+        _runs(c, 72, y, [("Times-BoldItalic", "Mucous Cloud."),
+                         ("Times-Roman", "While underwater, the aboleth is surrounded by transformative")])
+        _runs(c, 72, y - 12, [("Times-Roman", "mucus. A creature that touches the aboleth must make a DC")])
+        _runs(c, 72, y - 24, [("Times-Roman", "14 Constitution saving throw or be diseased for 1d4 hours.")])
+        _runs(c, 72, y - 36, [("Times-Bold", "Challenge"), ("Times-Roman", "10 (5,900 XP)")])
+        c.showPage()
+
+    layer = read_pdf(data=_pdf(draw), name="monsters.pdf")
+    lines = layer.markdown.split("\n")
+    for line in ("*Large aberration, lawful evil*", "**Armor Class** 17 (natural armor)",
+                 "**Hit Points** 135 (18d10+36)", "**Speed** 10 ft., swim 40 ft.", "**Challenge** 10 (5,900 XP)",
+                 "| STR | DEX | CON | INT | WIS | CHA |",
+                 "| 21 (+5) | 9 (-1) | 15 (+2) | 18 (+4) | 15 (+2) | 18 (+4) |",
+                 "***Mucous Cloud.*** While underwater, the aboleth is surrounded by transformative mucus. A "
+                 "creature that touches the aboleth must make a DC 14 Constitution saving throw or be diseased "
+                 "for 1d4 hours."):
+        assert line in lines, layer.markdown
+    chunks = chunk_rules_layer(layer=layer, source="monsters.pdf", ruleset_id="srd51", book_id="srd")
+    monster = next(ch for ch in chunks if ch.section_path[-1] == "Aboleth")
+    assert monster.content_kind == "monster"
+    assert monster.traits["size"] == "large" and monster.traits["type"] == "aberration"
+    assert monster.traits["cr"] == "10"
+
+
+def test_a_bold_label_after_a_sentence_opens_a_paragraph_and_a_wrapped_label_paragraph_stays_whole():
+    def draw(c):
+        y = _filler(c, 800, 24)
+        _runs(c, 72, y, [("Times-Bold", "Armor Class (AC)."),
+                         ("Times-Roman", "Armor protects its wearer from attacks. The armor you wear")])
+        _runs(c, 72, y - 12, [("Times-Roman", "and the shield you carry determine your base Armor Class.")])
+        _runs(c, 72, y - 24, [("Times-Bold", "Heavy Armor."),
+                              ("Times-Roman", "Heavier armor interferes with the wearer's ability to move")])
+        _runs(c, 72, y - 36, [("Times-Roman", "quickly, stealthily, and freely.")])
+        c.showPage()
+
+    lines = read_pdf(data=_pdf(draw), name="armor.pdf").markdown.split("\n")
+    assert ("**Armor Class (AC).** Armor protects its wearer from attacks. The armor you wear and the shield you "
+            "carry determine your base Armor Class.") in lines
+    assert ("**Heavy Armor.** Heavier armor interferes with the wearer's ability to move quickly, stealthily, "
+            "and freely.") in lines
+
+
+def test_an_italic_run_wrapped_over_two_lines_is_one_emphasis_and_headings_carry_no_marks():
+    def draw(c):
+        y = _filler(c, 800, 24)
+        c.setFont("Helvetica-Bold", 16)
+        c.drawString(72, y - 14, "Cloak of Elvenkind")
+        y -= 36
+        _runs(c, 72, y, [("Times-Roman", "The cloak is described in the"),
+                         ("Times-Italic", "Dungeon Master's Guide, where the wondrous items of")])
+        _runs(c, 72, y - 12, [("Times-Italic", "the old kingdoms"), ("Times-Roman", "are listed by rarity.")])
+        c.showPage()
+
+    lines = read_pdf(data=_pdf(draw), name="items.pdf").markdown.split("\n")
+    assert ("The cloak is described in the *Dungeon Master's Guide, where the wondrous items of the old kingdoms* "
+            "are listed by rarity.") in lines
+    assert any(line.startswith("#") and line.endswith(" Cloak of Elvenkind") for line in lines)
+    assert not any(line.startswith("#") and "*" in line for line in lines)
