@@ -127,14 +127,14 @@ def run_pass(*, user, timings_out: dict[str, list[float]] | None, record: dict |
     from django.db import transaction
 
     from people.models import Search
-    from people.service.searches import run_search
+    from people.service.searches import SearchRequest, run_search
 
     out = []
     for q in QUERIES:
         timings: dict[str, float] = {}
         t = time.perf_counter()
         with transaction.atomic():
-            res = run_search(user=user, query=q, timings=timings)
+            res = run_search(user=user, asked=SearchRequest(query=q), timings=timings)
         out.append((time.perf_counter() - t) * 1000)
         if timings_out is not None:
             for k, v in timings.items():

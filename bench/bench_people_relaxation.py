@@ -41,7 +41,7 @@ def main() -> None:
     from credits.ledger import grant
     from people.importing.demo import generate_records
     from people.importing.importer import import_records, rebuild_hnsw
-    from people.service.searches import run_search
+    from people.service.searches import SearchRequest, run_search
 
     import_records(((i, r) for i, r in enumerate(generate_records(args.count, seed=7), 1)), embed="inline",
                    total=args.count, show_progress=False)
@@ -56,7 +56,7 @@ def main() -> None:
             found[on] = 0
             for q in qs:
                 with override_settings(PEOPLE_SEARCH={"RELAX_INTENT_TIER": on}), transaction.atomic():
-                    out = run_search(user=user, query=q)
+                    out = run_search(user=user, asked=SearchRequest(query=q))
                 found[on] += bool(out["people"])
                 if on and out["relaxation"]["dropped"] and any(d["constraint"] == "intent"
                                                               for d in out["relaxation"]["dropped"]):

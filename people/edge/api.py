@@ -48,7 +48,8 @@ class SearchView(APIView):
         enforce(request, group="search")
         ser = SearchRequestSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
-        return Response(SearchResponseSerializer(searches.run_search(user=request.user, **ser.validated_data)).data)
+        return Response(SearchResponseSerializer(searches.run_search(
+            user=request.user, asked=searches.SearchRequest(**ser.validated_data))).data)
 
 
 class SearchDetailView(APIView):

@@ -82,7 +82,8 @@ def people_search(request: HttpRequest) -> HttpResponse:
                 raise BadInput(str(errors[0]), field=field)
             enforce(request, group="search")
             ctx["result"] = _idempotent_json(request, endpoint="POST /api/search", payload=payload,
-                                             work=lambda: searches.run_search(user=request.user, **ser.validated_data))
+                                             work=lambda: searches.run_search(
+                                                 user=request.user, asked=searches.SearchRequest(**ser.validated_data)))
         elif request.GET.get("search_id"):
             ctx["result"] = searches.get_search(user=request.user, search_id=request.GET["search_id"])
     except ApiError as exc:

@@ -42,7 +42,7 @@ from people.parsing.gazetteer import current as current_gazetteer
 from people.parsing.normalize import normalize_date
 from people.parsing.semantic import vocabulary as semantic_vocabulary
 from people.retrieval.tiers import POLICIES
-from people.service.searches import run_search
+from people.service.searches import SearchRequest, run_search
 
 FULL = 3
 CARD_KINDS = ("intent", "seniority", "company", "city", "time")
@@ -302,7 +302,7 @@ def run_queries(*, user: User, queries: list[BenchQuery], overrides: dict[str, A
         for q in tqdm(queries, desc=label or "people benchmark", disable=not show_progress, leave=False):
             t0 = time.perf_counter()
             with transaction.atomic():
-                res = run_search(user=user, query=q.text)
+                res = run_search(user=user, asked=SearchRequest(query=q.text))
                 transaction.set_rollback(True)
             ms = (time.perf_counter() - t0) * 1000
             shown = [p["id"] for p in res["people"]]

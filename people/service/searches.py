@@ -73,11 +73,31 @@ def embed_query_texts(texts: list[str]) -> np.ndarray:
     return np.asarray(vecs, dtype=np.float32)
 
 
-def _create_search(*, user: User, query: str, parsed: dict, overrides: dict, tier: int | None,
-                   started: float, relaxation: dict[str, Any], refinement: str) -> Search:
+@dataclass(frozen=True)
+class SearchRequest:
+    """One people search as asked: the text, and the searcher's overrides, which beat what the text says.
+
+    Why one value: the API and the page validate it (SearchRequestSerializer) and run_search carries it whole to
+    the parse (the overrides applied) and to the stored Search row (its `filters`), so the four overrides cannot
+    drift apart on the way."""
+
+    query: str
+    open_to_work_only: bool | None = None
+    preferred_locations: list[str] | None = None
+    salary_min: int | None = None
+    salary_max: int | None = None
+
+    def overrides(self) -> dict[str, Any]:
+        """The overrides as the Search row keeps them (`filters`)."""
+        return {"open_to_work_only": self.open_to_work_only, "preferred_locations": self.preferred_locations or [],
+                "salary_min": self.salary_min, "salary_max": self.salary_max}
+
+
+def _create_search(*, user: User, asked: SearchRequest, parsed: dict, tier: int | None, started: float,
+                   relaxation: dict[str, Any], refinement: str) -> Search:
     k = C()
     search = Search.objects.create(
-        searcher=user, query_text=query, parsed_constraints=parsed, filters=overrides,
+        searcher=user, query_text=asked.query, parsed_constraints=parsed, filters=asked.overrides(),
         latency_ms=int((time.perf_counter() - started) * 1000),
         extra={"fallback_tier": tier, "relaxation": relaxation, "refinement": refinement},
         expires_at=timezone.now() + timedelta(hours=k.SEARCH_RESULT_EXPIRY_HOURS))
@@ -102,12 +122,12 @@ def card_response(card: ExperienceCard, *, children: list | None = None) -> dict
     return out
 
 
-def _understand(query: str, *, timings: dict[str, float] | None, open_to_work_only: bool | None,
-                salary_max: int | None, preferred_locations: list[str] | None) -> tuple[dict[str, Any], np.ndarray]:
+def _understand(asked: SearchRequest, *, timings: dict[str, float] | None) -> tuple[dict[str, Any], np.ndarray]:
     """Steps 3-5: the parse, then one embedding call for the query text and the role phrases no vocabulary entry
     has (people.parsing.semantic), then those phrases mapped by meaning, the normalisation and the request's overrides.
     Why the embedding sits between parse and normalisation: a query with unknown role words then costs one model
     call, not two."""
+    query = asked.query
     with _stage(timings, "parse"):
         gazetteer = current_gazetteer()
         payload = parse_query(query, gazetteer=gazetteer)
@@ -122,8 +142,8 @@ def _understand(query: str, *, timings: dict[str, float] | None, open_to_work_on
         if deterministic:
             payload = enrich_semantic(payload, gazetteer=gazetteer, vectors=vecs[1:] if phrases else None)
         parsed = validate_and_normalize(payload, query=query)
-        parsed = apply_overrides(parsed, open_to_work_only=open_to_work_only, salary_max=salary_max,
-                                 preferred_locations=preferred_locations)
+        parsed = apply_overrides(parsed, open_to_work_only=asked.open_to_work_only, salary_max=asked.salary_max,
+                                 preferred_locations=asked.preferred_locations)
     return parsed, (vecs[0] if len(vecs) else np.zeros(0, dtype=np.float32))
 
 
@@ -140,29 +160,24 @@ class _Ranking:
     unmet: dict[Any, list]
 
 
-def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
-               preferred_locations: list[str] | None = None, salary_min: int | None = None,
-               salary_max: int | None = None, timings: dict[str, float] | None = None,
+def run_search(*, user: User, asked: SearchRequest, timings: dict[str, float] | None = None,
                exact_scan: bool = False) -> dict[str, Any]:
-    """Run one paid people search. Must run inside a transaction (the view's run_idempotent gives one)."""
+    """Run one paid people search, `asked`. Must run inside a transaction (the view's run_idempotent gives one)."""
     k = C()
     started = time.perf_counter()
     assert transaction.get_connection().in_atomic_block, "run_search must run inside a transaction"
     # 2. credit pre-check
     require_balance(user=user, amount=k.SEARCH_COST)
     # 3-5. parse, embed, map role words by meaning, normalise, overrides
-    parsed, qvec = _understand(query, timings=timings, open_to_work_only=open_to_work_only, salary_max=salary_max,
-                               preferred_locations=preferred_locations)
-    overrides = {"open_to_work_only": open_to_work_only, "preferred_locations": preferred_locations or [],
-                 "salary_min": salary_min, "salary_max": salary_max}
+    parsed, qvec = _understand(asked, timings=timings)
     understanding = {"parser": parsed.get("parser", "deterministic"), "understood": parsed.get("understood", []),
                      "unused_terms": parsed.get("unused_terms", [])}
     # 6. empty vector -> empty (charged) response
     if qvec.size == 0 or not np.isfinite(qvec).all() or float(np.linalg.norm(qvec)) == 0.0:
         relaxation = describe_relaxation(parsed=parsed, tier=None, people_per_tier={})
         with _stage(timings, "persist"):
-            search = _create_search(user=user, query=query, parsed=parsed, overrides=overrides, tier=None,
-                                    started=started, relaxation=relaxation, refinement="off")
+            search = _create_search(user=user, asked=asked, parsed=parsed, tier=None, started=started,
+                                    relaxation=relaxation, refinement="off")
         return {"search_id": str(search.pk), "parsed": understanding, "relaxation": relaxation,
                 "refinement": "off", "people": []}
     # 7-14. retrieve with fallback tiers, lexical bonus, rank, load, tiebreak
@@ -170,8 +185,8 @@ def run_search(*, user: User, query: str, open_to_work_only: bool | None = None,
     refinement = "pending" if result.ranked and is_configured() else "off"
     with _stage(timings, "persist"):
         # 12 / 15. Search row + debit (an empty ranking is still charged)
-        search = _create_search(user=user, query=query, parsed=parsed, overrides=overrides, tier=result.tier,
-                                started=started, relaxation=result.relaxation, refinement=refinement)
+        search = _create_search(user=user, asked=asked, parsed=parsed, tier=result.tier, started=started,
+                                relaxation=result.relaxation, refinement=refinement)
         if not result.ranked:
             return {"search_id": str(search.pk), "parsed": understanding, "relaxation": result.relaxation,
                     "refinement": refinement, "people": []}

@@ -35,7 +35,7 @@ def build_world(tmp: Path) -> World:
     from accounts.apikeys import issue_api_key
     from accounts.models import User
     from credits.ledger import grant
-    from people.service.searches import run_search
+    from people.service.searches import SearchRequest, run_search
     from projects.models import Membership, Project
     from search.engine.applier import apply_outbox
     from search.engine.pipeline import QuerySpec, run_query
@@ -66,7 +66,7 @@ def build_world(tmp: Path) -> World:
     ]
     embed_all()
     with transaction.atomic():
-        search = run_search(user=user, query="backend engineers in bangalore")
+        search = run_search(user=user, asked=SearchRequest(query="backend engineers in bangalore"))
     session = run_query(user=user, project=project, spec=QuerySpec(q="deduct credits from a wallet"))
     source = Project.objects.create(slug=f"{PROJECT}-source", name="Fuzz source")
     Membership.objects.create(project=source, user=user, role="owner")

@@ -20,7 +20,7 @@ def directory():
 
 def run(user, query):
     with transaction.atomic():
-        return service.run_search(user=user, query=query)
+        return service.run_search(user=user, asked=service.SearchRequest(query=query))
 
 
 def test_unknown_role_words_cost_no_second_embedding_call_and_become_the_role(directory, make_user, monkeypatch):
