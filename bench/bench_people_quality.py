@@ -34,6 +34,7 @@ def load_directory(*, name: str, count: int) -> None:
 
     from people.importing.demo import generate_records
     from people.importing.importer import import_file, import_records, rebuild_hnsw
+    from people.models import ImportJob
     from people.parsing.vocabulary import rebuild_vocabulary
 
     with connection.cursor() as cur:
@@ -48,7 +49,8 @@ def load_directory(*, name: str, count: int) -> None:
                                   cities=OTHER_CITIES):
             buf.write(json.dumps(r) + "\n")
         buf.seek(0)
-        _job, report = import_file(lines=buf, file_format="jsonl", source_name="other.jsonl", embed="inline")
+        _job, report = import_file(lines=buf, job=ImportJob(file_format="jsonl", source_name="other.jsonl"),
+                                    embed="inline")
         assert not report.errors, report.errors[:3]
     rebuild_hnsw()
     with connection.cursor() as cur:

@@ -150,8 +150,5 @@ class ImportJobAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: ImportJob, form: forms.ModelForm, change: bool) -> None:
         up = form.cleaned_data["upload"]
         text = io.TextIOWrapper(up.file, encoding="utf-8", newline="")
-        job, _report = import_file(lines=text, file_format=form.cleaned_data["file_format"], source_name=up.name,
-                                   user=request.user, embed=form.cleaned_data["embed"])
-        obj.pk = job.pk  # the admin's redirect then opens the job with its report
-        obj._state.adding = False
-        obj.refresh_from_db()
+        obj.file_format, obj.source_name, obj.created_by = form.cleaned_data["file_format"], up.name, request.user
+        import_file(lines=text, job=obj, embed=form.cleaned_data["embed"])  # saves obj: the redirect opens its report

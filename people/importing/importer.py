@@ -390,16 +390,19 @@ def read_csv(lines: Iterable[str]) -> Iterator[tuple[int, Any]]:
         yield line, rec
 
 
-def import_file(*, lines: Iterable[str], file_format: str, source_name: str = "", user: Any = None,
-                embed: str = "celery", batch_size: int = 1000, total: int | None = None, show_progress: bool = False,
-                rebuild_index: bool = False) -> tuple[Any, ImportReport]:
+def import_file(*, lines: Iterable[str], job: ImportJob, embed: str = "celery", batch_size: int = 1000,
+                total: int | None = None, show_progress: bool = False,
+                rebuild_index: bool = False) -> tuple[ImportJob, ImportReport]:
     """What `manage.py import_people` and the admin upload both run: an ImportJob row, the import, its report.
 
-    The job row exists before the first batch commits, so the Celery embedding tasks can advance its progress."""
-    if file_format not in ("jsonl", "csv"):
-        raise ValueError(f"unknown format {file_format!r}: jsonl or csv")
-    job = ImportJob.objects.create(source_name=source_name[:300], file_format=file_format, created_by=user)
-    reader = read_csv if file_format == "csv" else read_jsonl
+    `job`: the import as asked, unsaved: its file_format, source_name and created_by (the admin's upload form builds
+    exactly this row). It is saved before the first batch commits, so the Celery embedding tasks can advance its
+    progress."""
+    if job.file_format not in ("jsonl", "csv"):
+        raise ValueError(f"unknown format {job.file_format!r}: jsonl or csv")
+    job.source_name = (job.source_name or "")[:300]
+    job.save()
+    reader = read_csv if job.file_format == "csv" else read_jsonl
     report = import_records(reader(lines), embed=embed, batch_size=batch_size, total=total,
                             show_progress=show_progress, rebuild_index=rebuild_index, job_id=str(job.pk))
     done = report.embedded if embed == "inline" else 0

@@ -5,6 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from people.importing.importer import import_file
+from people.models import ImportJob
 
 
 class Command(BaseCommand):
@@ -30,9 +31,9 @@ class Command(BaseCommand):
             with path.open(encoding="utf-8", newline="") as fh:
                 total = sum(1 for line in fh if line.strip()) - (1 if fmt == "csv" else 0)
             with path.open(encoding="utf-8", newline="") as fh:
-                job, report = import_file(lines=fh, file_format=fmt, source_name=path.name, embed=opts["embed"],
-                                          batch_size=opts["batch_size"], total=max(total, 0), show_progress=True,
-                                          rebuild_index=opts["rebuild_index"])
+                job, report = import_file(lines=fh, job=ImportJob(file_format=fmt, source_name=path.name),
+                                          embed=opts["embed"], batch_size=opts["batch_size"], total=max(total, 0),
+                                          show_progress=True, rebuild_index=opts["rebuild_index"])
         except (OSError, UnicodeDecodeError) as exc:
             raise CommandError(f"cannot read {path}: {exc}") from exc
         for err in report.errors[:50]:

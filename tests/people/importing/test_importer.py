@@ -29,7 +29,7 @@ def test_jsonl_writes_good_rows_and_reports_every_bad_one_with_line_field_reason
                   {**GOOD, "external_id": "hr-4", "profile": {"work_preferred_salary_min": -5}},
                   {**GOOD, "display_name": "Dup"}, {**GOOD, "external_id": "hr-5", "id": "nope"},
                   {**GOOD, "external_id": "hr-6", "profile": {"open_to_work": "maybe"}})
-    job, report = import_file(lines=lines, file_format="jsonl", embed="none")
+    job, report = import_file(lines=lines, job=ImportJob(file_format="jsonl"), embed="none")
     got = [(e["line"], e["field"]) for e in report.errors]
     assert got == [(2, ""), (3, "display_name"), (4, "cards[0].end_date"), (5, "profile.work_preferred_salary_min"),
                    (6, "external_id"), (7, "id"), (8, "profile.open_to_work")]
@@ -43,11 +43,11 @@ def test_jsonl_writes_good_rows_and_reports_every_bad_one_with_line_field_reason
 
 
 def test_reimporting_the_same_file_changes_nothing_and_a_changed_row_updates_in_place(user):
-    import_file(lines=jsonl(GOOD), file_format="jsonl", embed="none")
+    import_file(lines=jsonl(GOOD), job=ImportJob(file_format="jsonl"), embed="none")
     person = Person.objects.get()
     card_ids = set(ExperienceCard.objects.values_list("id", flat=True))
     stamp = ExperienceCard.objects.get().updated_at
-    _job, again = import_file(lines=jsonl(GOOD), file_format="jsonl", embed="none")
+    _job, again = import_file(lines=jsonl(GOOD), job=ImportJob(file_format="jsonl"), embed="none")
     assert (again.created, again.updated, again.unchanged) == (0, 0, 1)
     assert set(ExperienceCard.objects.values_list("id", flat=True)) == card_ids
     assert ExperienceCard.objects.get().updated_at == stamp  # not even rewritten
@@ -61,7 +61,7 @@ def test_reimporting_the_same_file_changes_nothing_and_a_changed_row_updates_in_
     s = Search.objects.create(searcher=user, query_text="q", expires_at=timezone.now() + timedelta(hours=1))
     SearchResult.objects.create(search=s, person=person, rank=1, score=0.5)
     changed = {**GOOD, "headline": "Staff Backend", "cards": GOOD["cards"] + [{"title": "Intern", "company": "Acme"}]}
-    _job, upd = import_file(lines=jsonl(changed), file_format="jsonl", embed="none")
+    _job, upd = import_file(lines=jsonl(changed), job=ImportJob(file_format="jsonl"), embed="none")
     assert (upd.created, upd.updated, upd.unchanged) == (0, 1, 0)
     assert Person.objects.get().headline == "Staff Backend" and Person.objects.get().pk == person.pk
     assert ExperienceCard.objects.count() == 2 and ExperienceCardChild.objects.count() == 1
@@ -77,7 +77,7 @@ e-3,Ana Lima,1,,Data Engineer,Brightwave,Lyon,France,2019-01-01,spark,
 
 
 def test_csv_groups_rows_into_people_and_reports_the_card_row_that_failed():
-    _job, report = import_file(lines=io.StringIO(CSV_TEXT), file_format="csv", embed="none")
+    _job, report = import_file(lines=io.StringIO(CSV_TEXT), job=ImportJob(file_format="csv"), embed="none")
     assert report.errors == [{"line": 4, "field": "cards[0].start_date",
                               "reason": "not a date (YYYY, YYYY-MM or YYYY-MM-DD): 'last year'"}]
     assert report.created == 2 and report.cards == 3 and report.children == 2
@@ -87,12 +87,12 @@ def test_csv_groups_rows_into_people_and_reports_the_card_row_that_failed():
     prof = PersonProfile.objects.get(person=mira)
     assert prof.open_to_work is True and prof.work_preferred_locations == ["tallinn", "remote"]
     assert list(ExperienceCard.objects.get(person=mira, company_norm="kestrel robotics").search_phrases) == ["go", "kafka"]
-    _job, again = import_file(lines=io.StringIO(CSV_TEXT), file_format="csv", embed="none")
+    _job, again = import_file(lines=io.StringIO(CSV_TEXT), job=ImportJob(file_format="csv"), embed="none")
     assert again.unchanged == 2 and again.created == again.updated == 0
 
 
 def test_csv_with_an_unknown_column_is_rejected_at_the_header():
-    _job, report = import_file(lines=io.StringIO("display_name,salary\nA,1\n"), file_format="csv", embed="none")
+    _job, report = import_file(lines=io.StringIO("display_name,salary\nA,1\n"), job=ImportJob(file_format="csv"), embed="none")
     assert report.errors[0]["line"] == 1 and report.errors[0]["field"] == "header"
     assert "salary" in report.errors[0]["reason"] and Person.objects.count() == 0
     assert "evidence" in CSV_COLUMNS
@@ -112,7 +112,7 @@ def test_the_command_prints_the_summary_and_writes_the_full_report(tmp_path):
 
 @pytest.mark.django_db(transaction=True)
 def test_celery_embeds_the_imported_cards_and_advances_the_job(celery_worker_proc):
-    job, report = import_file(lines=jsonl(GOOD), file_format="jsonl", embed="celery")
+    job, report = import_file(lines=jsonl(GOOD), job=ImportJob(file_format="jsonl"), embed="celery")
     assert report.to_embed == 2 and job.embed_total == 2
     deadline = time.time() + 300  # a fresh worker loads torch and the model first: slow on a loaded machine
     while time.time() < deadline:
