@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -71,8 +72,24 @@ HUB_CITIES = ["bangalore"] * 5 + ["hyderabad"] * 2 + ["pune"] * 2 + ["mumbai"] *
                                                                                       "delhi", "kolkata", "kochi"]
 
 
-def _card(rng: random.Random, *, intent: str, sen: tuple, company: str, start: date, end: date | None,
-          city: str, country: str = "india") -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Stint:
+    """One job of a generated career: the work, its seniority (a SENIORITY row), where and when.
+
+    Why one value: the career walk decides these together and the card is written from all of them."""
+
+    intent: str
+    sen: tuple
+    company: str
+    start: date
+    end: date | None  # None: the current job
+    city: str
+    country: str = "india"
+
+
+def _card(rng: random.Random, *, stint: _Stint) -> dict[str, Any]:
+    intent, sen, company, city, country = stint.intent, stint.sen, stint.company, stint.city, stint.country
+    start, end = stint.start, stint.end
     role, skills, evidence = ROLES[intent]
     variant = rng.randrange(2)
     picked = skills[variant::2][:3] or skills[:3]
@@ -125,9 +142,9 @@ def generate_records(count: int, *, seed: int = 7, cards_per_person: tuple[int, 
             city = home if rng.random() < 0.7 else rng.choice(hubs)
             if rng.random() < 0.15:
                 intent = rng.choice(intents)
-            cards.append(_card(rng, intent=intent, sen=SENIORITY[min(sen_idx, len(SENIORITY) - 1)],
-                               company=rng.choice(companies), start=cursor, end=None if is_current else end, city=city,
-                               country=country_of.get(city, "india")))
+            cards.append(_card(rng, stint=_Stint(
+                intent=intent, sen=SENIORITY[min(sen_idx, len(SENIORITY) - 1)], company=rng.choice(companies),
+                start=cursor, end=None if is_current else end, city=city, country=country_of.get(city, "india"))))
             if rng.random() < 0.6:
                 sen_idx += 1
             cursor = end
