@@ -140,9 +140,11 @@ def main() -> None:
                     help="chunks for the fp32-vs-configured-precision ingest baseline (0 = skip)")
     ap.add_argument("--against", metavar="REV", help="compare query latency with git revision REV and stop")
     ap.add_argument("--rounds", type=int, default=2, help="with --against: alternations of REV and this tree")
+    ap.add_argument("--probe-files", type=int, default=80,
+                    help="with --against: generated modules per side (26 chunks each; fewer on a loaded machine)")
     args = ap.parse_args()
     if args.against:
-        compare(rev=args.against, rounds=args.rounds)
+        compare(rev=args.against, rounds=args.rounds, files=args.probe_files)
         return
     setup_django()
     from django.conf import settings
@@ -300,16 +302,17 @@ def main() -> None:
             "max_seq_length, bf16 weights).", "",
         ]
     lines += [machine(), "", f"Reproduce: `.venv/bin/python bench/bench_context.py --chunks {args.chunks}`"]
-    write_result("context" if args.chunks <= 10_000 else f"context-{args.chunks // 1000}k", "\n".join(lines))
+    # the default size keeps its file name; any other size gets its own, so a quick run never replaces the 10k figures
+    write_result("context" if args.chunks == 10_000 else f"context-{args.chunks // 1000}k", "\n".join(lines))
 
 
-def _probe(root: Path) -> dict:
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "latency_probe.py"), "--root", str(root)],
-                         capture_output=True, text=True, check=True)
+def _probe(root: Path, *, files: int) -> dict:
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "latency_probe.py"), "--root", str(root),
+                          "--files", str(files)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def compare(*, rev: str, rounds: int) -> None:
+def compare(*, rev: str, rounds: int, files: int) -> None:
     """Query latency of `rev` and of this tree, alternately, each in its own process; one table."""
     sha = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout.strip()
@@ -319,8 +322,8 @@ def compare(*, rev: str, rounds: int) -> None:
     runs: dict[str, list[dict]] = {"before": [], "after": []}
     try:
         for _ in range(rounds):
-            runs["before"].append(_probe(worktree))
-            runs["after"].append(_probe(ROOT))
+            runs["before"].append(_probe(worktree, files=files))
+            runs["after"].append(_probe(ROOT, files=files))
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
 
@@ -344,7 +347,8 @@ def compare(*, rev: str, rounds: int) -> None:
              f"{rounds} alternating processes per side, each after a warm-up pass); hybrid, no reranker.", "",
              table(["stage", "before p50 ms", "after p50 ms", "before p95 ms", "after p95 ms"], rows), "",
              f"Change in wall p50: {(p50(wa) / p50(wb) - 1):+.1%}; p95: {(pct(wa, 95) / pct(wb, 95) - 1):+.1%}.", "",
-             machine(), "", f"Reproduce: `.venv/bin/python bench/bench_context.py --against {rev}`"]
+             machine(), "", f"Reproduce: `.venv/bin/python bench/bench_context.py --against {rev} --rounds {rounds} "
+             f"--probe-files {files}`"]
     write_result("context-against", "\n".join(lines))
 
 
