@@ -3,8 +3,14 @@ commit changed are the gold, and the repository is indexed at the commit's paren
 
 Why real commits: a benchmark written by the people who tuned the ranking measures their taste; a commit message
 was written by someone else, for someone else, about code that had to change. The repositories are ones no part
-of the platform was tuned on (by default pallets/click and encode/httpx; never the Python stdlib, SymPy or this
-repository).
+of the platform was tuned on (by default pallets/click and encode/httpx, command-line libraries and an HTTP
+client, and networkx/networkx, graph algorithms, larger and of another domain; never the Python stdlib, SymPy or
+this repository).
+
+In time order: the measured commits are a repository's newest qualifying ones, and the cut-off is the first one's
+parent. Whatever learns from the repository (the adapted model, the self-judged fusion) does so once, at the
+cut-off, from the history and code up to it; every measured commit is later than anything it saw, as a user's next
+commit would be.
 
 Method, per repository (a local git directory, bare or not; nothing here touches the network):
 
@@ -26,26 +32,43 @@ Method, per repository (a local git directory, bare or not; nothing here touches
    span holds it; a pure insertion counts for the innermost definition that strictly contains it (lines before
    and after inside it). Innermost, not every enclosing one: a class spanning 500 lines around a changed method
    would otherwise be "found" by any chunk of the class.
-4. Rows: dense, sparse, fused (defaults: `legs="hybrid"`, `STAGES`), fused + graph expansion (`graph=True`, when
-   QuerySpec has the field), fused + graph boost (`graph_signal.graph_boost` after `path_prior`, when the module
-   exists), and fused with the fusion `choose_fusion --self-judged` picks at the first measured commit's parent
-   from the repository's own docstrings and the commit messages of its history up to that parent (so no
-   measured commit, nor any later one, takes part: an outside check of the label-free choice). Every row runs through `execute` with the same STAGES (so the path prior applies to all of them),
+4. Rows: dense, sparse, fused (today's default ranking: `legs="hybrid"`, `STAGES`), fused + graph expansion
+   (`graph=True`), fused + graph boost (`graph_signal.graph_boost` after `path_prior`), fused with the fusion
+   `choose_fusion --self-judged` picks at the cut-off; then the answers at the level agents edit: the fused
+   candidates regrouped into files and definitions by each aggregation of search.engine.aggregation (max, top3,
+   rrf; search.engine.locate's rank_files / rank_definitions), and `locate` itself (the product's call, the API's
+   spec: graph off, candidates 100). The history-adapted rows: the product's adaptation
+   (search.quality.adaptation.adapt, with history pairs: search.quality.history_training) runs once at the
+   cut-off on the dataset as synced there, every qualifying commit before it training (`history_check` off: the
+   measured commits are the check) and steps capped for a shared 2-core CPU (`--adapt-steps`, `--adapt-budget-s`);
+   a second dataset searched with that model (Dataset.embedding_model) follows the same branch, synced to each
+   parent as the first, and `fused` and `locate` run on it. Chunk rows run through `execute` with the same STAGES,
    top_k 50, candidates 100, budget 64,000 tokens, no logging.
-   Metrics: file recall@5/@10 (distinct files in result order), function recall@10 (a gold function is found
-   when a top-10 result's chunk span overlaps it in the same file; the graph row also counts the graph spans its
-   top-10 pack added), and pack tokens to cover the gold files (span tokens summed in the packer's spending order,
-   each file's macro summary the first time, until every gold file is in the pack): median over the commits it
-   covers, and the share covered.
+   Metrics: file recall@5/@10 (distinct files in result order; locate's and the regrouped rows' file ranking),
+   function recall@5/@10 (chunk rows: a gold function is found when a top-k result's chunk span overlaps it in the
+   same file, the graph row also counting the graph spans its top-10 pack added; locate and regrouped rows: the
+   gold definition is one of the top k definitions), tokens to cover the gold files (chunk rows: span tokens summed
+   in the packer's spending order, each file's macro summary the first time, until every gold file is in the
+   pack; locate rows: the listed definitions' source at the parent, in rank order, until every gold file has one),
+   and tokens to read the gold functions (the ranked chunks, or definitions, in order until every gold function
+   is among them): medians over the commits, a commit never covered counting as infinite, and the share covered.
+   Paired 95 % intervals: a bootstrap over commits of each row's difference from `fused` (locate adapted: from
+   locate).
 
 Get the repositories once (any git clone works; the defaults are the mirrors the helper tooling writes):
 
     git clone --bare https://github.com/pallets/click /work/.mirror/pallets+click/repo
     git clone --bare https://github.com/encode/httpx /work/.mirror/encode+httpx/repo
+    git clone --bare https://github.com/networkx/networkx /work/.mirror/networkx+networkx/repo
 
 Run (needs `git` on PATH):
 
     nice -n 5 .venv/bin/python bench/bench_code_commits.py [--repo PATH ...] [--commits 40] [--name code_commits]
+        [--adapt auto|off|label-free] [--adapt-steps 120] [--adapt-budget-s 600] [--no-self-judged]
+
+One report over several runs (each kept under the time a shared CPU allows), measuring nothing:
+
+    .venv/bin/python bench/bench_code_commits.py --pool bench/results/A.json --pool bench/results/B.json --name code_commits
 """
 from __future__ import annotations
 
@@ -54,6 +77,7 @@ import json
 import random
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -66,9 +90,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import RESULTS, machine, setup_django, table, write_result
-from search.quality.history_pairs import SKIPS, Verdict, judge  # pure: the product's commit filters, one copy
 
-DEFAULT_REPOS = ["/work/.mirror/pallets+click/repo", "/work/.mirror/encode+httpx/repo"]
+DEFAULT_REPOS = ["/work/.mirror/pallets+click/repo", "/work/.mirror/encode+httpx/repo",
+                 "/work/.mirror/networkx+networkx/repo"]
 BRANCH = "bench"
 TOP_K = 50
 CANDIDATES = 100
@@ -123,6 +147,8 @@ def old_side_lines(repo: Path, parent: str, sha: str, path: str) -> list[tuple[i
 
 def select_commits(repo: Path, *, n: int, parsed_langs: set[str]) -> tuple[list[Commit], dict[str, int]]:
     """The newest n qualifying first-parent commits, oldest first; -> (commits, why others were skipped)."""
+    # the product's commit filters, one copy; imported after setup_django (the module reaches the models)
+    from search.quality.history_pairs import SKIPS, Verdict, judge
     log = git(repo, "log", "--first-parent", "--format=%x1e%H%x1f%P%x1f%ct%x1f%B", "HEAD")
     skipped = dict.fromkeys(SKIPS, 0)
     picked: list[Commit] = []
@@ -208,6 +234,20 @@ def pack_spans(pack: dict[str, Any], top: list[Any]) -> list[dict[str, Any]]:
     return spans
 
 
+def tokens_to_read(ranked: list[tuple[tuple[str, int, int], int]], gold_fns: list[dict[str, Any]]) -> int | None:
+    """Tokens an agent reads, taking the ranked spans ((path, start, end), tokens) in order, until every gold
+    function overlaps one of them; None when the list never covers them (or there is no gold function)."""
+    if not gold_fns:
+        return None
+    used, missing = 0, list(gold_fns)
+    for span, tokens in ranked:
+        used += tokens
+        missing = [f for f in missing if not overlaps(span, f)]
+        if not missing:
+            return used
+    return None
+
+
 def tokens_to_cover(spans: list[dict[str, Any]], gold: set[str]) -> int | None:
     used, missing = 0, set(gold)
     for s in spans:
@@ -225,10 +265,13 @@ class Row:
     stages: tuple[Any, ...]
     graph_fn: bool = False  # also count the graph spans of a top-10 pack for function recall
     self_judged: bool = False  # run with the fusion `choose_fusion --self-judged` picks at the first parent
+    group: str = ""  # "locate": the product's locate(); an aggregation name: the fused candidates regrouped by it
+    adapted: bool = False  # on the project whose dataset is searched with the model adapted before the cut-off
 
 
 def measure(*, row: Row, project: Any, commit: Commit, gold_files: list[str], gold_fns: list[dict[str, Any]]
             ) -> dict[str, Any]:
+    from search.engine.packing import count_tokens
     from search.engine.pipeline import QuerySpec, execute
 
     spec = QuerySpec(q=commit.query, top_k=TOP_K, candidates=CANDIDATES, budget_tokens=BUDGET, log=False,
@@ -248,16 +291,88 @@ def measure(*, row: Row, project: Any, commit: Commit, gold_files: list[str], go
         graph_spans = len(extra)
         spans10 += [(s["path"], s["start_line"], s["end_line"]) for s in extra]
     found_fns = [f for f in gold_fns if any(overlaps(sp, f) for sp in spans10)]
+    found5 = [f for f in gold_fns if any(overlaps(sp, f) for sp in spans10[:5])]
     spans = pack_spans(run.pack, run.top)
     cover = tokens_to_cover(spans, gold)
     first = next((i for i, p in enumerate(files, start=1) if p in gold), None)
     return {"file_r5": len(gold & set(files[:5])) / len(gold), "file_r10": len(gold & set(files[:10])) / len(gold),
+            "fn_r5": (len(found5) / len(gold_fns)) if gold_fns else None,
             "fn_r10": (len(found_fns) / len(gold_fns)) if gold_fns else None,
+            "fn_tokens": tokens_to_read(
+                [((c.chunk.path, c.chunk.start_line, c.chunk.end_line), count_tokens(c.chunk.text)) for c in run.top],
+                gold_fns),
             "cover_tokens": cover, "pack_tokens": run.pack.get("tokens"), "pack_truncated": run.pack.get("truncated"),
             "graph_spans_top10": graph_spans if row.graph_fn else None,
             "graph_spans": sum(1 for s in spans if s.get("source") == "graph"),
             "first_gold_file_rank": first, "top_files": files[:10], "found_fns": [f["qualname"] for f in found_fns],
             "ms": round(ms, 1), "reranker": run.reranker_name, "models": run.embedding_models}
+
+
+def source_lines(*, clone: Path, sha: str, path: str, cache: dict[tuple[str, str], list[str]]) -> list[str]:
+    """The file's lines at `sha` (for the tokens of a definition's span), read once per commit and path."""
+    if (sha, path) not in cache:
+        cache[(sha, path)] = git(clone, "show", f"{sha}:{path}").splitlines()
+    return cache[(sha, path)]
+
+
+def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[str], gold_fns: list[dict[str, Any]],
+                    clone: Path, lines: dict[tuple[str, str], list[str]]) -> dict[str, Any]:
+    """Files and definitions as an agent gets them: `locate` itself (row.group "locate", the API's spec: graph off,
+    candidates 100), or the fused row's candidates regrouped by one aggregation (search.engine.aggregation).
+    Function recall: a gold definition is one of the top definitions (same file and span). Tokens: the listed
+    definitions' spans (their source at the parent) read in rank order, until every gold file has one listed and
+    until every gold function is listed."""
+    from search.engine.locate import MAX_TOP_FILES, MAX_TOP_FUNCTIONS, locate, rank_definitions, rank_files
+    from search.engine.packing import count_tokens
+    from search.engine.pipeline import QuerySpec, execute
+
+    t = time.perf_counter()
+    if row.group == "locate":
+        res = locate(user=None, project=project, spec=QuerySpec(q=commit.query, top_k=FN_K, candidates=CANDIDATES,
+                                                                graph=False, log=False),
+                     top_files=MAX_TOP_FILES, top_functions=MAX_TOP_FUNCTIONS)
+        files = [f["path"] for f in res.files]
+        defs = [(f["path"], f["start_line"], f["end_line"]) for f in res.functions]
+        models: list[str] = []
+        reranker = res.reranker
+    else:
+        spec = QuerySpec(q=commit.query, top_k=TOP_K, candidates=CANDIDATES, budget_tokens=BUDGET, log=False,
+                         **row.spec)
+        run = execute(spec=spec, project=project, stages=row.stages)
+        cands = [c for c in run.cands if c.chunk is not None]
+        files = [f["path"] for f in rank_files(cands=cands, aggregation=row.group, top=MAX_TOP_FILES)]
+        defs = [(d.path, d.start_line, d.end_line)
+                for d, _, _ in rank_definitions(cands=cands, aggregation=row.group, top=MAX_TOP_FUNCTIONS)]
+        models, reranker = run.embedding_models, run.reranker_name
+    ms = (time.perf_counter() - t) * 1000
+    gold = set(gold_files)
+    key = {(f["path"], f["start_line"], f["end_line"]): f for f in gold_fns}
+    ranked = [(d, count_tokens("\n".join(source_lines(clone=clone, sha=commit.parent, path=d[0], cache=lines)
+                                         [d[1] - 1:d[2]]))) for d in defs]
+    cover, used, missing = None, 0, set(gold)
+    for (path, _, _), tokens in ranked:
+        used += tokens
+        missing.discard(path)
+        if not missing:
+            cover = used
+            break
+    fn_tokens = None
+    if gold_fns:
+        used, want = 0, set(key)
+        for d, tokens in ranked:
+            used += tokens
+            want.discard(d)
+            if not want:
+                fn_tokens = used
+                break
+    first = next((i for i, p in enumerate(files, start=1) if p in gold), None)
+    return {"file_r5": len(gold & set(files[:5])) / len(gold), "file_r10": len(gold & set(files[:10])) / len(gold),
+            "fn_r5": (len(set(key) & set(defs[:5])) / len(gold_fns)) if gold_fns else None,
+            "fn_r10": (len(set(key) & set(defs[:FN_K])) / len(gold_fns)) if gold_fns else None,
+            "fn_tokens": fn_tokens, "cover_tokens": cover, "pack_tokens": None, "pack_truncated": None,
+            "graph_spans_top10": None, "graph_spans": 0, "first_gold_file_rank": first, "top_files": files[:10],
+            "found_fns": [key[d]["qualname"] for d in defs[:FN_K] if d in key], "ms": round(ms, 1),
+            "reranker": reranker, "models": models}
 
 
 def summarise(per_commit: list[dict[str, Any]], row: str) -> dict[str, Any]:
@@ -266,9 +381,16 @@ def summarise(per_commit: list[dict[str, Any]], row: str) -> dict[str, Any]:
     covered = [o["cover_tokens"] for o in outs if o["cover_tokens"] is not None]
     cover_all = sorted(o["cover_tokens"] if o["cover_tokens"] is not None else float("inf") for o in outs)
     cover_median = statistics.median(cover_all) if cover_all else None
+    fn5 = [o.get("fn_r5") for o in outs if o.get("fn_r5") is not None]
+    fn_read = sorted(o["fn_tokens"] if o.get("fn_tokens") is not None else float("inf") for o in outs
+                     if o["fn_r10"] is not None)
+    fn_read_median = statistics.median(fn_read) if fn_read else None
     return {"commits": len(outs), "file_r5": statistics.fmean(o["file_r5"] for o in outs) if outs else 0.0,
             "file_r10": statistics.fmean(o["file_r10"] for o in outs) if outs else 0.0,
             "fn_commits": len(fns), "fn_r10": statistics.fmean(fns) if fns else 0.0,
+            "fn_r5": statistics.fmean(fn5) if fn5 else 0.0,
+            "fn_tokens_median": fn_read_median if fn_read_median != float("inf") else None,
+            "fn_read": (sum(1 for x in fn_read if x != float("inf")) / len(fn_read)) if fn_read else 0.0,
             "cover_median": cover_median if cover_median != float("inf") else None,
             "covered": len(covered) / len(outs) if outs else 0.0,
             "graph_spans": statistics.fmean(o["graph_spans"] for o in outs) if outs else 0.0,
@@ -350,7 +472,8 @@ def check_exact(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
             "symbols_differ": differ, "reconcile_code_exact": code.exact, "reconcile_index_exact": index.exact}
 
 
-def rows_available() -> tuple[list[Row], list[str], list[str]]:
+def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool = True
+                   ) -> tuple[list[Row], list[str], list[str]]:
     """The rows this checkout can run, a TODO line for each it cannot yet, and what the product's default does.
 
     The dense, sparse and fused rows run without graph expansion and without the graph boost whatever the
@@ -372,27 +495,111 @@ def rows_available() -> tuple[list[Row], list[str], list[str]]:
     off = {"graph": False} if has_graph else {}
     rows = [Row("dense", {"legs": "dense", **off}, base), Row("sparse", {"legs": "sparse", **off}, base),
             Row("fused", dict(off), base)]
-    if importlib.util.find_spec("search.quality.self_judged") is not None:
+    if not self_judged:
+        todo.append("fused, self-judged fusion: not run (--no-self-judged)")
+    elif importlib.util.find_spec("search.quality.self_judged") is not None:
         rows.append(Row("fused, self-judged fusion", dict(off), base, self_judged=True))
     else:
         todo.append("fused, self-judged fusion: TODO, not measured (no search.quality.self_judged in this checkout)")
-    if has_graph:
+    if not graph:
+        todo.append("fused + graph expansion, fused + graph boost: not run (--no-graph)")
+    elif has_graph:
         from search.engine.graph_context import graph_wanted
 
         rows.append(Row("fused + graph expansion", {"graph": True}, base, graph_fn=True))
         defaults.append(f"graph expansion in the product's default packs: {'on' if graph_wanted(graph=None) else 'off'}")
     else:
         todo.append("fused + graph expansion: TODO, not measured (QuerySpec has no `graph` field in this checkout)")
-    if boost is not None:
+    if graph and boost is not None:
         rows.append(Row("fused + graph boost", dict(off), with_stage(base, boost, after=path_prior)))
         defaults.append(f"graph boost in the default STAGES: {'yes' if boost in STAGES else 'no'}")
-    else:
+    elif graph:
         todo.append("fused + graph boost: TODO, not measured (no search.engine.graph_signal.graph_boost in this "
                     "checkout)")
+    if importlib.util.find_spec("search.engine.locate") is not None:
+        from search.engine.aggregation import AGGREGATIONS, DEFAULT
+
+        rows += [Row(f"fused, regrouped by {m}" + (" (locate's default)" if m == DEFAULT else ""), dict(off), base,
+                     group=m) for m in AGGREGATIONS]
+        rows.append(Row("locate", {}, STAGES, group="locate"))
+    else:
+        todo.append("locate and the aggregations: TODO, not measured (no search.engine.locate in this checkout)")
+    history = history_adaptation()
+    if adapt == "off":
+        todo.append("history-adapted model: not run (--adapt off)")
+    elif history or adapt == "label-free":
+        kind = "history-adapted" if history else "label-free adapted (no history pairs in this checkout)"
+        rows += [Row(f"fused, {kind} model", dict(off), base, adapted=True),
+                 Row(f"locate, {kind} model", {}, STAGES, group="locate", adapted=True)]
+    else:
+        todo.append("history-adapted model: TODO, not measured (search.quality.adaptation does not mine commit "
+                    "pairs from a git source's history in this checkout; `--adapt label-free` measures the "
+                    "label-free adaptation in its place)")
     return rows, todo, defaults
 
 
-def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: set[str]) -> dict[str, Any]:
+def history_adaptation() -> bool:
+    """Does this checkout's adaptation mine (commit message -> changed function) pairs from a git source's history,
+    beside the label-free ones? (search.quality.adaptation reading search.quality.history_pairs.)"""
+    import dataclasses
+
+    from search.quality.adaptation import AdaptConfig
+
+    return "history" in {f.name for f in dataclasses.fields(AdaptConfig)}
+
+
+def adapt_before_cutoff(*, dataset: Any, name: str, steps: int, budget_s: float) -> dict[str, Any]:
+    """The product's adaptation on the dataset as synced at the cut-off (the first measured commit's parent), so only
+    the history before it (and the code at it) can train; -> the model's manifest. Every qualifying commit before
+    the cut-off trains (`history_check` off: the measured commits after it are this benchmark's check), no mined
+    pair is held out (its check is not what decides on code with history, and encoding it twice would cost more
+    than training here), and steps and time are capped for this CPU (the product's defaults: AdaptConfig)."""
+    import dataclasses
+
+    from search.quality.adaptation import AdaptConfig, adapt
+
+    known = {f.name for f in dataclasses.fields(AdaptConfig)}
+    want = {"steps": steps, "time_budget_s": budget_s, "heldout": 0.0, "history": True, "history_check": False}
+    cfg = AdaptConfig(**{k: v for k, v in want.items() if k in known})
+    res = adapt(name=name, dataset_ids=[dataset.pk], cfg=cfg, progress=False,
+                log=lambda m: print(f"adapt {name}: {m}", file=sys.stderr))
+    return res.manifest
+
+
+def start_adapted(*, dataset: Any, label: str, clone: Path, cutoff: str, steps: int, budget_s: float
+                  ) -> tuple[dict[str, Any], Any, Any]:
+    """Adapt at the cut-off, then a project whose dataset is searched with the model, synced to the cut-off;
+    -> (what the report says, that project, its dataset); a failed adaptation -> ({"error": ...}, None, None)."""
+    from projects.models import Project
+    from search.models import Dataset
+    from search.sources.spec import SourceSpec
+    from search.sources.sync import set_source
+
+    name = label.rsplit("/", 1)[-1]
+    model = f"bench-adapted-{name}"[:64]
+    t = time.perf_counter()
+    try:
+        manifest = adapt_before_cutoff(dataset=dataset, name=model, steps=steps, budget_s=budget_s)
+    except Exception as exc:  # noqa: BLE001 - the other rows still measure; the report says why this one did not
+        print(f"{label}: adaptation failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return {"error": f"{type(exc).__name__}: {exc}"}, None, None
+    adapt_s = time.perf_counter() - t
+    project = Project.objects.create(slug=f"bench-adapted-{name}"[:50], name=f"Bench adapted {label}")
+    ds = Dataset.objects.create(project=project, name=name, kind="code", embedding_model=model)
+    set_source(user=None, dataset=ds, interval_s=None,
+               spec=SourceSpec(type="git", config={"url": clone.as_uri(), "ref": BRANCH, "subdir": ""}, local=True))
+    first = sync_to(dataset=ds, clone=clone, sha=cutoff)
+    data = manifest.get("data", {})
+    return ({"model": model, "cutoff": cutoff, "adapt_s": round(adapt_s, 1), "first_sync": first,
+             "train_pairs": data.get("train_pairs"), "steps_by_type": data.get("steps_by_type"),
+             "training": {k: v for k, v in (manifest.get("training") or {}).items() if isinstance(v, (int, float, str))},
+             "cost": manifest.get("cost"),
+             "history": {k: v for k, v in (data.get("history") or {}).items() if k not in ("check", "train_shas")}},
+            project, ds)
+
+
+def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: set[str],
+               adapt_steps: int = 0, adapt_budget_s: float = 600.0) -> dict[str, Any]:
     from tqdm import tqdm
 
     from projects.models import Project
@@ -418,8 +625,19 @@ def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: 
     query_s = 0.0
     choice: dict[str, Any] = {}
     judged_project = project
+    adapted: dict[str, Any] = {}
+    adapted_project = adapted_dataset = None
+    errors: list[str] = []
+    lines: dict[tuple[str, str], list[str]] = {}
     for c in tqdm(commits, desc=label, unit="commit"):
         syncs.append(sync_to(dataset=dataset, clone=clone, sha=c.parent))
+        if adapt_steps and not adapted and any(r.adapted for r in rows):
+            # the cut-off: the first measured commit's parent; the model trains on what the dataset holds now (its
+            # history and code up to here), then a second dataset searched with it follows the same branch
+            adapted, adapted_project, adapted_dataset = start_adapted(
+                dataset=dataset, label=label, clone=clone, cutoff=c.parent, steps=adapt_steps, budget_s=adapt_budget_s)
+        elif adapted_dataset is not None:
+            sync_to(dataset=adapted_dataset, clone=clone, sha=c.parent)
         if not choice and any(r.self_judged for r in rows):
             # label-free fusion choice, once, on the code as it stood before the first measured commit (no commit
             # message or later code takes part); the row runs it on an in-memory copy of the project
@@ -442,9 +660,19 @@ def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: 
         c.old_lines = {p: r for p, r in c.old_lines.items() if p in indexed}
         fns = gold_functions(dataset, c)
         t = time.perf_counter()
-        outs = {row.name: measure(row=row, project=judged_project if row.self_judged else project, commit=c,
-                                  gold_files=gold_files, gold_fns=fns)
-                for row in rows}
+        outs = {}
+        for row in rows:
+            on = adapted_project if row.adapted else judged_project if row.self_judged else project
+            if on is None:
+                continue
+            try:
+                outs[row.name] = measure_grouped(row=row, project=on, commit=c, gold_files=gold_files, gold_fns=fns,
+                                                 clone=clone, lines=lines) if row.group else \
+                    measure(row=row, project=on, commit=c, gold_files=gold_files, gold_fns=fns)
+            except Exception as exc:  # noqa: BLE001 - one row's failure is reported, the others still measure
+                errors.append(f"{row.name} at {c.sha[:10]}: {type(exc).__name__}: {exc}")
+                print(f"{label}: {errors[-1]}", file=sys.stderr)
+        lines.clear()
         query_s += time.perf_counter() - t
         per_commit.append({"repo": label, "sha": c.sha, "parent": c.parent, "subject": c.subject, "query": c.query,
                            "gold_files": gold_files, "added_source": c.other_source, "changed_other": c.changed_other,
@@ -466,7 +694,7 @@ def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: 
                                       "median_s": statistics.median(s["s"] for s in later) if later else None,
                                       "median_files": statistics.median(s["files"] for s in later) if later else None,
                                       "total_s": sum(s["s"] for s in later)}},
-            "exact": exact, "query_s": query_s, "self_judged": choice}
+            "exact": exact, "query_s": query_s, "self_judged": choice, "adapted": adapted, "errors": errors}
 
 
 # --------------------------------------------------------------------------- report
@@ -489,13 +717,18 @@ def summary_table(per_commit: list[dict[str, Any]], rows: list[Row]) -> str:
     out = []
     for row in rows:
         s = summarise(per_commit, row.name)
+        if not s["commits"]:
+            continue
         cover = f"{s['cover_median']:,.0f}" if s["cover_median"] is not None else "not covered"
+        fn_read = f"{s['fn_tokens_median']:,.0f}" if s["fn_tokens_median"] is not None else "not covered"
         out.append([row.name, s["commits"], f"{s['file_r5']:.3f}", f"{s['file_r10']:.3f}",
-                    f"{s['fn_r10']:.3f} ({s['fn_commits']})", cover, f"{s['covered']:.0%}",
+                    f"{s['fn_r5']:.3f}", f"{s['fn_r10']:.3f} ({s['fn_commits']})", cover,
+                    f"{fn_read} ({s['fn_read']:.0%})",
                     f"{s['graph_spans']:.1f}" if row.spec.get("graph") else "—", f"{s['ms_p50']:.0f}"])
-    return table(["row", "commits", "file R@5", "file R@10", "function R@10 (commits with gold functions)",
-                  "pack tokens to cover the gold files (median)", "gold files covered by the pack",
-                  "graph spans per pack", "query p50 ms"], out)
+    return table(["row", "commits", "file R@5", "file R@10", "function R@5",
+                  "function R@10 (commits with gold functions)", "tokens to cover the gold files (median)",
+                  "tokens to read the gold functions (median; share covered)", "graph spans per pack",
+                  "query p50 ms"], out)
 
 
 def chart(reports: dict[str, list[dict[str, Any]]], rows: list[Row], *, path: Path) -> Path:
@@ -523,75 +756,58 @@ def chart(reports: dict[str, list[dict[str, Any]]], rows: list[Row], *, path: Pa
     return path
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repo", action="append", default=[],
-                    help="a local git directory (repeatable); default: " + ", ".join(DEFAULT_REPOS))
-    ap.add_argument("--commits", type=int, default=40, help="newest qualifying commits per repository")
-    ap.add_argument("--name", default="code_commits", help="results file name under bench/results/")
-    opts = ap.parse_args()
-    if shutil.which("git") is None:
-        sys.exit("git is not on PATH (commit selection and diffs use it)")
-    paths = [git_dir(p) for p in opts.repo] or [Path(p) for p in DEFAULT_REPOS if Path(p).is_dir()]
-    if len(paths) < 1:
-        sys.exit("no repository: pass --repo PATH (see the docstring for how to get the default ones)")
-    t_start = time.perf_counter()
-    setup_django()
-    from django.conf import settings
+def repo_section(r: dict[str, Any]) -> list[str]:
+    """A repository's paragraphs before its table: the index, the self-judged choice, the adapted model."""
+    parts: list[str] = []
+    ix = r["index"]
+    ls = ix["later_syncs"]
+    parts += [f"## {r['repo']}", "",
+              f"HEAD `{r['head'][:12]}`; {r['measured']} commits measured ({r['selected']} selected, "
+              f"{r['span'][0] if r['span'] else '—'} to {r['span'][1] if r['span'] else '—'}); the index at the "
+              f"last parent: {ix['files']} files, {ix['chunks']} chunks, {ix['symbols']} symbols. First sync "
+              f"{ix['first_sync'].get('s', 0):.0f} s ({ix['first_sync'].get('mode')}); "
+              f"{ls['n']} later syncs ({', '.join(ls['modes'])}): median {ls['median_s'] or 0:.1f} s and "
+              f"{ls['median_files'] or 0:g} files re-ingested or deleted each. Gold functions found in "
+              f"{sum(1 for c in r['per_commit'] if c['gold_functions'])} of {r['measured']} commits. "
+              + exact_line(r["exact"]), ""]
+    sj = r.get("self_judged") or {}
+    if sj:
+        kinds = "; ".join(
+            f"{name}: {t['queries']} queries" + (
+                f", its own pick-half best {t['pick_best']} (nDCG@10 {t['grid'][t['pick_best']]:.4f}; the "
+                f"default {t['grid'][sj['pick']['baseline']]:.4f})" if "grid" in t and sj.get("pick") else "") + (
+                f", confirm-half gain {t['confirm']['gain']:+.4f} (95 % lower bound "
+                f"{t['confirm']['gain_lower_95']:+.4f}, {'passes' if t.get('passes') else 'fails'})"
+                if "confirm" in t else ("" if t.get("used") else ", too few to take part"))
+            for name, t in (sj.get("types") or {}).items())
+        parts += [f"Self-judged fusion (choose_fusion --self-judged at the first parent, {sj['pairs']} documented "
+                  f"functions and {sj.get('history') or 0} commit messages from the history up to that parent, "
+                  f"never a measured commit): {'adopted' if sj['adopted'] else 'kept the default'} "
+                  f"{sj['label']}: {sj['reason']}." + (f" Pick-half best {sj['pick']['best']}; {kinds}."
+                                                       if sj.get("pick") else ""), ""]
+    if r.get("errors"):
+        parts += [f"Rows that failed ({len(r['errors'])}, left out of the means): " + "; ".join(r["errors"][:5]), ""]
+    ad = r.get("adapted") or {}
+    if ad.get("error"):
+        parts += [f"Adapted model: the adaptation at the cut-off failed ({ad['error']}); its rows were not measured.",
+                  ""]
+    elif ad:
+        tr = ad.get("training") or {}
+        hi = ad.get("history") or {}
+        cost = ad.get("cost") or {}
+        parts += [f"Adapted model `{ad['model']}`, trained at the cut-off `{ad['cutoff'][:12]}` (the first measured "
+                  f"commit's parent: only the history and code up to it) in {ad['adapt_s']:.0f} s (mining "
+                  f"{cost.get('mine_seconds', '?')} s, training {cost.get('train_seconds', '?')} s): "
+                  f"{tr.get('steps_run', '?')} steps ({tr.get('stopped', '')}); steps by pair type "
+                  f"{ad.get('steps_by_type')}; training pairs by type {ad.get('train_pairs')}; history: "
+                  + (f"{hi.get('train_commits')} commits, {hi.get('train_functions')} changed functions"
+                     if hi.get("used") else f"not used ({hi.get('why', 'no history in this checkout')})")
+                  + f". Its dataset's first sync at the cut-off: {ad['first_sync'].get('s', 0):.0f} s.", ""]
+    return parts
 
-    from search.ingest.syntax import GRAMMARS
 
-    parsed_langs = {"python", *GRAMMARS}
-    rows, todo, defaults = rows_available()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-commits-"))
-    settings.SOURCES_GIT_DIR = tmp / "mirrors"
-    try:
-        reports = [bench_repo(path=p, n=opts.commits, rows=rows, tmp=tmp, parsed_langs=parsed_langs) for p in paths]
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    total_s = time.perf_counter() - t_start
-    pooled = [c for r in reports for c in r["per_commit"]]
-    models = sorted({m for c in pooled for o in c["rows"].values() for m in (o["models"] or [])})
-    rerankers = sorted({str(o["reranker"]) for c in pooled for o in c["rows"].values()})
-
-    parts = ["# Code search judged on real commits", "",
-             f"The commit message is the query; the source files the commit modified or deleted, and the innermost "
-             f"functions/methods/classes its old-side diff touches, are the gold; each repository is indexed at the "
-             f"commit's parent through the product's git source (one full sync, then a diff sync per commit). "
-             f"Every row: top_k {TOP_K}, candidates {CANDIDATES}, budget {BUDGET:,} tokens, the same STAGES (path "
-             f"prior included). Recall is the mean over commits; pack tokens: span tokens summed in the packer's spending order "
-             f"until every gold file is in the pack, the median over all commits (a commit whose gold files the "
-             f"top-{TOP_K} pack never covers counts as infinite). Baseline: the dense and "
-             f"sparse rows of the same run. Method and selection rules: the script's docstring.", ""]
-    for r in reports:
-        ix = r["index"]
-        ls = ix["later_syncs"]
-        parts += [f"## {r['repo']}", "",
-                  f"HEAD `{r['head'][:12]}`; {r['measured']} commits measured ({r['selected']} selected, "
-                  f"{r['span'][0] if r['span'] else '—'} to {r['span'][1] if r['span'] else '—'}); the index at the "
-                  f"last parent: {ix['files']} files, {ix['chunks']} chunks, {ix['symbols']} symbols. First sync "
-                  f"{ix['first_sync'].get('s', 0):.0f} s ({ix['first_sync'].get('mode')}); "
-                  f"{ls['n']} later syncs ({', '.join(ls['modes'])}): median {ls['median_s'] or 0:.1f} s and "
-                  f"{ls['median_files'] or 0:g} files re-ingested or deleted each. Gold functions found in "
-                  f"{sum(1 for c in r['per_commit'] if c['gold_functions'])} of {r['measured']} commits. "
-                  + exact_line(r["exact"]), ""]
-        sj = r.get("self_judged") or {}
-        if sj:
-            kinds = "; ".join(
-                f"{name}: {t['queries']} queries" + (
-                    f", its own pick-half best {t['pick_best']} (nDCG@10 {t['grid'][t['pick_best']]:.4f}; the "
-                    f"default {t['grid'][sj['pick']['baseline']]:.4f})" if "grid" in t and sj.get("pick") else "") + (
-                    f", confirm-half gain {t['confirm']['gain']:+.4f} (95 % lower bound "
-                    f"{t['confirm']['gain_lower_95']:+.4f}, {'passes' if t.get('passes') else 'fails'})"
-                    if "confirm" in t else ("" if t.get("used") else ", too few to take part"))
-                for name, t in (sj.get("types") or {}).items())
-            parts += [f"Self-judged fusion (choose_fusion --self-judged at the first parent, {sj['pairs']} documented "
-                      f"functions and {sj.get('history') or 0} commit messages from the history up to that parent, "
-                      f"never a measured commit): {'adopted' if sj['adopted'] else 'kept the default'} "
-                      f"{sj['label']}: {sj['reason']}." + (f" Pick-half best {sj['pick']['best']}; {kinds}."
-                                                           if sj.get("pick") else ""), ""]
-        parts += [summary_table(r["per_commit"], rows), ""]
-    parts += [f"## Pooled ({len(reports)} repositories, {len(pooled)} commits)", "", summary_table(pooled, rows), ""]
+def paired_lines(pooled: list[dict[str, Any]], rows: list[Row]) -> list[str]:
+    """Each row's paired difference from the default (fused) and the baselines', and the adapted locate's from locate."""
     cis = []
     for other in ("dense", "sparse"):
         for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
@@ -599,40 +815,164 @@ def main() -> None:
             if ci:
                 cis.append(f"fused − {other}, {label}: {ci[0]:+.3f} (95 % paired bootstrap {ci[1]:+.3f} to "
                            f"{ci[2]:+.3f}, {ci[3]} commits)")
-    for extra in ("fused + graph expansion", "fused + graph boost", "fused, self-judged fusion"):
+    for extra in [r.name for r in rows if r.name not in ("dense", "sparse", "fused")]:
         if any(r.name == extra for r in rows):
             for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
                 ci = paired_ci(pooled, extra, "fused", metric)
                 if ci:
                     cis.append(f"{extra} − fused, {label}: {ci[0]:+.3f} (95 % paired bootstrap {ci[1]:+.3f} to "
                                f"{ci[2]:+.3f}, {ci[3]} commits)")
-    parts += ["Paired differences, pooled:", ""] + [f"- {x}" for x in cis] + [""]
-    if defaults:
-        parts += ["The product's defaults in this checkout (the fused row runs without either): "
-                  + "; ".join(defaults) + ".", ""]
-    if todo:
-        parts += ["Not measured in this run:", ""] + [f"- {t}" for t in todo] + [""]
-    png = chart({**{r["repo"]: r["per_commit"] for r in reports}, "pooled": pooled}, rows,
-                path=RESULTS / f"{opts.name}.png")
-    parts += [f"![code commits]({png.relative_to(RESULTS.parent.parent)})", "",
-              f"Dense model(s): {', '.join(models) or '—'}; reranker: {', '.join(rerankers)}. Whole run "
-              f"{total_s / 60:.1f} min (syncs {sum(r['index']['first_sync'].get('s', 0) + r['index']['later_syncs']['total_s'] for r in reports):.0f} s, "
-              f"queries {sum(r['query_s'] for r in reports):.0f} s).", "",
-              f"`nice -n 5 .venv/bin/python bench/bench_code_commits.py --commits {opts.commits}"
-              + "".join(f" --repo {p}" for p in opts.repo) + "`", "", machine(), ""]
-    write_result(opts.name, "\n".join(parts))
+    base = next((r for r in rows if r.name.startswith("locate") and not r.adapted), None)
+    for r in rows:
+        if r.adapted and r.group == "locate" and base is not None:
+            for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
+                ci = paired_ci(pooled, r.name, base.name, metric)
+                if ci:
+                    cis.append(f"{r.name} − {base.name}, {label}: {ci[0]:+.3f} (95 % paired bootstrap {ci[1]:+.3f} "
+                               f"to {ci[2]:+.3f}, {ci[3]} commits)")
+    return cis
+
+
+def amx_line() -> str:
+    """AMX said plainly (machine() names the bf16 flags): the encoder's speed depends on it."""
+    try:
+        flags = next((ln.split(":", 1)[1].split() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                      if ln.startswith("flags")), [])
+    except OSError:
+        flags = []
+    amx = [f for f in flags if f.startswith("amx")]
+    return f"AMX: {'yes (' + ', '.join(amx) + ')' if amx else 'no'}."
+
+
+def write_report(*, reports: list[dict[str, Any]], rows: list[Row], meta: dict[str, Any], name: str) -> None:
+    """The markdown (per repository, pooled, the paired intervals, the chart, each run's command and machine) and
+    the JSON a later `--pool` reads back."""
+    pooled = [c for r in reports for c in r["per_commit"]]
     for c in pooled:  # the JSON keeps each row's first five files; the models and reranker are said once
         for o in c["rows"].values():
             o["top_files"] = o["top_files"][:5]
             o.pop("models", None)
             o.pop("reranker", None)
-    (RESULTS / f"{opts.name}.json").write_text(json.dumps(
-        {"rows": [r.name for r in rows], "todo": todo, "defaults": defaults, "top_k": TOP_K,
-         "candidates": CANDIDATES, "budget": BUDGET, "dense_models": models, "rerankers": rerankers,
+    (RESULTS / f"{name}.json").write_text(json.dumps(
+        {**meta, "rows": [{"name": r.name, "graph": bool(r.spec.get("graph")), "group": r.group,
+                           "adapted": r.adapted, "self_judged": r.self_judged} for r in rows],
+         "top_k": TOP_K, "candidates": CANDIDATES, "budget": BUDGET,
          "pooled": {r.name: summarise(pooled, r.name) for r in rows},
          "repos": [{**rep, "summary": {r.name: summarise(rep["per_commit"], r.name) for r in rows}}
-                   for rep in reports],
-         "total_s": round(total_s, 1)}, indent=1, default=str) + "\n")
+                   for rep in reports]}, indent=1, default=str) + "\n")
+    parts = ["# Code search judged on real commits, in time order", "",
+             f"The commit message is the query; the source files the commit modified or deleted, and the innermost "
+             f"functions/methods/classes its old-side diff touches, are the gold; each repository is indexed at the "
+             f"commit's parent through the product's git source (one full sync, then a diff sync per commit). "
+             f"The measured commits are the newest qualifying ones; the cut-off is the first one's parent: what "
+             f"trains or chooses (the adapted model, the self-judged fusion) sees only the history and code up to "
+             f"it. Chunk rows: top_k {TOP_K}, candidates {CANDIDATES}, budget {BUDGET:,} tokens, the same STAGES "
+             f"(path prior included); function R@k: a top-k chunk overlaps the gold definition; tokens to cover the "
+             f"gold files: the pack's spans in the packer's spending order. Locate and regrouped rows: the files and "
+             f"definitions of the same candidates; function R@k: the gold definition is one of the top k; tokens: "
+             f"the listed definitions' source read in rank order. Tokens to read the gold functions: the ranked "
+             f"chunks (or definitions) read in order until every gold function is among them. Medians count a "
+             f"commit never covered as infinite. Recall is the mean over commits. Baselines, in the same run: the "
+             f"dense and sparse rows, and `fused` (today's default ranking). Method: the script's docstring.", ""]
+    for r in reports:
+        parts += repo_section(r)
+        parts += [summary_table(r["per_commit"], rows), ""]
+    parts += [f"## Pooled ({len(reports)} repositories, {len(pooled)} commits)", "", summary_table(pooled, rows), ""]
+    cis = paired_lines(pooled, rows)
+    parts += ["Paired differences, pooled (a bootstrap over commits, 2,000 resamples):", ""] + [f"- {x}" for x in cis] + [""]
+    if meta["defaults"]:
+        parts += ["The product's defaults in this checkout (the fused row runs without either): "
+                  + "; ".join(meta["defaults"]) + ".", ""]
+    if meta["todo"]:
+        parts += ["Not measured in this run:", ""] + [f"- {t}" for t in meta["todo"]] + [""]
+    png = chart({**{r["repo"]: r["per_commit"] for r in reports}, "pooled": pooled}, rows, path=RESULTS / f"{name}.png")
+    syncs = sum(r["index"]["first_sync"].get("s", 0) + r["index"]["later_syncs"]["total_s"] for r in reports)
+    parts += [f"![code commits]({png.relative_to(RESULTS.parent.parent)})", "",
+              f"Dense model(s): {', '.join(meta['models']) or '—'}; reranker: {', '.join(meta['rerankers'])}. "
+              f"Whole run{'s' if len(meta['runs']) > 1 else ''} {meta['total_s'] / 60:.1f} min (syncs {syncs:.0f} s, "
+              f"adaptation {sum((r.get('adapted') or {}).get('adapt_s', 0) for r in reports):.0f} s, "
+              f"queries {sum(r['query_s'] for r in reports):.0f} s).", ""]
+    for run in meta["runs"]:
+        parts += [f"`{run['command']}` ({run['minutes']:.1f} min)", "", run["machine"], ""]
+    write_result(name, "\n".join(parts))
+
+
+def pool_runs(*, files: list[str], name: str) -> None:
+    """One report over earlier runs' JSON files (each run under the per-run time a shared CPU allows)."""
+    runs = [json.loads(Path(f).read_text()) for f in files]
+    rows: list[Row] = []
+    for run in runs:
+        for r in run["rows"]:
+            if all(x.name != r["name"] for x in rows):
+                rows.append(Row(r["name"], {"graph": True} if r["graph"] else {}, (), group=r["group"],
+                                adapted=r["adapted"], self_judged=r["self_judged"]))
+    meta = {"todo": sorted({t for run in runs for t in run["todo"]}), "defaults": runs[0]["defaults"],
+            "models": sorted({m for run in runs for m in run["models"]}),
+            "rerankers": sorted({m for run in runs for m in run["rerankers"]}),
+            "total_s": sum(run["total_s"] for run in runs), "runs": [x for run in runs for x in run["runs"]]}
+    write_report(reports=[rep for run in runs for rep in run["repos"]], rows=rows, meta=meta, name=name)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repo", action="append", default=[],
+                    help="a local git directory (repeatable); default: " + ", ".join(DEFAULT_REPOS))
+    ap.add_argument("--commits", type=int, default=40, help="newest qualifying commits per repository")
+    ap.add_argument("--name", default="code_commits", help="results file name under bench/results/")
+    ap.add_argument("--no-self-judged", action="store_true", help="skip the self-judged fusion row")
+    ap.add_argument("--no-graph", action="store_true", help="skip the graph expansion and graph boost rows")
+    ap.add_argument("--adapt", choices=("auto", "off", "label-free"), default="auto",
+                    help="the adapted-model rows: auto (when adaptation mines history pairs), off, or label-free "
+                         "(run the adaptation this checkout has, labelled as such)")
+    ap.add_argument("--adapt-steps", type=int, default=120,
+                    help="training steps per repository (capped for a shared 2-core CPU; the product's default "
+                         "is AdaptConfig.steps)")
+    ap.add_argument("--adapt-budget-s", type=float, default=600.0,
+                    help="mining and training time budget per repository")
+    ap.add_argument("--pool", action="append", default=[],
+                    help="measure nothing: write one report pooling these earlier runs' JSON files (repeatable)")
+    opts = ap.parse_args()
+    if opts.pool:
+        pool_runs(files=opts.pool, name=opts.name)
+        return
+    if shutil.which("git") is None:
+        sys.exit("git is not on PATH (commit selection and diffs use it)")
+    paths = [git_dir(p) for p in opts.repo] or [Path(p) for p in DEFAULT_REPOS if Path(p).is_dir()]
+    if len(paths) < 1:
+        sys.exit("no repository: pass --repo PATH (see the docstring for how to get the default ones)")
+    t_start = time.perf_counter()
+    # a stopped run (SIGTERM) exits through atexit, so its embedded Postgres, Redis and Qdrant stop with it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    setup_django()
+    from django.conf import settings
+
+    from search.ingest.syntax import GRAMMARS
+
+    parsed_langs = {"python", *GRAMMARS}
+    rows, todo, defaults = rows_available(self_judged=not opts.no_self_judged, adapt=opts.adapt,
+                                          graph=not opts.no_graph)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-commits-"))
+    settings.SOURCES_GIT_DIR = tmp / "mirrors"
+    try:
+        reports = [bench_repo(path=p, n=opts.commits, rows=rows, tmp=tmp, parsed_langs=parsed_langs,
+                              adapt_steps=opts.adapt_steps, adapt_budget_s=opts.adapt_budget_s) for p in paths]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    total_s = time.perf_counter() - t_start
+    pooled = [c for r in reports for c in r["per_commit"]]
+    command = (f"nice -n 5 .venv/bin/python bench/bench_code_commits.py --commits {opts.commits}"
+               + "".join(f" --repo {p}" for p in opts.repo)
+               + (f" --adapt {opts.adapt}" if opts.adapt != "auto" else "")
+               + (f" --adapt-steps {opts.adapt_steps} --adapt-budget-s {opts.adapt_budget_s:g}"
+                  if any(r.adapted for r in rows) else "")
+               + (" --no-self-judged" if opts.no_self_judged else "") + (" --no-graph" if opts.no_graph else "")
+               + f" --name {opts.name}")
+    meta = {"todo": todo, "defaults": defaults,
+            "models": sorted({m for c in pooled for o in c["rows"].values() for m in (o["models"] or [])}),
+            "rerankers": sorted({str(o["reranker"]) for c in pooled for o in c["rows"].values()}),
+            "total_s": round(total_s, 1),
+            "runs": [{"command": command, "minutes": total_s / 60, "machine": machine() + " " + amx_line()}]}
+    write_report(reports=reports, rows=rows, meta=meta, name=opts.name)
 
 
 if __name__ == "__main__":
