@@ -4,8 +4,8 @@ commit changed are the gold, and the repository is indexed at the commit's paren
 Why real commits: a benchmark written by the people who tuned the ranking measures their taste; a commit message
 was written by someone else, for someone else, about code that had to change. The repositories are ones no part
 of the platform was tuned on (by default pallets/click and encode/httpx, command-line libraries and an HTTP
-client, and networkx/networkx, graph algorithms, larger and of another domain; never the Python stdlib, SymPy or
-this repository).
+client, and mwaskom/seaborn, statistical plotting, twice click's source and of another domain; never the Python
+stdlib, SymPy or this repository).
 
 In time order: the measured commits are a repository's newest qualifying ones, and the cut-off is the first one's
 parent. Whatever learns from the repository (the adapted model, the self-judged fusion) does so once, at the
@@ -59,7 +59,7 @@ Get the repositories once (any git clone works; the defaults are the mirrors the
 
     git clone --bare https://github.com/pallets/click /work/.mirror/pallets+click/repo
     git clone --bare https://github.com/encode/httpx /work/.mirror/encode+httpx/repo
-    git clone --bare https://github.com/networkx/networkx /work/.mirror/networkx+networkx/repo
+    git clone --bare https://github.com/mwaskom/seaborn /work/.mirror/mwaskom+seaborn/repo
 
 Run (needs `git` on PATH):
 
@@ -92,7 +92,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import RESULTS, machine, setup_django, table, write_result
 
 DEFAULT_REPOS = ["/work/.mirror/pallets+click/repo", "/work/.mirror/encode+httpx/repo",
-                 "/work/.mirror/networkx+networkx/repo"]
+                 "/work/.mirror/mwaskom+seaborn/repo"]
 BRANCH = "bench"
 TOP_K = 50
 CANDIDATES = 100
