@@ -466,14 +466,40 @@ def _read(*, kind: str, rel: str, data: bytes, repo: str) -> tuple[DocumentDraft
     return draft, why
 
 
-def _drafts(*, store: Any, files: dict[str, bytes], paths: list[str], kind: str, repo: str, commit: str,
-            stored: dict[str, str] | None, written: list[str], unreadable: list[str],
-            skipped: dict[str, str]) -> Iterator[DocumentDraft | Skip]:
-    """Drafts for `paths`; with `stored` (full mode) a blob whose sha256 is the stored content hash is kept
-    without being parsed. Collects the paths written and those that yield no document (binary, minified,
-    oversized, nothing readable), which the caller deletes, with each one's reason in `skipped`.
+@dataclass(frozen=True)
+class _Checkout:
+    """The commit one sync reads: the mirror's object store, the commit's ingestible files (path -> blob id), its
+    sha, and the repository name and dataset kind every draft is read with.
+
+    Why one value: these only make sense together (a blob id means something in this store only, and every draft
+    read from it is stamped with this commit), and reading any path needs all of them."""
+
+    store: Any
+    files: dict[str, bytes]
+    commit: str
+    repo: str
+    kind: str
+
+
+@dataclass
+class _Outcome:
+    """What reading the files came to, filled in while sync_documents consumes the drafts: the paths written, the
+    paths that yield no document (binary, minified, oversized, nothing readable), which the caller deletes, and
+    each left-out path's reason (the job's report)."""
+
+    written: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _drafts(*, checkout: _Checkout, paths: list[str], stored: dict[str, str] | None,
+            outcome: _Outcome) -> Iterator[DocumentDraft | Skip]:
+    """Drafts for `paths` of `checkout`; with `stored` (full mode) a blob whose sha256 is the stored content hash is
+    kept without being parsed. What each path came to is collected in `outcome`.
 
     A blob's size is read from its header first: one over MAX_FILE_BYTES is skipped without being inflated."""
+    store, files, kind, repo, commit = checkout.store, checkout.files, checkout.kind, checkout.repo, checkout.commit
+    written, unreadable, skipped = outcome.written, outcome.unreadable, outcome.skipped
     for rel in paths:
         data, size = read_blob(store, files[rel], limit=registry.max_bytes(rel))
         if data is None:
@@ -564,12 +590,11 @@ def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | No
         plan = _Plan(mode="full", write=sorted(files))
         stored = dict(Document.objects.filter(dataset=job.dataset).values_list("path", "content_hash"))
     IngestJob.objects.filter(pk=job.pk).update(files_total=len(plan.write))
-    written: list[str] = []
-    unreadable: list[str] = []
-    skipped: dict[str, str] = {}
+    outcome = _Outcome()
+    written, unreadable, skipped = outcome.written, outcome.unreadable, outcome.skipped
     refused: list[str] = []
-    drafts = _drafts(store=store, files=files, paths=plan.write, kind=kind, repo=repo, commit=new_sha,
-                     stored=stored, written=written, unreadable=unreadable, skipped=skipped)
+    checkout = _Checkout(store=store, files=files, commit=new_sha, repo=repo, kind=kind)
+    drafts = _drafts(checkout=checkout, paths=plan.write, stored=stored, outcome=outcome)
     if plan.mode == "full":
         sync_documents(dataset=job.dataset, drafts=drafts, job=job, delete_missing=True, progress=progress,
                        refused=refused)
