@@ -294,6 +294,12 @@ for _name, _value in (("EMBEDDING_DEVICE", EMBEDDING_DEVICE), ("EMBEDDING_QUERY_
     _index = _value[5:] if _value.startswith("cuda:") else ""
     if not (_value in ("auto", "cpu", "cuda") or (_index.isascii() and _index.isdigit() and len(_index) <= 3)):
         raise ImproperlyConfigured(f"{_name}={_value!r} is not a device: use auto, cpu, cuda or cuda:N")
+# embedding adaptation of a dataset that follows a git source (search.quality.history_training): with at least
+# ADAPT_HISTORY_MIN_COMMITS qualifying commits (a changed function the synced tree holds), its history trains and its
+# newest commits (a fifth, at least ADAPT_HISTORY_MIN_CHECK, never trained on) decide adoption; fewer: label-free
+# pairs and the held-out rule, and the evidence says so
+ADAPT_HISTORY_MIN_COMMITS = max(2, env_int("ADAPT_HISTORY_MIN_COMMITS", 40))
+ADAPT_HISTORY_MIN_CHECK = max(2, env_int("ADAPT_HISTORY_MIN_CHECK", 20))
 
 # --- LLM (OpenAI-compatible; optional) ------------------------------------
 # inference/llm.py is the one reader. Both OPENAI_BASE_URL and LLM_MODEL set: query parsing, why-matched and answers

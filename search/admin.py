@@ -133,13 +133,35 @@ class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
             return "no adaptation decided yet"
         held, judged, cost = ev.get("heldout") or {}, ev.get("judged") or {}, ev.get("cost") or {}
         return format_html(
-            "<b>{}</b> {}: {}<br>held-out pairs MRR@10 {} → {} (code pairs' 95 % lower bound {})<br>"
-            "judged queries: {}<br>cost: {} s adapting, {} s re-embedding{}",
+            "<b>{}</b> {}: {}<br>training pairs: {}<br>{}held-out pairs MRR@10 {} → {} (code pairs' 95 % lower bound "
+            "{})<br>judged queries: {}<br>cost: {} s adapting, {} s re-embedding{}",
             ev.get("model", "?"), "adopted" if ev.get("adopted") else "not adopted", ev.get("reason", ""),
+            ", ".join(f"{kind} {n}" for kind, n in (ev.get("train_pairs") or {}).items()) or "-",
+            self._history(ev.get("history")),
             held.get("base_mrr@10", "-"), held.get("adapted_mrr@10", "-"), held.get("code_gain_lower_95", "-"),
             (f"{judged.get('queries')} queries, nDCG@10 {judged.get('base_ndcg@10')} → {judged.get('adapted_ndcg@10')}"
              f" (95 % lower bound {judged.get('gain_lower_95')})") if judged else "none",
             cost.get("total_seconds", "-"), (ev.get("reembed") or {}).get("seconds", "-"), self._last_rejected(ev))
+
+    @staticmethod
+    def _history(history: dict | None) -> str:
+        """The time split of the git history (search.quality.history_training): its commits, recall before and
+        after on the newest ones with their 95 % intervals, or why history did not decide."""
+        if not history:
+            return ""
+        if not history.get("used"):
+            return format_html("git history: not used ({})<br>", history.get("why", ""))
+        levels = []
+        for label in ("function", "file"):
+            lv = history.get(f"{label}_recall@{history.get('k', 10)}") or {}
+            low, high = (lv.get("interval_95") or ["-", "-"])[:2]
+            levels.append(format_html("{} recall@{} {} → {} (gain {}, 95 % interval {} to {})", label,
+                                      history.get("k", 10), lv.get("base", "-"), lv.get("adapted", "-"),
+                                      lv.get("gain", "-"), low, high))
+        check = history.get("check_commits") or []
+        return format_html("git history: {} commits trained ({} changed functions); the newest {} checked ({} … {}): "
+                           "{}; {}<br>", history.get("train_commits", "-"), history.get("train_functions", "-"),
+                           len(check), check[0][:10] if check else "-", check[-1][:10] if check else "-", *levels)
 
     @staticmethod
     def _last_rejected(ev: dict) -> str:

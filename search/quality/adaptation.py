@@ -26,6 +26,7 @@ a trained reranker's. The model folder is a sentence-transformers folder: `evalu
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import json
 import random
@@ -43,6 +44,7 @@ from inference.encoders import adapted_models_dir, precision, resolve_model, tra
 from search.engine.reranker_store import NAME_RE
 from search.ingest.maintenance import EMBED_FIELDS, chunk_embed_input
 from search.models import Chunk
+from search.quality import history_training
 from search.quality.hard_negatives import hard_negatives
 from search.quality.metrics import lower_bound_95
 from search.quality.progress import bar as progress_bar
@@ -87,6 +89,11 @@ class AdaptConfig:
     # (not adopted), 7 (98 of 119 steps within the budget on this CPU) +0.0130 (adopted); on test both reach 0.752
     judged_epochs: int = 7
     hard_negatives: bool = True  # judged pairs train against one passage the served retriever ranks high wrongly
+    # a dataset that follows a git source also trains on its history (message -> changed function) and is decided
+    # by its newest commits (search.quality.history_training); `history_check` False: every qualifying commit
+    # trains and none checks (a caller that holds its own later commits out, as the commit benchmark does)
+    history: bool = True
+    history_check: bool = True
 
 
 @dataclass
@@ -94,6 +101,7 @@ class AdaptResult:
     name: str
     path: str
     manifest: dict[str, Any] = field(default_factory=dict)
+    history: history_training.HistorySplit | None = None  # the time split it trained with (the check reads it)
 
 
 # ------------------------------------------------------------------------------------------------- mining
@@ -216,6 +224,7 @@ class Mined:
     held: list[Pair]
     pools: dict[str, dict[int, str]]  # type -> chunk id -> positive (the candidates a held anchor is searched among)
     kinds: dict[str, int]
+    stopped: str = ""  # "time budget" when the deadline cut the mining
 
     def checked(self, types: set[str] | None) -> Mined:
         """The same pairs with the held-out check limited to `types` (None: every type)."""
@@ -251,13 +260,18 @@ class Mined:
         return dict(sorted(counts.items()))
 
 
-def mine(*, dataset_ids: list[int], seed: int = 13, heldout: float = 0.1) -> Mined:
-    """Every chunk's pairs; `heldout` of the chunks (by a seeded draw) are kept out of training for the check."""
+def mine(*, dataset_ids: list[int], seed: int = 13, heldout: float = 0.1, deadline: float | None = None) -> Mined:
+    """Every chunk's pairs; `heldout` of the chunks (by a seeded draw) are kept out of training for the check.
+    `deadline` (time.monotonic()): checked before each chunk; a cut mining keeps what it read (`stopped`)."""
     rows = Chunk.objects.filter(dataset_id__in=dataset_ids).order_by("pk").values_list(
         "pk", "kind", "text", "symbol", "micro_summary", "document__title", "heading_path", "section_path")
     train, held, pools = [], [], defaultdict(dict)
     kinds: dict[str, int] = defaultdict(int)
+    stopped = ""
     for pk, kind, text, symbol, micro, title, heading_path, section_path in rows.iterator(chunk_size=2000):
+        if deadline is not None and time.monotonic() > deadline:
+            stopped = "time budget"
+            break
         kinds[kind] += 1
         rng = random.Random(f"{seed}-{pk}")
         pairs = code_pairs(text=text, symbol=symbol or "", micro_summary=micro or "") if kind == "code" else \
@@ -266,7 +280,7 @@ def mine(*, dataset_ids: list[int], seed: int = 13, heldout: float = 0.1) -> Min
         for kind_of_pair, (anchor, positive) in pairs.items():
             pools[kind_of_pair][pk] = positive
             (held if is_held else train).append(Pair(anchor, positive, pk, kind_of_pair))
-    return Mined(train=train, held=held, pools=dict(pools), kinds=dict(kinds))
+    return Mined(train=train, held=held, pools=dict(pools), kinds=dict(kinds), stopped=stopped)
 
 
 # ------------------------------------------------------------------------------------------------- the check
@@ -357,10 +371,11 @@ def judged_pairs(judged: list[tuple[str, int]], *, negatives: dict[str, list[int
 
 
 def _train(model: Any, plan: list[list[Pair]], *, cfg: AdaptConfig, progress: bool,
-           log: Callable[[str], None]) -> dict[str, Any]:
+           log: Callable[[str], None], budget_s: float | None = None) -> dict[str, Any]:
     """Multiple-negatives ranking loss: each anchor against every positive of its batch and the batch's hard
     negatives (a negative that is another pair's positive in the batch is left out: it would be scored twice, once
-    as wrong); AdamW with warm-up and linear decay, gradients clipped; stops at the time budget."""
+    as wrong); AdamW with warm-up and linear decay, gradients clipped; stops at the time budget (`budget_s`: what
+    mining left of cfg.time_budget_s), checked before each step."""
     import torch  # noqa: PLC0415 - heavy: torch loads only when a model is adapted
     import torch.nn.functional as F  # noqa: N812, PLC0415 - heavy: as above
 
@@ -375,13 +390,14 @@ def _train(model: Any, plan: list[list[Pair]], *, cfg: AdaptConfig, progress: bo
         features = model.tokenizer(texts, padding=True, truncation=True, max_length=tokens, return_tensors="pt")
         return F.normalize(model({k: v.to(model.device) for k, v in features.items()})["sentence_embedding"], dim=-1)
 
+    budget_s = cfg.time_budget_s if budget_s is None else budget_s
     losses, t0, stopped = [], time.perf_counter(), "schedule done"
     # bf16 autocast on a CPU that has it (EMBEDDING_PRECISION); a GPU trains in fp32 (fp16 would need loss scaling)
     bf16 = model.device.type == "cpu" and precision() == "bf16"
     bar = progress_bar(total=n, desc="adapt", unit="step", enabled=progress)
     for batch in plan:
-        if time.perf_counter() - t0 > cfg.time_budget_s:
-            stopped = f"time budget ({cfg.time_budget_s:.0f} s)"
+        if time.perf_counter() - t0 > budget_s:
+            stopped = f"time budget ({cfg.time_budget_s:.0f} s, {budget_s:.0f} s of it left for training)"
             break
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=bf16):  # the loss stays fp32
             a = embed([p.anchor for p in batch], cfg.anchor_tokens).float()
@@ -440,16 +456,25 @@ def adapt(*, name: str, dataset_ids: list[int], cfg: AdaptConfig | None = None, 
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise BadInput("Must be letters, digits, '.', '_' or '-' (at most 64).", field="name")
     t0 = time.perf_counter()
-    mined = mine(dataset_ids=dataset_ids, seed=cfg.seed, heldout=cfg.heldout)
-    negatives = hard_negatives(judged=judged, dataset_ids=dataset_ids, seed=cfg.seed, progress=progress, log=log) \
+    # mining (history and hard negatives included) and training share cfg.time_budget_s; history mining may take
+    # at most MINING_SHARE of it, and training gets what mining left
+    start = time.monotonic()
+    mining_deadline = start + cfg.time_budget_s * history_training.MINING_SHARE
+    mined = mine(dataset_ids=dataset_ids, seed=cfg.seed, heldout=cfg.heldout, deadline=start + cfg.time_budget_s)
+    split, from_history = _history(dataset_ids=dataset_ids, cfg=cfg, deadline=mining_deadline, log=log)
+    negatives = hard_negatives(judged=judged, dataset_ids=dataset_ids, seed=cfg.seed, progress=progress, log=log,
+                               deadline=start + cfg.time_budget_s) \
         if judged and cfg.hard_negatives else {}
     from_judged = judged_pairs(judged or [], negatives=negatives)
-    if len(mined.train) + len(from_judged) < cfg.batch:
-        raise BadInput(f"Only {len(mined.train)} training pairs could be mined from these datasets; at least "
-                       f"{cfg.batch} are needed.", field="dataset")
+    if len(mined.train) + len(from_judged) + len(from_history) < cfg.batch:
+        within = f" within the time budget ({cfg.time_budget_s:g} s)" if mined.stopped else ""
+        raise BadInput(f"Only {len(mined.train) + len(from_history)} training pairs could be mined from these "
+                       f"datasets{within}; at least {cfg.batch} are needed.", field="dataset")
     mine_s = time.perf_counter() - t0
     log(f"mined {len(mined.train)} training pairs {mined.by_type(mined.train)} and {len(mined.held)} held out "
-        f"from {sum(mined.kinds.values())} chunks in {mine_s:.1f} s; {len(from_judged)} pairs from judged queries")
+        f"from {sum(mined.kinds.values())} chunks in {mine_s:.1f} s; {len(from_judged)} pairs from judged queries; "
+        f"{len(from_history)} from the git history"
+        + (f" ({split.why})" if split is not None and split.why else ""))
     from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - heavy: loads torch and transformers
 
     base_id, base_path = resolve_model()
@@ -461,8 +486,9 @@ def adapt(*, name: str, dataset_ids: list[int], cfg: AdaptConfig | None = None, 
     check = unchecked.capped(seed=cfg.seed)
     base = heldout_ranks(model, check)
     check_s = time.perf_counter() - t1
-    plan = plan_batches(mined=mined.train, judged=from_judged, cfg=cfg)
-    trained = _train(model, plan, cfg=cfg, progress=progress, log=log)
+    plan = plan_batches(mined=mined.train, judged=from_judged + from_history, cfg=cfg)
+    trained = _train(model, plan, cfg=cfg, progress=progress, log=log,
+                     budget_s=max(0.0, cfg.time_budget_s - mine_s))
     adapted = heldout_ranks(model, check)
     evidence = _evidence(base, adapted, seed=cfg.seed)
     if len(unchecked.held) < len(mined.held):
@@ -479,17 +505,38 @@ def adapt(*, name: str, dataset_ids: list[int], cfg: AdaptConfig | None = None, 
     manifest = {"name": name, "kind": "bi-encoder", "base_model": base_id,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seed": cfg.seed,
                 "config": asdict(cfg), "data": {**(data or {}), "chunks_by_kind": mined.kinds,
-                                                "train_pairs": mined.by_type(mined.train + from_judged),
                                                 "judged_train_queries": len({p.anchor for p in from_judged}),
                                                 "judged_with_hard_negative": sum(1 for p in from_judged if p.negative),
+                                                "train_pairs": mined.by_type(mined.train + from_judged + from_history),
                                                 "steps_by_type": mined.by_type([b[0] for b in plan[:trained["steps_run"]]]),
-                                                "heldout_pairs": mined.by_type(mined.held)},
-                "cost": {"mine_seconds": round(mine_s, 1), "check_seconds": round(2 * check_s, 1),
+                                                "heldout_pairs": mined.by_type(mined.held),
+                                                "history": split.describe() if split is not None else
+                                                {"used": False, "why": "not asked (history off)"}},
+                "cost": {"mine_seconds": round(mine_s, 1), "mining_stopped": mined.stopped or None, "check_seconds": round(2 * check_s, 1),
                          "train_seconds": trained["train_seconds"],
                          "total_seconds": round(time.perf_counter() - t0, 1)},
                 "training": trained, "heldout": evidence}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    return AdaptResult(name=name, path=str(out), manifest=manifest)
+    return AdaptResult(name=name, path=str(out), manifest=manifest, history=split)
+
+
+def _history(*, dataset_ids: list[int], cfg: AdaptConfig, deadline: float,
+             log: Callable[[str], None]) -> tuple[history_training.HistorySplit | None, list[Pair]]:
+    """The time split of the datasets' git history and the pairs of its train commits (type "history": the
+    message against the changed function as the index embeds it, each with a hard negative in turn); (None, [])
+    when history is off. Nothing is mined past `deadline` (time.monotonic())."""
+    if not cfg.history:
+        return None, []
+    pool = history_training.mine_history(dataset_ids=dataset_ids, deadline=deadline)
+    split = history_training.split_history(pool, check=cfg.history_check)
+    if not split.used:
+        return split, []
+    examples, negatives = history_training.training_examples(split, dataset_ids=dataset_ids, seed=cfg.seed,
+                                                              deadline=deadline, served=cfg.hard_negatives, log=log)
+    pairs = [dataclasses.replace(p, type="history") for p in judged_pairs(examples, negatives=negatives)]
+    log(f"history: {len(split.train)} commits train ({len(pairs)} function pairs), the newest {len(split.check)} "
+        f"check; mined in {pool.seconds:.1f} s" + (" (cut by the time budget)" if pool.stopped else ""))
+    return split, pairs
 
 
 def existing_model(*, name: str) -> AdaptResult:
@@ -498,3 +545,18 @@ def existing_model(*, name: str) -> AdaptResult:
     if not NAME_RE.fullmatch(name) or not (path / "manifest.json").is_file():
         raise BadInput(f"No adapted model {name!r} in {adapted_models_dir()}.", field="name")
     return AdaptResult(name=name, path=str(path), manifest=json.loads((path / "manifest.json").read_text()))
+
+
+def adapt_from_history(*, name: str, dataset_ids: list[int], cfg: AdaptConfig | None = None,
+                       log: Callable[[str], None] = print) -> AdaptResult:
+    """Adapt on the datasets' git history up to the commit each is synced at, beside the label-free pairs, with
+    every qualifying commit training and none held out to check (history_check off). Why: a caller that judges
+    the model on later commits of its own (bench/bench_code_commits.py syncs a dataset at a cut-off and tests on
+    the commits after it) needs all the history before the cut-off to train, and no adoption. BadInput (field
+    "dataset", saying why) when the history cannot train: no git source, not synced, too few commits."""
+    cfg = dataclasses.replace(cfg or AdaptConfig(), history=True, history_check=False)
+    result = adapt(name=name, dataset_ids=dataset_ids, cfg=cfg, progress=False, log=log)
+    history = result.manifest["data"]["history"]
+    if not history.get("used"):
+        raise BadInput(f"The git history could not train: {history.get('why', '')}", field="dataset")
+    return result

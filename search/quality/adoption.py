@@ -5,7 +5,10 @@ code and disagreed on prose (bench/results/adapt_probe.md). So:
 - where judged queries exist (a project's feedback, or a BEIR collection's train split), they decide, with fusion
   choice's confidence rule: the paired gain of the served pipeline on them must reach MIN_GAIN and its 95 % lower
   bound must be above zero;
-- else code datasets adopt when the held-out code pairs confirm (the manifest's `confirmed`);
+- where the datasets follow a git source with enough history, its newest commits, never trained on, decide too (a
+  time split: search.quality.history_training.decide_history); with judged queries as well, both must pass;
+- else code datasets adopt when the held-out code pairs confirm (the manifest's `confirmed`); the evidence says
+  why history did not decide (no git source, too few commits);
 - else (prose with no judged queries) nothing is adopted: no label-free signal was shown to predict a gain there.
 
 How the switch keeps serving (docs/architecture.md, "Per-dataset embedding models"): the dataset's
@@ -32,6 +35,7 @@ from search.engine.index import get_index, live_store_ref, model_index, searchab
 from search.engine.term_stats import lock_dataset_writes
 from search.ingest.maintenance import reembed
 from search.models import Dataset, IndexOutbox
+from search.quality import history_training
 from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES
 from search.quality.judged import JudgedSplit
 from search.quality.metrics import lower_bound_95, ndcg
@@ -55,8 +59,24 @@ def check_model(name: str) -> None:
         raise BadInput("An adapted model cannot be named like the configured model.", field="model")
 
 
-def decide(*, kinds: set[str], heldout: dict[str, Any], judged: dict[str, Any] | None) -> tuple[bool, str]:
-    """(adopt, why): the rule in the module docstring."""
+def decide(*, kinds: set[str], heldout: dict[str, Any], judged: dict[str, Any] | None,
+           history: dict[str, Any] | None = None) -> tuple[bool, str]:
+    """(adopt, why): the rule in the module docstring. `history`: the time split's evidence (time_split_gain's,
+    or {"used": False, "why": ...} where history could not decide)."""
+    if history and history.get("used"):
+        adopt, why = history_training.decide_history(history)
+        if not adopt or judged is None or judged.get("queries", 0) < MIN_JUDGED:
+            return adopt, f"git history: {why}"
+        also, judged_why = decide(kinds=kinds, heldout=heldout, judged=judged)
+        return also, f"git history: {why}; {judged_why}"
+    adopt, why = _decide_without_history(kinds=kinds, heldout=heldout, judged=judged)
+    if history and history.get("why") and kinds <= CODE_KINDS:
+        why = f"{why} (git history does not decide: {history['why']})"
+    return adopt, why
+
+
+def _decide_without_history(*, kinds: set[str], heldout: dict[str, Any],
+                            judged: dict[str, Any] | None) -> tuple[bool, str]:
     if judged is not None and judged.get("queries", 0) >= MIN_JUDGED:
         gain, low = judged["gain"], judged["gain_lower_95"]
         if gain >= MIN_GAIN and low > 0:
@@ -168,13 +188,15 @@ def _applied(*, name: str, timeout_s: float) -> bool:
 
 
 def adopt_if_confirmed(*, name: str, dataset_ids: list[int], manifest: dict[str, Any], split: JudgedSplit,
-                       progress: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
+                       progress: bool = False, log: Callable[[str], None] = print,
+                       history: history_training.HistorySplit | None = None) -> dict[str, Any]:
     """Decide on an adaptation's evidence (the module docstring's rule) and switch the datasets if it holds.
     Judged queries: a BEIR folder's train split (never the test split it is reported on), else the project's
     feedback; only their check part (search.quality.judged), never a query the model trained on. The evidence is
     kept on the datasets either way (the admin shows it). `split`: the one the model was trained with (judged_split;
     an empty one when it trained without labels), since judgments added while it trained would move the split and
-    could bring a trained query into the check."""
+    could bring a trained query into the check. `history`: the time split the model trained with (the
+    adaptation's); None reads the check commits its manifest names again from the mirror (history_check)."""
     kinds = set(Dataset.objects.filter(pk__in=dataset_ids).values_list("kind", flat=True))
     judged_ev = None
     if split.check:
@@ -184,9 +206,11 @@ def adopt_if_confirmed(*, name: str, dataset_ids: list[int], manifest: dict[str,
     if judged_ev is not None:
         log(f"judged queries ({judged_ev['queries']}): nDCG@10 {judged_ev['base_ndcg@10']} -> "
             f"{judged_ev['adapted_ndcg@10']} (95 % lower bound of the gain {judged_ev['gain_lower_95']})")
-    adopt, why = decide(kinds=kinds, heldout=manifest.get("heldout", {}), judged=judged_ev)
+    history_ev = history_check(name=name, dataset_ids=dataset_ids, manifest=manifest, history=history, log=log)
+    adopt, why = decide(kinds=kinds, heldout=manifest.get("heldout", {}), judged=judged_ev, history=history_ev)
     evidence = {"model": name, "adopted": adopt, "reason": why, "heldout": manifest.get("heldout", {}),
-                "judged": judged_ev, "cost": manifest.get("cost", {}), "decided_at": timezone.now().isoformat()}
+                "judged": judged_ev, "history": history_ev, "train_pairs": (manifest.get("data") or {}).get(
+                    "train_pairs", {}), "cost": manifest.get("cost", {}), "decided_at": timezone.now().isoformat()}
     out: dict[str, Any] = {"adopted": adopt, "reason": why, "evidence": evidence}
     if adopt:
         out["switch"] = switch_model(dataset_ids=dataset_ids, name=name, evidence=evidence, progress=progress,
@@ -196,6 +220,40 @@ def adopt_if_confirmed(*, name: str, dataset_ids: list[int], manifest: dict[str,
     else:
         record_rejection(dataset_ids=dataset_ids, evidence=evidence)
     return out
+
+
+def history_check(*, name: str, dataset_ids: list[int], manifest: dict[str, Any],
+                  history: history_training.HistorySplit | None, log: Callable[[str], None] = print
+                  ) -> dict[str, Any] | None:
+    """The time split's evidence: recall before and after on the check commits, with the split's counts and
+    commits; {"used": False, "why": ...} where history could not decide; None for a model adapted without it.
+    A check commit the model trained on (its manifest's train_shas) is refused before anything is ranked."""
+    described = (manifest.get("data") or {}).get("history")
+    if described is None:
+        return None
+    if not described.get("used"):
+        return {"used": False, "why": described.get("why", "history not used"),
+                "sources": described.get("sources", [])}
+    trained = set(described.get("train_shas", []))
+    if history is None:  # a model adapted earlier: its check commits, read again from the mirrors
+        pool = history_training.mine_history(dataset_ids=dataset_ids)
+        wanted = set(described.get("check", []))
+        history = history_training.HistorySplit(train=[], check=[c for c in pool.cases if c.sha in wanted],
+                                                pool=pool)
+    check = history.check
+    if trained & {c.sha for c in check}:
+        raise BadInput("The history check would read commits the model trained on.", field="model")
+    if len(check) < 2:
+        return {"used": False, "why": f"only {len(check)} of the check commits are in the history now",
+                "sources": described.get("sources", [])}
+    ev = history_training.time_split_gain(dataset_ids=dataset_ids, name=name, check=check)
+    ev.update({"used": True, "check_commits": [c.sha for c in check], "train_commits": described.get("train_commits"),
+               "train_functions": described.get("train_functions"), "sources": described.get("sources", []),
+               "mine_seconds": described.get("mine_seconds"), "stopped": described.get("stopped")})
+    fn, files = ev[f"function_recall@{history_training.K}"], ev[f"file_recall@{history_training.K}"]
+    log(f"history check ({len(check)} newest commits): function recall@{history_training.K} {fn.get('base')} -> "
+        f"{fn.get('adapted')}, file {files.get('base')} -> {files.get('adapted')}")
+    return ev
 
 
 def record_rejection(*, dataset_ids: list[int], evidence: dict[str, Any]) -> None:

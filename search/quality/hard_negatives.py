@@ -13,6 +13,7 @@ Postgres, so this runs beside the server and writes nothing): the negatives are 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 
 from search.models import Chunk
@@ -23,11 +24,12 @@ WINDOW = (2, 32)  # 0-based ranks [2, 32): the probe's [3, 33) counted from 1
 
 
 def hard_negatives(*, judged: list[tuple[str, int]], dataset_ids: list[int], seed: int = 13,
-                   window: tuple[int, int] = WINDOW, progress: bool = False,
+                   window: tuple[int, int] = WINDOW, progress: bool = False, deadline: float | None = None,
                    log: Callable[[str], None] = print) -> dict[str, list[int]]:
     """query -> chunk ids the served retriever ranks inside `window` for it, in a seeded random order, none from a
     document judged relevant to the query (every chunk of a judged document counts as judged). `judged`:
-    (query, chunk id of a relevant passage) pairs, as search.quality.judged gives them."""
+    (query, chunk id of a relevant passage) pairs, as search.quality.judged gives them. `deadline`
+    (time.monotonic()): checked before each query is ranked; the queries not reached get no negative."""
     gold: dict[str, set[int]] = {}
     for q, cid in judged:
         gold.setdefault(q, set()).add(cid)
@@ -38,6 +40,8 @@ def hard_negatives(*, judged: list[tuple[str, int]], dataset_ids: list[int], see
     with served_ranking(dataset_ids=dataset_ids) as served:
         bar = progress_bar(total=len(gold), desc="hard negatives", unit="q", enabled=progress)
         for q in sorted(gold):
+            if deadline is not None and time.monotonic() > deadline:
+                break
             judged_docs = {doc_of.get(c) for c in gold[q]}
             ranked = served.rank(q, window[1])  # legs as deep as served: no tie is cut near the window
             picks = [c for c in ranked[window[0]:window[1]] if doc_of.get(c) not in judged_docs]

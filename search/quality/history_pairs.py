@@ -20,7 +20,9 @@ Pure (a dulwich repository in, pairs out): no Django.
 """
 from __future__ import annotations
 
+import difflib
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -28,6 +30,7 @@ from dulwich.diff_tree import CHANGE_ADD, CHANGE_DELETE, tree_changes
 from dulwich.objects import Commit
 
 from search.ingest.code import detect_lang
+from search.ingest.symbols import extract
 from search.ingest.syntax import GRAMMARS
 
 MAX_SOURCE_FILES = 4
@@ -46,6 +49,8 @@ TRAILER = re.compile(r"^\s*(signed-off-by|co-authored-by|reviewed-by|acked-by|te
                      r"|helped-by|cc|change-id)\s*:.*$", re.I | re.M)
 PR_REF = re.compile(r"\s*\((?:(?:[\w.-]+/[\w.-]+)?#\d+[,\s]*)+\)|(?<![\w/])#\d+\b")
 _RULER = re.compile(r"\s*-{3,}\s*")
+
+GOLD_DEFINITION_KINDS = ("function", "method", "class")  # bench/bench_code_commits.py's gold functions, one rule
 
 # why a commit was not taken (the keys the benchmark reports)
 SKIPS = ("merge or root", "subject", "files", "no modified source file", "empty query")
@@ -140,21 +145,34 @@ def _status(store: object, parent: Commit, commit: Commit) -> list[tuple[str, st
     return out
 
 
+@dataclass(frozen=True)
+class Walk:
+    """How far a history walk may go: first-parent commits looked at, and a time.monotonic() deadline."""
+
+    max_walk: int = MAX_WALK
+    deadline: float | None = None
+
+
 def history_pairs(store: object, head: str | bytes, *, subdir: str = "",
-                  keep: Callable[[str], bool] | None = None, max_pairs: int = MAX_PAIRS, max_walk: int = MAX_WALK,
-                  skipped: dict[str, int] | None = None) -> list[HistoryPair]:
+                  keep: Callable[[str], bool] | None = None, max_pairs: int = MAX_PAIRS,
+                  skipped: dict[str, int] | None = None, walk: Walk = Walk()) -> list[HistoryPair]:
     """The newest `max_pairs` qualifying first-parent commits from `head` (inclusive), newest first, in a dulwich
     object store. Gold paths are taken relative to `subdir` (files outside it are not the dataset's) and kept
     only when `keep(path)` (the dataset holds the file); a commit left without gold is skipped, as is a query
-    text an earlier (newer) commit already gave. `skipped` counts why commits were not taken."""
+    text an earlier (newer) commit already gave. `skipped` counts why commits were not taken. `walk`: at most
+    max_walk commits, and none past the deadline, checked before each (skipped["time budget"] says so)."""
     skipped = skipped if skipped is not None else {}
     prefix = subdir.strip("/") + "/" if subdir.strip("/") else ""
     langs = PARSED_LANGS  # the languages whose files the index parses into symbols
     sha = head.encode() if isinstance(head, str) else head
     seen: set[str] = set()
     out: list[HistoryPair] = []
-    for _ in range(max_walk):
+    deadline = walk.deadline
+    for _ in range(walk.max_walk):
         if len(out) >= max_pairs:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            skipped["time budget"] = skipped.get("time budget", 0) + 1
             break
         try:
             commit = store[sha]  # type: ignore[index]
@@ -189,3 +207,38 @@ def history_pairs(store: object, head: str | bytes, *, subdir: str = "",
         seen.add(verdict.query)
         out.append(HistoryPair(sha=commit.id.decode(), query=verdict.query, gold=gold))
     return out
+
+
+# ------------------------------------------------------------------------------------------ function level
+def changed_old_lines(old: str, new: str) -> list[tuple[int, int, bool]]:
+    """Old-side line ranges a change touches, 1-based: (start, end, False) for lines removed or replaced, and
+    (after, after, True) for a pure insertion after old line `after` (`git diff -U0`'s hunks, as the commit
+    benchmark reads them)."""
+    matcher = difflib.SequenceMatcher(a=old.split("\n"), b=new.split("\n"), autojunk=False)
+    out = []
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            out.append((i1 + 1, i2, False))
+        elif tag == "insert":
+            out.append((i1, i1, True))
+    return out
+
+
+def changed_definitions(*, path: str, old: str, new: str) -> list[str]:
+    """Qualified names of the innermost functions, methods or classes of the old text that the change from `old`
+    to `new` touches, in file order: for each changed old line, the smallest definition holding it (a pure
+    insertion: the smallest that strictly contains it, lines before and after inside). Innermost, not every
+    enclosing one: a class around a changed method would otherwise be gold for every change in it."""
+    defs = [d for d in extract(path=path, text=old, lang=detect_lang(path) or "").definitions
+            if d.kind in GOLD_DEFINITION_KINDS]
+    if not defs:
+        return []
+    found: dict[str, int] = {}
+    for start, end, insertion in changed_old_lines(old, new):
+        for line in [start] if insertion else range(start, end + 1):
+            holders = [d for d in defs if d.start_line <= line and d.end_line >= line + 1] if insertion else \
+                [d for d in defs if d.start_line <= line <= d.end_line]
+            if holders:
+                inner = min(holders, key=lambda d: (d.end_line - d.start_line, -d.start_line))
+                found.setdefault(inner.qualname, inner.start_line)
+    return sorted(found, key=found.__getitem__)

@@ -197,11 +197,13 @@ def _adapt_embeddings(job: QualityJob) -> dict[str, Any]:
     out = {"model": result.name, "heldout": {k: h[k] for k in ("base_mrr@10", "adapted_mrr@10", "confirmed")},
            "cost_s": result.manifest["cost"]["total_seconds"],
            "judged": {"check": len(split.check), "train": split.train_queries},
+           "history": {k: v for k, v in result.manifest["data"]["history"].items() if k in (
+               "used", "why", "commits", "train_commits", "check_commits", "train_functions")},
            "verdict": ("confirmed on the held-out code pairs" if h["confirmed"] else "not confirmed") + "; compare "
                       f"with evaluate --model-id {result.path}"}
     if job.options.get("activate", True):
         outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=result.manifest,
-                                     split=split, log=log.info)
+                                     split=split, log=log.info, history=result.history)
         out["adopted"] = outcome["adopted"]
         out["verdict"] = ("adopted: " if outcome["adopted"] else "not adopted: ") + outcome["reason"]
     return out

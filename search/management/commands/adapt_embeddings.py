@@ -12,8 +12,11 @@ Judged queries (a project's feedback; a BEIR folder's train split, never its tes
 against a hard negative the served retriever ranks high (search/quality/hard_negatives.py; `--no-hard-negatives`
 trains them in-batch only), for at most `--judged-epochs` passes. `--label-free` leaves the judged queries out of
 both the training and the decision: the corpus alone.
-Then the adoption rule (search/quality/adoption.py) decides: those judged queries where there are some, else the
-held-out code pairs for code, else no.
+A dataset that follows a git source also trains on its history (commit message -> the functions it changed, up
+to the synced commit) and its newest commits, never trained on, decide (a time split; `--no-history` leaves
+history out; search/quality/history_training.py).
+Then the adoption rule (search/quality/adoption.py) decides: the history's newest commits and those judged queries
+where there are some, else the held-out code pairs for code, else no.
 Adopted, the datasets are re-embedded with the model and switch to it once its vectors are in the index;
 `--no-adopt` only trains. `manage.py switch_embeddings` switches (or reverts) by hand.
 """
@@ -53,6 +56,9 @@ class Command(BaseCommand):
                             help="passes over the judged training pairs at most")
         parser.add_argument("--no-hard-negatives", action="store_true",
                             help="judged pairs train with in-batch negatives only (no retrieval beforehand)")
+        parser.add_argument("--no-history", action="store_true",
+                            help="datasets that follow a git source neither train on their commit history nor are "
+                                 "decided by its newest commits (search/quality/history_training.py)")
         parser.add_argument("--no-adopt", action="store_true", help="train and report; never switch the datasets")
         parser.add_argument("--existing", action="store_true",
                             help="do not train: decide on the model already adapted under this name (its manifest)")
@@ -74,7 +80,8 @@ class Command(BaseCommand):
             raise CommandError("--judged-max must be 0 or more (0: every judged query trains, none checks)")
         cfg = AdaptConfig(steps=opts["steps"], batch=opts["batch"], learning_rate=opts["lr"],
                           doc_tokens=opts["doc_tokens"], time_budget_s=opts["time_budget"], seed=opts["seed"],
-                          judged_epochs=opts["judged_epochs"], hard_negatives=not opts["no_hard_negatives"])
+                          judged_epochs=opts["judged_epochs"], hard_negatives=not opts["no_hard_negatives"],
+                          history=not opts["no_history"])
         progress = not opts["no_progress"]
         try:
             check_ready()
@@ -113,7 +120,8 @@ class Command(BaseCommand):
                         dataset_ids=dataset_ids, beir=opts["beir"], project=None if opts["beir"] else project,
                         check_max=opts["judged_max"])
                 outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=m, split=split,
-                                             progress=progress, log=lambda msg: self.stderr.write(msg))
+                                             progress=progress, log=lambda msg: self.stderr.write(msg),
+                                             history=result.history)
                 self.stdout.write(("adopted: " if outcome["adopted"] else "not adopted: ") + outcome["reason"])
                 if outcome["adopted"]:
                     sw = outcome["switch"]
