@@ -463,6 +463,9 @@ PDF_MAX_CHARS = env_int("PDF_MAX_CHARS", 20_000_000)  # characters in the whole 
 PDF_MAX_OUTLINE = env_int("PDF_MAX_OUTLINE", 10_000)  # bookmarks read for headings; the rest are ignored
 PDF_MAX_SECONDS = env_int("PDF_MAX_SECONDS", 120)  # wall time for one document; past it the reader is killed
 PDF_MAX_MEMORY_MB = env_int("PDF_MAX_MEMORY_MB", 1024)  # the reader process's address space
+# A PDF read from an upload, a folder or a git source keeps its bytes up to this size, so a citation's page link
+# opens the page (search/ingest/originals.py); a larger one is read but gets no link. 0: keep none.
+ORIGINALS_MAX_BYTES = env_int("ORIGINALS_MAX_BYTES", 64 * 1024 * 1024)
 # Per-project quotas (overrides per project in the admin). A push or upload past one is a 413 quota_exceeded.
 QUOTA_DOCUMENTS = env_int("QUOTA_DOCUMENTS", 100_000)
 QUOTA_CHUNKS = env_int("QUOTA_CHUNKS", 1_000_000)

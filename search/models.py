@@ -173,6 +173,25 @@ class Chunk(models.Model):
         return f"{self.path}:{self.start_line}-{self.end_line}"
 
 
+class DocumentOriginal(models.Model):
+    """The bytes a paged document (a PDF) was read from, kept so a citation's page link opens that page.
+
+    Why a table of its own: the bytes are read only when someone opens the link (search.edge.api.originals), never
+    by search; a row per document (CASCADE) leaves with its document, its dataset and its project, so the original
+    is inside the tenant's access control and goes when the content goes. Addressed by its SHA-256 (the document's
+    content_hash): a link names the edition it cites, and a replaced file's old links end instead of opening a
+    different edition at the wrong page. Kept for uploads, folder and git ingests; a crawled PDF links to its URL."""
+
+    document = models.OneToOneField(Document, on_delete=models.CASCADE, primary_key=True, related_name="original")
+    sha256 = models.CharField(max_length=64, db_index=True)
+    media_type = models.CharField(max_length=100, default="application/pdf")
+    size = models.PositiveBigIntegerField(default=0)
+    data = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"original of {self.document_id} ({self.size} bytes)"
+
+
 class IndexOutbox(models.Model):
     """Index changes written in the same transaction as the chunks; the applier replays them."""
 

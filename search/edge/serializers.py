@@ -102,6 +102,16 @@ class ResultSerializer(serializers.Serializer):
     kind = serializers.CharField(help_text="code | web | rules | beir")
     heading_path = serializers.ListField(child=serializers.CharField(), help_text="Web/rules: the headings above.")
     url = serializers.CharField(help_text="Web pages: the page URL (canonical link) when known, else empty.")
+    page = serializers.CharField(allow_blank=True, help_text="Where the passage is printed (\"p. 112\", "
+                                                             "\"pp. 112–113\") in a paged document (PDF); empty "
+                                                             "otherwise.")
+    page_url = serializers.CharField(
+        allow_null=True, help_text="A link that opens the document at that page (`...#page=112`, the PDF open "
+                                   "parameter): the platform's copy of an uploaded, folder or git PDF "
+                                   "(`/api/projects/{slug}/originals/{sha256}`, root-relative, for members of this "
+                                   "project; the same access as search), or a crawled PDF's own URL. Null where "
+                                   "the document has no page or no reachable original (Markdown, DOCX, a PDF over "
+                                   "ORIGINALS_MAX_BYTES). The context pack's spans carry the same `page_url`.")
     micro_summary = serializers.CharField()
     text = serializers.CharField()
     score = serializers.FloatField()

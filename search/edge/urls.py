@@ -6,6 +6,7 @@ from search.edge.api import content as content_api
 from search.edge.api import context as api
 from search.edge.api import datasets
 from search.edge.api import locate as locate_api
+from search.edge.api import originals as originals_api
 from search.edge.api import projects as projects_api
 from search.edge.api import rules as rules_api
 from search.edge.api import sources as sources_api
@@ -45,6 +46,7 @@ urlpatterns: list = [
     path("api/query-sessions/<uuid:session_id>/feedback", api.FeedbackView.as_view(), name="api-query-feedback"),
     path("api/projects/<slug:slug>/rules/search", rules_api.RulesSearchView.as_view(), name="api-rules-search"),
     path("api/projects/<slug:slug>/answer", rules_api.AnswerView.as_view(), name="api-rules-answer"),
+    path("api/projects/<slug:slug>/originals/<str:sha256>", originals_api.OriginalView.as_view(), name="api-original"),
     path(f"{_DATASET}/documents", content_api.DocumentListView.as_view(), name="api-documents"),
     path(f"{_DATASET}/documents/<path:external_id>", content_api.DocumentDetailView.as_view(), name="api-document"),
     path(f"{_DATASET}/uploads", content_api.UploadView.as_view(), name="api-uploads"),

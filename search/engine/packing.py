@@ -130,6 +130,6 @@ def render_pack(pack: dict[str, Any]) -> str:
         for s in f["spans"]:
             why = s.get("why")
             note = f" (added: {why['relation']} {why['symbol']}, from result {why['from_rank']})" if why else ""
-            page = f" ({s['page']})" if s.get("page") else ""
+            page = f" ({s['page']}{', ' + s['page_url'] if s.get('page_url') else ''})" if s.get("page") else ""
             parts.append(f"--- {s['span']}{page}{note}\n{s['text']}")
     return "\n".join(parts)

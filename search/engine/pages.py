@@ -10,6 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+# The paged formats a browser opens at a page (`#page=N`, the PDF open parameter), with the media type each is
+# served as; a document of any other format gets no page link (search.engine.page_links).
+PAGE_LINKED: dict[str, str] = {"pdf": "application/pdf"}
+
 _LABEL = re.compile(r"^(?:pp?\.\s*)?(\d{1,6})(?:\s*[–-]\s*(\d{1,6}))?$")
 
 
@@ -51,3 +55,9 @@ def prompt_pages(*, page: str) -> str:
     if not first:
         return ""
     return f"Page {first}" if last == first else f"Pages {first}–{last}"
+
+
+def page_url(*, base: str, page: str) -> str | None:
+    """The link that opens a document at the first page of `page`: `<base>#page=N`; None without a base or a page."""
+    first = page_range(label=page)[0]
+    return f"{base.split('#', 1)[0]}#page={first}" if base and first else None

@@ -32,6 +32,7 @@ from search.engine.graph_context import Addition, graph_additions, graph_wanted
 from search.engine.index import VectorIndex, get_index, model_index
 from search.engine.index_schema import IndexFilter, merge_hits
 from search.engine.packing import DEFAULT_BUDGET, build_pack
+from search.engine.page_links import link_pack, link_results
 from search.engine.rerank import CrossEncoderReranker, get_reranker, rerank_default, rerank_text
 from search.engine.term_stats import weighted_query
 from search.models import Chunk, Dataset, Document, QuerySession, RerankResult
@@ -266,7 +267,7 @@ def result_dict(c: Candidate, *, project_id: int, commit: str | None = None) -> 
             "repo": ch.repo, "path": ch.path, "lang": ch.lang, "kind": ch.kind, "symbol": ch.symbol,
             "heading_path": ch.heading_path, "start_line": ch.start_line, "end_line": ch.end_line,
             "span": f"{ch.path}:{ch.start_line}-{ch.end_line}", "url": (ch.meta or {}).get("url", ""),
-            "micro_summary": ch.micro_summary,
+            "page": ch.page, "micro_summary": ch.micro_summary,
             "text": ch.text, "score": c.rerank_score if c.rerank_score is not None else c.fused_score,
             "why": _why(c, project_id, commit)}
 
@@ -500,6 +501,9 @@ def pack(run: QueryRun) -> None:
     run.timings["pack_ms"] = _ms(t)
     run.top = top
     run.results = [result_dict(c, project_id=run.project.pk, commit=commits.get(c.chunk.document_id)) for c in top]
+    # where a cited page opens (a PDF whose original the asking project can reach): results and pack spans
+    link_results(slug=run.project.slug, results=run.results)
+    link_pack(slug=run.project.slug, pack=run.pack)
 
 
 # The pipeline. A new ranking stage is a function above plus its line here (or in a caller's list, as the rules

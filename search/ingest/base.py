@@ -48,6 +48,8 @@ class DocumentDraft:
     meta: dict[str, Any] = field(default_factory=dict)
     external_id: str = ""  # a pushed document's own id (search.ingest.staged)
     size_bytes: int = 0  # source bytes; 0: the chunk text's size
+    # the file's bytes where a page link should open them (search.ingest.formats.originals); None: no link
+    original: bytes | None = field(default=None, repr=False)
 
 
 def embed_input(chunk: ChunkDraft) -> str:

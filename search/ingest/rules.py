@@ -39,6 +39,7 @@ from typing import Any
 from search.engine.pages import label_of
 from search.ingest.base import ChunkDraft, DocumentDraft
 from search.ingest.formats import registry
+from search.ingest.formats.originals import original_to_keep
 from search.ingest.formats.text_layer import Refused, TextLayer
 
 SCHOOLS = ("abjuration", "conjuration", "divination", "enchantment", "evocation", "illusion", "necromancy",
@@ -400,6 +401,9 @@ def read_rulebook(*, path: str | Path, ruleset_id: str, book_id: str, refused: d
         doc = rulebook_document(layer=layer, rel=rel, content_hash=digest,
                                 ruleset_id=ruleset_id, book_id=book_id)
         if doc is not None:
+            doc.original = original_to_keep(fmt=found.format, data=raw, pages=layer.pages)
+            if doc.original is not None:  # the kept bytes count against the project's stored-bytes quota
+                doc.size_bytes = len(raw)
             docs.append(doc)
     return docs
 

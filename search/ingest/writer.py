@@ -30,6 +30,7 @@ from search.ingest.base import DocumentDraft, embed_input
 from search.ingest.code_facts import write_code_facts
 from search.ingest.job_control import JobStopped
 from search.ingest.maintenance import embed_missing
+from search.ingest.originals import replace_originals
 from search.models import Chunk, Document, IndexOutbox, IngestJob
 
 if TYPE_CHECKING:
@@ -123,13 +124,15 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
         # The search_chunk trigger (migration 0002) queues the index deletes for these rows.
         Chunk.objects.filter(dataset=dataset, path__in=paths).delete()
         new_chunks = []
+        written: list[tuple[Document, bytes | None, str, bool]] = []  # what each page link opens (search.ingest.originals)
         for d in drafts:
-            doc, _ = Document.objects.update_or_create(
+            doc, fresh = Document.objects.update_or_create(
                 dataset=dataset, path=d.path,
                 defaults={"repo": d.repo, "url": d.url, "lang": d.lang, "title": d.title[:500],
                           "content_hash": d.content_hash, "macro_summary": d.macro_summary, "meta": d.meta,
                           "external_id": d.external_id,
                           "size_bytes": d.size_bytes or sum(len(c.text.encode()) for c in d.chunks)})
+            written.append((doc, d.original, str(d.meta.get("format") or "pdf"), fresh))
             for ordinal, c in enumerate(d.chunks):
                 new_chunks.append(Chunk(
                     document=doc, dataset=dataset, ordinal=ordinal, kind=c.kind, repo=d.repo, path=d.path,
@@ -142,6 +145,7 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
                         text=c.text, path=d.path, symbol=c.symbol[:500],
                         heading_path=[h[:500] for h in c.heading_path]), kind=c.kind))))
         created = Chunk.objects.bulk_create(new_chunks, batch_size=500)
+        replace_originals(written=written)
         write_code_facts(dataset=dataset, drafts=drafts)  # the symbol graph and grep's trigrams, same transaction
         IndexOutbox.objects.bulk_create(
             [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=m) for c in created for m in model_ids],

@@ -47,11 +47,12 @@ def _public_error(exc: Exception, *, fallback_code: str, fallback_detail: str) -
 
 
 def citation(n: int, r: dict[str, Any]) -> dict[str, Any]:
-    """One cited passage; `cite` names it as a reader looks it up: the book and, for a paged book, its page."""
+    """One cited passage; `cite` names it as a reader looks it up: the book and, for a paged book, its page;
+    `page_url` opens that page where the book's original is reachable (search.engine.page_links), else None."""
     book, page = r.get("book_id", ""), r.get("page", "")
     return {"n": n, "chunk_id": r["chunk_id"], "book": book, "ruleset": r.get("ruleset_id", ""),
             "section_path": r.get("section_path") or r.get("heading_path") or [], "page": page,
-            "cite": cite(book=book, page=page),
+            "cite": cite(book=book, page=page), "page_url": r.get("page_url"),
             "file": r.get("path", ""), "span": r.get("span", ""), "content_kind": r.get("content_kind", "")}
 
 

@@ -442,7 +442,7 @@ async def _finish_answer(events: Iterator[tuple[str, dict[str, Any]]], ctx: Cont
             return error_result({**data, "status": 503 if data.get("code") == "llm_failed" else 500})
         if event == "complete":
             cites = "\n".join(f"[{c['n']}] {c['cite'] or c['book']} {' > '.join(c['section_path'])} ({c['span']})"
-                              for c in data["citations"])
+                              + (f" {c['page_url']}" if c.get("page_url") else "") for c in data["citations"])
             return _ok(f"{data['answer']}\n\nCitations:\n{cites}",
                        {"answer": data["answer"], "citations": data["citations"], "mode": data["mode"],
                         "model": data["model"], "search_session_id": session_id})

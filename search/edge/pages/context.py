@@ -23,7 +23,8 @@ from projects.sharing import projects_of
 from search.edge.api.rules import encode_sse
 from search.engine.access import accessible_dataset_ids, is_resource_accessible
 from search.engine.packing import render_pack
-from search.engine.pages import cite
+from search.engine.page_links import document_bases
+from search.engine.pages import cite, page_url
 from search.engine.pipeline import QuerySpec, run_query
 from search.models import Chunk
 from search.quality.feedback import record_feedback
@@ -159,7 +160,12 @@ def rules_stream(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET"])
 def rules_chunk(request: HttpRequest, chunk_id: int) -> HttpResponse:
     """A cited section, shown only if one of the caller's projects may see it (404 otherwise)."""
-    if not any(is_resource_accessible(row["project"], "chunk", chunk_id) for row in projects_of(user=request.user)):
+    project = next((row["project"] for row in projects_of(user=request.user)
+                    if is_resource_accessible(row["project"], "chunk", chunk_id)), None)
+    if project is None:
         raise Http404("No such section.")
     chunk = Chunk.objects.select_related("document").get(pk=chunk_id)
-    return render(request, "pages/rules_chunk.html", {"chunk": chunk, "cite": cite(book=chunk.book_id, page=chunk.page)})
+    # the page link goes through a project that can read the chunk (its original is served to that project)
+    base = document_bases(slug=project.slug, document_ids=[chunk.document_id]).get(chunk.document_id, "")
+    return render(request, "pages/rules_chunk.html", {"chunk": chunk, "cite": cite(book=chunk.book_id, page=chunk.page),
+                                                      "page_url": page_url(base=base, page=chunk.page)})

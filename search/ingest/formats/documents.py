@@ -15,6 +15,7 @@ from search.engine.pages import label_of
 from search.ingest.base import DocumentDraft
 from search.ingest.code import code_document
 from search.ingest.formats import registry
+from search.ingest.formats.originals import original_to_keep
 from search.ingest.formats.text_layer import Refused, TextLayer
 from search.ingest.web import markdown_draft, web_document_from_bytes
 
@@ -33,7 +34,10 @@ def read_document(*, kind: str, data: bytes, name: str, repo: str = "", url: str
             layer = registry.read(data=data, name=name, fmt=found.format)
         except Refused as exc:
             return None, exc.reason
-        return layer_document(layer=layer, rel=name, data=data, repo=repo, url=url)
+        draft, why = layer_document(layer=layer, rel=name, data=data, repo=repo, url=url)
+        if draft is not None:
+            draft.original = original_to_keep(fmt=found.format, data=data, pages=layer.pages, url=url)
+        return draft, why
     if kind == "code":
         return code_document(rel=name, data=data, repo=repo)
     if found.format == "code":  # a site's scripts and styles are not its pages
