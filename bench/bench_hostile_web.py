@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if "--child" not in sys.argv:  # a child imports the project from the tree it measures (PYTHONPATH)
@@ -101,6 +102,16 @@ def link_farm() -> str:
 
 
 # --- the child: one case on one tree ----------------------------------------------------------------------------
+def bench_fetcher(fetcher_mod: Any) -> Any:
+    """The measured tree's Fetcher: this tree's takes a FetchPolicy, the commit before it took the fields one by one."""
+    fields = {"user_agent": "HostileBench/1.0", "timeout_s": 10.0, "delay_s": 0.0, "per_host": 1,
+              "max_page_bytes": CAP_BYTES}
+    policy = getattr(fetcher_mod, "FetchPolicy", None)
+    if policy is None:
+        return fetcher_mod.Fetcher(**fields, in_scope=lambda _u: True)
+    return fetcher_mod.Fetcher(policy=policy(**fields), in_scope=lambda _u: True)
+
+
 def child(case: str, arg: str) -> dict:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ["SOURCES_ALLOWED_NETWORKS"] = "127.0.0.1/32"
@@ -139,8 +150,7 @@ def child(case: str, arg: str) -> dict:
         draft, why = web_document_from_bytes(rel="page.html", data=html.encode(), markdown=False)
         outcome = f"read: {len(draft.chunks)} chunks" if draft else f"not read: {why}"
     elif case == "robots":
-        f = fetcher_mod.Fetcher(user_agent="HostileBench/1.0", timeout_s=10.0, delay_s=0.0, per_host=1,
-                                max_page_bytes=CAP_BYTES, in_scope=lambda _u: True)
+        f = bench_fetcher(fetcher_mod)
         allowed = sum(f.allowed(f"{arg}/{i}/" + "a" * 990) for i in range(ROBOTS_URLS))
         note = f.host(arg + "/").robots_note
         outcome = f"{allowed} of {ROBOTS_URLS} URLs allowed" + (f"; {note}" if note else "")
@@ -157,8 +167,7 @@ def child(case: str, arg: str) -> dict:
             draft, why = web_document_from_bytes(rel="http://h/", data=html.encode(), markdown=False, url="http://h/")
             outcome = f"read: {len(draft.chunks)} chunks" if draft else f"not read: {why}"
     else:  # a fetch from the hostile server (trickle, bomb, dns)
-        f = fetcher_mod.Fetcher(user_agent="HostileBench/1.0", timeout_s=10.0, delay_s=0.0, per_host=1,
-                                max_page_bytes=CAP_BYTES, in_scope=lambda _u: True)
+        f = bench_fetcher(fetcher_mod)
         got = f.get(arg)
         outcome = f"{got.outcome}" + (f": {got.error}" if got.error else "") + f"; {f.bytes_read:,} bytes kept"
     elapsed = time.perf_counter() - t0

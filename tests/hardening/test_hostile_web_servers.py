@@ -61,10 +61,10 @@ def hostile_settings(settings):
 
 
 def fetcher():
-    from search.sources.web.fetcher import Fetcher
+    from search.sources.web.fetcher import Fetcher, FetchPolicy
 
-    return Fetcher(user_agent="HostileTestBot/1.0", timeout_s=READ_TIMEOUT_S, delay_s=0.0, per_host=2,
-                   max_page_bytes=CAP, in_scope=lambda _u: True)
+    return Fetcher(policy=FetchPolicy(user_agent="HostileTestBot/1.0", timeout_s=READ_TIMEOUT_S, delay_s=0.0,
+                                      per_host=2, max_page_bytes=CAP), in_scope=lambda _u: True)
 
 
 def test_a_double_gzip_page_is_refused_at_the_cap_without_being_inflated_whole(hostile_settings, server,
@@ -226,13 +226,13 @@ def blocking_lookup(*, release: threading.Event, asked: list[str]):
 
 
 def test_a_host_name_lookup_that_blocks_past_the_deadline_ends_the_fetch(hostile_settings, server):
-    from search.sources.web.fetcher import Fetcher
+    from search.sources.web.fetcher import Fetcher, FetchPolicy
 
     server.routes["/ok.html"] = answer(body=text_page("Behind a slow resolver"))
     release, asked = threading.Event(), []
-    f = Fetcher(user_agent="HostileTestBot/1.0", timeout_s=READ_TIMEOUT_S, delay_s=0.0, per_host=2,
-                max_page_bytes=CAP, in_scope=lambda _u: True, total_timeout_s=DEADLINE_S,
-                lookup=blocking_lookup(release=release, asked=asked))
+    f = Fetcher(policy=FetchPolicy(user_agent="HostileTestBot/1.0", timeout_s=READ_TIMEOUT_S, delay_s=0.0,
+                                   per_host=2, max_page_bytes=CAP, total_timeout_s=DEADLINE_S),
+                in_scope=lambda _u: True, lookup=blocking_lookup(release=release, asked=asked))
     try:
         started = time.monotonic()
         got = f.get(f"http://slow-resolver.example:{server.port}/ok.html")
@@ -248,14 +248,14 @@ def test_a_host_name_lookup_that_blocks_past_the_deadline_ends_the_fetch(hostile
 
 
 def test_a_host_name_that_resolves_in_time_is_fetched_through_the_given_resolver(hostile_settings, server):
-    from search.sources.web.fetcher import Fetcher
+    from search.sources.web.fetcher import Fetcher, FetchPolicy
 
     server.routes["/ok.html"] = answer(body=text_page("Behind a resolver"))
     release, asked = threading.Event(), []
     release.set()
-    f = Fetcher(user_agent="HostileTestBot/1.0", timeout_s=READ_TIMEOUT_S, delay_s=0.0, per_host=2,
-                max_page_bytes=CAP, in_scope=lambda _u: True, total_timeout_s=DEADLINE_S,
-                lookup=blocking_lookup(release=release, asked=asked))
+    f = Fetcher(policy=FetchPolicy(user_agent="HostileTestBot/1.0", timeout_s=READ_TIMEOUT_S, delay_s=0.0,
+                                   per_host=2, max_page_bytes=CAP, total_timeout_s=DEADLINE_S),
+                in_scope=lambda _u: True, lookup=blocking_lookup(release=release, asked=asked))
     try:
         got = f.get(f"http://resolver.example:{server.port}/ok.html")
     finally:

@@ -41,7 +41,7 @@ from search.ingest.web import refused_report
 from search.ingest.writer import Skip, delete_documents, sync_documents
 from search.models import Document, IngestJob
 from search.sources import netguard
-from search.sources.web.fetcher import Fetched, Fetcher
+from search.sources.web.fetcher import Fetched, Fetcher, FetchPolicy
 from search.sources.web.links import page_links, sitemap_entries
 from search.sources.web.urls import Scope, normalize_url, origin
 
@@ -83,10 +83,7 @@ class _Crawl:
         self.scope = Scope.from_config(cfg)
         self.max_pages = int(cfg.get("max_pages") or 200)
         self.max_depth = int(cfg.get("max_depth") if cfg.get("max_depth") is not None else 5)
-        self.fetcher = Fetcher(user_agent=settings.SOURCES_USER_AGENT, timeout_s=settings.SOURCES_REQUEST_TIMEOUT_S,
-                               delay_s=settings.SOURCES_CRAWL_DELAY_S, per_host=settings.SOURCES_PER_HOST_CONCURRENCY,
-                               max_page_bytes=settings.SOURCES_MAX_PAGE_BYTES, in_scope=self.scope.contains,
-                               max_total_bytes=settings.SOURCES_MAX_TOTAL_BYTES)
+        self.fetcher = Fetcher(policy=FetchPolicy.from_settings(), in_scope=self.scope.contains)
         # the pages an earlier crawl stored (meta.fetched_url marks them; documents pushed or uploaded into the
         # same dataset are not the crawl's to re-visit or remove): path -> (content hash, meta); and any URL we may
         # fetch -> the path it is stored as

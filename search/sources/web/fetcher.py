@@ -126,21 +126,47 @@ class _Host:
             self._sent()
 
 
+@dataclass(frozen=True)
+class FetchPolicy:
+    """How one crawl fetches: the user agent it names itself with, how long it waits, how gently it treats each
+    host and how much it reads.
+
+    Why one value: the crawler takes every one of these from the settings at once (`from_settings`), and a test or
+    a benchmark states its own in one place, instead of a constructor with ten parameters."""
+
+    user_agent: str
+    timeout_s: float  # per socket operation
+    delay_s: float  # between two requests to one host (a robots.txt Crawl-delay may raise it)
+    per_host: int  # requests in flight to one host
+    max_page_bytes: int  # one response body, decoded
+    max_total_bytes: int = 0  # the whole crawl's bodies; 0: no limit
+    # per fetch: every exchange of it (redirects too), headers and body; None: WEB_FETCH_TOTAL_TIMEOUT_S
+    total_timeout_s: float | None = None
+
+    @classmethod
+    def from_settings(cls) -> FetchPolicy:
+        """The platform's crawl policy (SOURCES_* settings)."""
+        return cls(user_agent=settings.SOURCES_USER_AGENT, timeout_s=settings.SOURCES_REQUEST_TIMEOUT_S,
+                   delay_s=settings.SOURCES_CRAWL_DELAY_S, per_host=settings.SOURCES_PER_HOST_CONCURRENCY,
+                   max_page_bytes=settings.SOURCES_MAX_PAGE_BYTES, max_total_bytes=settings.SOURCES_MAX_TOTAL_BYTES)
+
+
 class Fetcher:
     """One crawl's HTTP side. `in_scope` decides whether a redirect may be followed."""
 
-    def __init__(self, *, user_agent: str, timeout_s: float, delay_s: float, per_host: int, max_page_bytes: int,
-                 in_scope: Callable[[str], bool], max_total_bytes: int = 0, verify: ssl.SSLContext | bool = True,
-                 total_timeout_s: float | None = None, lookup: netguard.Lookup = netguard.system_lookup) -> None:
-        self.user_agent = user_agent
+    def __init__(self, *, policy: FetchPolicy, in_scope: Callable[[str], bool], verify: ssl.SSLContext | bool = True,
+                 lookup: netguard.Lookup = netguard.system_lookup) -> None:
+        self.policy = policy
+        self.user_agent = policy.user_agent
         self.lookup = lookup  # the resolver; each host-name lookup runs under the fetch's remaining deadline
-        self.timeout_s = timeout_s  # per socket operation
+        self.timeout_s = policy.timeout_s  # per socket operation
         # per fetch: every exchange of it (redirects too), headers and body
-        self.total_timeout_s = settings.WEB_FETCH_TOTAL_TIMEOUT_S if total_timeout_s is None else total_timeout_s
-        self.delay_s = delay_s
-        self.per_host = per_host
-        self.max_page_bytes = max_page_bytes
-        self.max_total_bytes = max_total_bytes  # 0: no limit
+        self.total_timeout_s = settings.WEB_FETCH_TOTAL_TIMEOUT_S if policy.total_timeout_s is None \
+            else policy.total_timeout_s
+        self.delay_s = policy.delay_s
+        self.per_host = policy.per_host
+        self.max_page_bytes = policy.max_page_bytes
+        self.max_total_bytes = policy.max_total_bytes  # 0: no limit
         self.verify = verify  # certificates are checked against the URL's host name (sent as SNI), never the IP
         self.in_scope = in_scope
         self._hosts: dict[str, _Host] = {}

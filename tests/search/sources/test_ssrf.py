@@ -117,7 +117,7 @@ def test_the_connection_goes_to_the_checked_address_even_if_dns_answers_differen
         settings, site, monkeypatch):
     """DNS rebinding: the name resolves to an allowed address when checked and to the metadata address after.
     The fetcher resolves once and connects to what it checked, with the name in the Host header."""
-    from search.sources.web.fetcher import Fetcher
+    from search.sources.web.fetcher import Fetcher, FetchPolicy
 
     settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     site.page("/page.html", "hello", content_type="text/plain")
@@ -130,8 +130,8 @@ def test_the_connection_goes_to_the_checked_address_even_if_dns_answers_differen
         return real(host, port, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
-    fetcher = Fetcher(user_agent="t", timeout_s=3.0, delay_s=0.0, per_host=1, max_page_bytes=10_000,
-                      in_scope=lambda u: True)
+    fetcher = Fetcher(policy=FetchPolicy(user_agent="t", timeout_s=3.0, delay_s=0.0, per_host=1,
+                                         max_page_bytes=10_000), in_scope=lambda u: True)
     try:
         got = fetcher._get(f"http://rebind.test:{site.port}/page.html", accept=None, max_bytes=10_000,
                            follow=lambda u: True, check_robots=False)
@@ -175,7 +175,7 @@ def test_https_goes_to_the_checked_address_with_the_name_as_sni_and_certificate_
         settings, tmp_path, monkeypatch):
     """The connection is made to the IP literal that was checked, yet TLS sends the host name (SNI) and the
     certificate is verified against that name: a certificate for the name passes, the IP is never trusted."""
-    from search.sources.web.fetcher import Fetcher
+    from search.sources.web.fetcher import Fetcher, FetchPolicy
 
     settings.SOURCES_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     server_ctx, client_ctx = _self_signed(tmp_path, "docs.sni.test")
@@ -186,8 +186,8 @@ def test_https_goes_to_the_checked_address_with_the_name_as_sni_and_certificate_
         else real(host, port, *a, **kw)))
     try:
         site.page("/page.html", "over tls", content_type="text/plain")
-        fetcher = Fetcher(user_agent="t", timeout_s=3.0, delay_s=0.0, per_host=1, max_page_bytes=10_000,
-                          in_scope=lambda u: True, verify=client_ctx)
+        fetcher = Fetcher(policy=FetchPolicy(user_agent="t", timeout_s=3.0, delay_s=0.0, per_host=1,
+                                             max_page_bytes=10_000), in_scope=lambda u: True, verify=client_ctx)
         try:
             got = fetcher._get(f"https://docs.sni.test:{site.port}/page.html", accept=None, max_bytes=10_000,
                                follow=lambda u: True, check_robots=False)
