@@ -83,6 +83,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -599,7 +600,8 @@ def start_adapted(*, dataset: Any, label: str, clone: Path, cutoff: str, steps: 
 
 
 def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: set[str],
-               adapt_steps: int = 0, adapt_budget_s: float = 600.0) -> dict[str, Any]:
+               adapt_steps: int = 0, adapt_budget_s: float = 600.0,
+               checkpoint: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     from tqdm import tqdm
 
     from projects.models import Project
@@ -679,6 +681,10 @@ def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: 
                            "gold_functions": [f"{f['path']}:{f['qualname']} ({f['kind']} {f['start_line']}-"
                                               f"{f['end_line']})" for f in fns],
                            "rows": outs})
+        if checkpoint is not None:  # a run stopped before the end still leaves what it measured
+            checkpoint({"repo": label, "path": str(path), "head": "", "selected": len(commits),
+                        "measured": len(per_commit), "partial": True, "per_commit": per_commit, "adapted": adapted,
+                        "errors": errors, "query_s": query_s, "index": {}})
     exact = check_exact(dataset=dataset, clone=clone, sha=commits[-1].parent) if commits else {}
     first, later = (syncs[0], syncs[1:]) if syncs else ({}, [])
     return {"repo": label, "path": str(path), "head": git(path, "rev-parse", "HEAD").strip(),
@@ -758,6 +764,9 @@ def chart(reports: dict[str, list[dict[str, Any]]], rows: list[Row], *, path: Pa
 
 def repo_section(r: dict[str, Any]) -> list[str]:
     """A repository's paragraphs before its table: the index, the self-judged choice, the adapted model."""
+    if r.get("partial"):
+        return [f"## {r['repo']}", "", f"**A stopped run:** {r['measured']} of {r['selected']} selected commits "
+                f"measured before it stopped (the index figures and exactness checks come at a run's end).", ""]
     parts: list[str] = []
     ix = r["index"]
     ls = ix["later_syncs"]
@@ -844,6 +853,11 @@ def amx_line() -> str:
     return f"AMX: {'yes (' + ', '.join(amx) + ')' if amx else 'no'}."
 
 
+def rows_json(rows: list[Row]) -> list[dict[str, Any]]:
+    return [{"name": r.name, "graph": bool(r.spec.get("graph")), "group": r.group, "adapted": r.adapted,
+             "self_judged": r.self_judged} for r in rows]
+
+
 def write_report(*, reports: list[dict[str, Any]], rows: list[Row], meta: dict[str, Any], name: str) -> None:
     """The markdown (per repository, pooled, the paired intervals, the chart, each run's command and machine) and
     the JSON a later `--pool` reads back."""
@@ -854,8 +868,7 @@ def write_report(*, reports: list[dict[str, Any]], rows: list[Row], meta: dict[s
             o.pop("models", None)
             o.pop("reranker", None)
     (RESULTS / f"{name}.json").write_text(json.dumps(
-        {**meta, "rows": [{"name": r.name, "graph": bool(r.spec.get("graph")), "group": r.group,
-                           "adapted": r.adapted, "self_judged": r.self_judged} for r in rows],
+        {**meta, "rows": rows_json(rows),
          "top_k": TOP_K, "candidates": CANDIDATES, "budget": BUDGET,
          "pooled": {r.name: summarise(pooled, r.name) for r in rows},
          "repos": [{**rep, "summary": {r.name: summarise(rep["per_commit"], r.name) for r in rows}}
@@ -886,7 +899,8 @@ def write_report(*, reports: list[dict[str, Any]], rows: list[Row], meta: dict[s
     if meta["todo"]:
         parts += ["Not measured in this run:", ""] + [f"- {t}" for t in meta["todo"]] + [""]
     png = chart({**{r["repo"]: r["per_commit"] for r in reports}, "pooled": pooled}, rows, path=RESULTS / f"{name}.png")
-    syncs = sum(r["index"]["first_sync"].get("s", 0) + r["index"]["later_syncs"]["total_s"] for r in reports)
+    syncs = sum(r["index"]["first_sync"].get("s", 0) + r["index"]["later_syncs"]["total_s"] for r in reports
+                if r.get("index"))
     parts += [f"![code commits]({png.relative_to(RESULTS.parent.parent)})", "",
               f"Dense model(s): {', '.join(meta['models']) or '—'}; reranker: {', '.join(meta['rerankers'])}. "
               f"Whole run{'s' if len(meta['runs']) > 1 else ''} {meta['total_s'] / 60:.1f} min (syncs {syncs:.0f} s, "
@@ -953,26 +967,46 @@ def main() -> None:
                                           graph=not opts.no_graph)
     tmp = Path(tempfile.mkdtemp(prefix="bench-commits-"))
     settings.SOURCES_GIT_DIR = tmp / "mirrors"
+    reports: list[dict[str, Any]] = []
+    partial = RESULTS / f"{opts.name}.partial.json"
+
+    def checkpoint(rep: dict[str, Any]) -> None:
+        """After each commit: the finished repositories and this one so far, readable by `--pool`."""
+        minutes = (time.perf_counter() - t_start) / 60
+        partial.write_text(json.dumps(
+            {"todo": todo, "defaults": defaults, "models": [], "rerankers": [], "total_s": round(minutes * 60, 1),
+             "runs": [{"command": run_command(opts, rows) + " (stopped)", "minutes": minutes,
+                       "machine": machine() + " " + amx_line()}],
+             "rows": rows_json(rows), "repos": [*reports, rep]}, indent=1, default=str) + "\n")
+
     try:
-        reports = [bench_repo(path=p, n=opts.commits, rows=rows, tmp=tmp, parsed_langs=parsed_langs,
-                              adapt_steps=opts.adapt_steps, adapt_budget_s=opts.adapt_budget_s) for p in paths]
+        for p in paths:
+            reports.append(bench_repo(path=p, n=opts.commits, rows=rows, tmp=tmp, parsed_langs=parsed_langs,
+                                      adapt_steps=opts.adapt_steps, adapt_budget_s=opts.adapt_budget_s,
+                                      checkpoint=checkpoint))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     total_s = time.perf_counter() - t_start
     pooled = [c for r in reports for c in r["per_commit"]]
-    command = (f"nice -n 5 .venv/bin/python bench/bench_code_commits.py --commits {opts.commits}"
-               + "".join(f" --repo {p}" for p in opts.repo)
-               + (f" --adapt {opts.adapt}" if opts.adapt != "auto" else "")
-               + (f" --adapt-steps {opts.adapt_steps} --adapt-budget-s {opts.adapt_budget_s:g}"
-                  if any(r.adapted for r in rows) else "")
-               + (" --no-self-judged" if opts.no_self_judged else "") + (" --no-graph" if opts.no_graph else "")
-               + f" --name {opts.name}")
+    command = run_command(opts, rows)
     meta = {"todo": todo, "defaults": defaults,
             "models": sorted({m for c in pooled for o in c["rows"].values() for m in (o["models"] or [])}),
             "rerankers": sorted({str(o["reranker"]) for c in pooled for o in c["rows"].values()}),
             "total_s": round(total_s, 1),
             "runs": [{"command": command, "minutes": total_s / 60, "machine": machine() + " " + amx_line()}]}
     write_report(reports=reports, rows=rows, meta=meta, name=opts.name)
+    partial.unlink(missing_ok=True)
+
+
+def run_command(opts: argparse.Namespace, rows: list[Row]) -> str:
+    """The command line that reproduces this run."""
+    return (f".venv/bin/python bench/bench_code_commits.py --commits {opts.commits}"
+            + "".join(f" --repo {p}" for p in opts.repo)
+            + (f" --adapt {opts.adapt}" if opts.adapt != "auto" else "")
+            + (f" --adapt-steps {opts.adapt_steps} --adapt-budget-s {opts.adapt_budget_s:g}"
+               if any(r.adapted for r in rows) else "")
+            + (" --no-self-judged" if opts.no_self_judged else "") + (" --no-graph" if opts.no_graph else "")
+            + f" --name {opts.name}")
 
 
 if __name__ == "__main__":
