@@ -277,9 +277,9 @@ def _prose(column: list[Piece], *, width: float) -> bool:
     return span >= 0.3 * width and statistics.median(len(p.text) for p in column) > 30
 
 
-def _as_table(items: list[Piece], cuts: list[float]) -> _Table | None:
+def _as_table(items: list[Piece], cuts: list[float], *, prose: bool = False) -> _Table | None:
     """The band read as a table when its columns hold short cells on shared baselines; None when it reads as
-    columns of prose."""
+    columns of prose (`prose`: a column of it reads as running text)."""
     ncol = len(cuts) + 1
     rows = _rows(items)
     if len(rows) < 2:
@@ -304,7 +304,12 @@ def _as_table(items: list[Piece], cuts: list[float]) -> _Table | None:
         else:
             grid.append(cells)
     limit = 40 if ncol >= 3 else 25
-    if aligned < 2 or aligned < 0.5 * len(rows) or statistics.median(lengths) > limit:
+    # a table whose header row is bold and whose first column is short keys (d8 | Personality Trait, 1 | ...)
+    # may hold long, wrapped text in its other columns
+    keyed = len(grid) >= 3 and all(p.bold for p in rows[0]) and len(rows[0]) == ncol \
+        and all(len(r[0]) <= 12 for r in grid)
+    if aligned < 2 or aligned < 0.5 * len(rows) or (
+            (prose or statistics.median(lengths) > limit) and not keyed):
         return None
     if ncol == 2 and len(grid) < 3:
         return None
@@ -312,9 +317,41 @@ def _as_table(items: list[Piece], cuts: list[float]) -> _Table | None:
                   top=min(p.top for p in items), bottom=max(p.bottom for p in items))
 
 
+def _side_gaps(items: list[Piece], *, body: float) -> list[tuple[float, float, list[Piece], list[Piece]]]:
+    """Vertical gaps with text standing side by side across them: (gap start, end, pieces left, pieces right)."""
+    lo, hi = min(p.x0 for p in items), max(p.x1 for p in items)
+    width = max(1.0, hi - lo)
+    narrow = [p for p in items if p.x1 - p.x0 < 0.55 * width]
+    out = []
+    for a, b in _gaps(narrow, lo=lo, hi=hi, min_gap=max(4.0, 0.6 * body)):
+        left = [p for p in narrow if p.x1 <= a + 0.5]
+        right = [p for p in narrow if p.x0 >= b - 0.5]
+        if _side_by_side(left, right):
+            out.append((a, b, left, right))
+    return out
+
+
+def page_gutters(pages: list[Page], *, body: float) -> list[float]:
+    """Where the book's column gutters stand: a gap between text standing side by side at the same place on at
+    least a third of the pages with text. Why: a book set on a baseline grid puts both columns' lines on the same
+    baselines, and two columns of short lines (a stat block beside another) look like a two-column table; a cut
+    at the book's own gutter is a column break, never a table's column."""
+    seen: Counter[int] = Counter()
+    text_pages = 0
+    for page in pages:
+        if len(page.pieces) < 3:
+            continue
+        text_pages += 1
+        seen.update({round((a + b) / 2 / 6) for a, b, _, _ in _side_gaps(page.pieces, body=body)})
+    if text_pages < 3:
+        return []
+    return [slot * 6.0 for slot, n in seen.items() if n >= max(3, text_pages / 3)]
+
+
 class _Reader:
-    def __init__(self, *, body_size: float) -> None:
+    def __init__(self, *, body_size: float, gutters: list[float] | None = None) -> None:
         self.body = body_size
+        self.gutters = gutters or []
         self.lines: list[Line] = []
         self.regions = 0
 
@@ -324,18 +361,13 @@ class _Reader:
         lo, hi = min(p.x0 for p in items), max(p.x1 for p in items)
         width = max(1.0, hi - lo)
         if len(items) > 2 and depth < MAX_DEPTH:
-            narrow = [p for p in items if p.x1 - p.x0 < 0.55 * width]
-            min_gap = max(4.0, 0.6 * self.body)
             cuts = []
-            for a, b in _gaps(narrow, lo=lo, hi=hi, min_gap=min_gap):
-                left = [p for p in narrow if p.x1 <= a + 0.5]
-                right = [p for p in narrow if p.x0 >= b - 0.5]
-                if _side_by_side(left, right):
-                    strip = _table_strip(left, right)
-                    if strip is not None:
-                        self._strips(items, strip, depth)
-                        return
-                    cuts.append((a + b) / 2)
+            for a, b, left, right in _side_gaps(items, body=self.body):
+                strip = _table_strip(left, right)
+                if strip is not None:
+                    self._strips(items, strip, depth)
+                    return
+                cuts.append((a + b) / 2)
             if cuts:
                 crossing = [p for p in items if any(p.x0 < c - 1 and p.x1 > c + 1 for c in cuts)]
                 if crossing:
@@ -344,7 +376,9 @@ class _Reader:
                 columns: list[list[Piece]] = [[] for _ in range(len(cuts) + 1)]
                 for p in items:
                     columns[sum(1 for c in cuts if (p.x0 + p.x1) / 2 > c)].append(p)
-                table = None if any(_prose(c, width=width) for c in columns) else _as_table(items, cuts)
+                at_gutter = len(cuts) == 1 and any(abs(cuts[0] - g) <= 6.0 for g in self.gutters)
+                table = None if at_gutter else _as_table(
+                    items, cuts, prose=any(_prose(c, width=width) for c in columns))
                 if table is not None:
                     self._table(table)
                     return
@@ -480,8 +514,9 @@ class Document:
         titles = frozenset(k for e in self.outline if e.level <= top and len(k := _key(e.title)) >= 8)  # chapters
         drop_running_lines(self.pages, titles=titles)
         read: list[tuple[int, list[Line]]] = []
+        gutters = page_gutters(self.pages, body=self.body)
         for page in self.pages:
-            reader = _Reader(body_size=self.body)
+            reader = _Reader(body_size=self.body, gutters=gutters)
             reader.read(page.pieces)
             read.append((page.number, reader.lines))
         self.pitch = _line_pitch(lines for _, lines in read)
@@ -601,10 +636,20 @@ class Document:
                         len(k) >= 4 and want.startswith(k)):
                     found, printed = j, b.text
                     taken.add(j)
+                    while k != want and j + 1 < len(blocks) and j + 1 not in taken and blocks[j + 1].kind == "p":
+                        k += _key(blocks[j + 1].text)  # a heading wrapped over lines: its next lines are its own
+                        if not want.startswith(k):
+                            break
+                        j += 1
+                        printed += " " + blocks[j].text
+                        taken.add(j)
                     break
                 if k.startswith(want) and want:
                     head, rest = _split_heading(b.text, want)
-                    if head:  # a run-in heading: its words start the paragraph
+                    if head and (b.text[:1] in (B_OPEN, I_OPEN) or not plain(head).endswith((",", ";"))):
+                        # a run-in heading (set in bold or italic, or ending where its sentence does, not in a
+                        # list's comma: "Spellcasting, Bardic Inspiration" in a table is no heading): its words
+                        # start the paragraph
                         found, printed = j, head
                         b.text = rest
                         keys.pop(j, None)

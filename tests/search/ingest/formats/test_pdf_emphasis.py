@@ -150,3 +150,67 @@ def test_an_italic_run_wrapped_over_two_lines_is_one_emphasis_and_headings_carry
             "are listed by rarity.") in lines
     assert any(line.startswith("#") and line.endswith(" Cloak of Elvenkind") for line in lines)
     assert not any(line.startswith("#") and "*" in line for line in lines)
+
+
+def test_two_columns_of_short_lines_on_one_baseline_grid_are_columns_not_a_table():
+    def draw(c):
+        for page in range(4):  # a book on a baseline grid: both columns' lines share their baselines
+            for col, x in enumerate((60, 320)):
+                name = f"Beast {page}{col}"
+                _runs(c, x, 720, [("Times-Bold", name)], size=12)
+                for i, (label, value) in enumerate((("Armor Class", "12"), ("Hit Points", f"{19 + page}"),
+                                                    ("Speed", "30 ft."), ("Senses", "passive Perception 13"),
+                                                    ("Languages", "-"), ("Challenge", f"{col + 1} (450 XP)"))):
+                    _runs(c, x, 700 - 12 * i, [("Times-Bold", label), ("Times-Roman", value)])
+                for i in range(20):
+                    words = BODY[i % 5:i % 5 + 7]
+                    _runs(c, x, 620 - 12 * i, [("Times-Roman", " ".join(words))])
+            c.showPage()
+
+    layer = read_pdf(data=_pdf(draw), name="beasts.pdf")
+    assert "|" not in layer.markdown, layer.markdown[:2000]
+    text = layer.markdown
+    for page in range(4):
+        left, right = text.index(f"Beast {page}0"), text.index(f"Beast {page}1")
+        assert left < text.index(f"**Hit Points** {19 + page}", left) < right
+        assert text.index("**Challenge** 1 (450 XP)", left) < right
+
+
+def test_a_table_of_short_keys_beside_long_wrapped_text_is_read_as_a_table():
+    traits = ["I idolize a particular hero of my faith, and constantly refer to that person's",
+              "I can find common ground between the fiercest enemies, empathizing with them",
+              "I see omens in every event and action. The gods try to speak to us, we just",
+              "Nothing can shake my optimistic attitude, whatever the road may bring."]
+
+    def draw(c):
+        y = _filler(c, 800, 24)
+        _runs(c, 72, y, [("Times-Bold", "d4")], size=7.5)
+        _runs(c, 100, y, [("Times-Bold", "Personality Trait")], size=7.5)
+        for i, trait in enumerate(traits):
+            _runs(c, 72, y - 11 * (i + 1), [("Times-Roman", str(i + 1))], size=7.5)
+            _runs(c, 100, y - 11 * (i + 1), [("Times-Roman", trait)], size=7.5)
+        c.showPage()
+
+    lines = read_pdf(data=_pdf(draw), name="traits.pdf").markdown.split("\n")
+    assert "| d4 | Personality Trait |" in lines
+    assert f"| 3 | {traits[2]} |" in lines
+
+
+def test_a_heading_wrapped_over_two_lines_is_one_heading_with_its_outline_entry():
+    def draw(c):
+        c.bookmarkPage("dragons")
+        c.addOutlineEntry("Dragons", "dragons", level=0)
+        _runs(c, 72, 800, [("Helvetica-Bold", "Dragons")], size=18)
+        _filler(c, 770, 6)
+        c.bookmarkHorizontal("wyrmling", 0, 690)
+        c.addOutlineEntry("Black Dragon Wyrmling (Chromatic)", "wyrmling", level=1)
+        _runs(c, 72, 680, [("Helvetica-Bold", "Black Dragon Wyrmling")], size=16)  # the column is narrow
+        _runs(c, 72, 662, [("Helvetica-Bold", "(Chromatic)")], size=16)
+        _runs(c, 72, 640, [("Times-Italic", "Medium dragon, chaotic evil")])
+        c.showPage()
+
+    lines = read_pdf(data=_pdf(draw), name="dragons.pdf").markdown.split("\n")
+    heads = [(i, line.lstrip("#").strip()) for i, line in enumerate(lines) if line.startswith("#")]
+    assert [h for _, h in heads] == ["Dragons", "Black Dragon Wyrmling (Chromatic)"]
+    assert "(Chromatic)" not in lines and "**(Chromatic)**" not in lines
+    assert heads[-1][0] < lines.index("*Medium dragon, chaotic evil*")
