@@ -308,7 +308,9 @@ def heldout_ranks(model: Any, mined: Mined, *, batch: int = 64) -> list[tuple[st
 
 # ------------------------------------------------------------------------------------------------- training
 def batches(pairs: list[Pair], *, size: int, steps: int, seed: int) -> list[list[Pair]]:
-    """`steps` batches of one pair type each, no chunk twice in a batch (its positive would be a false negative)."""
+    """`steps` batches of one pair type each, no chunk and no anchor twice in a batch (a second positive of one
+    chunk, or of one anchor, would be a false negative: a commit that changed two functions pairs its message with
+    each)."""
     rng = random.Random(seed)
     groups: dict[str, list[Pair]] = defaultdict(list)
     for p in pairs:
@@ -320,7 +322,7 @@ def batches(pairs: list[Pair], *, size: int, steps: int, seed: int) -> list[list
             group = group[:]
             rng.shuffle(group)
             for i in range(0, len(group) - size // 2, size):
-                chunk = list({p.chunk_id: p for p in group[i:i + size]}.values())
+                chunk = list({p.anchor: p for p in {p.chunk_id: p for p in group[i:i + size]}.values()}.values())
                 if len(chunk) >= size // 2:
                     epoch.append(chunk)
         if not epoch:

@@ -46,6 +46,12 @@ def test_the_gold_is_the_innermost_definition_each_changed_line_is_in():
     assert changed_definitions(path="pkg/wallet.py", old=OLD, new=both) == ["Wallet.deduct", "helper"]
 
 
+def test_a_message_that_changed_two_functions_is_never_its_own_negative_in_a_batch():
+    pairs = [ad.Pair(f"message {i // 2}", f"function {i}", i, "history") for i in range(16)]
+    for batch in ad.batches(pairs, size=4, steps=8, seed=3):
+        assert len({p.anchor for p in batch}) == len(batch) >= 2
+
+
 # ------------------------------------------------------------------------------------------ a real history
 TOPICS = {
     "shop/billing.py": [("deduct_credits", "wallet balance credits refuse negative amounts"),
