@@ -400,11 +400,14 @@ def read_rulebook(*, path: str | Path, ruleset_id: str, book_id: str, refused: d
             continue
         doc = rulebook_document(layer=layer, rel=rel, content_hash=digest,
                                 ruleset_id=ruleset_id, book_id=book_id)
-        if doc is not None:
-            doc.original = original_to_keep(fmt=found.format, data=raw, pages=layer.pages)
-            if doc.original is not None:  # the kept bytes count against the project's stored-bytes quota
-                doc.size_bytes = len(raw)
-            docs.append(doc)
+        if doc is None:  # read, but no section to cite (a PDF of pages without a text layer): named, not dropped
+            refused[rel] = (f"no readable text: {layer.pages_without_text} of {layer.pages} pages have no text layer"
+                            if layer.pages_without_text else "no readable text: no section a rulebook can cite")
+            continue
+        doc.original = original_to_keep(fmt=found.format, data=raw, pages=layer.pages)
+        if doc.original is not None:  # the kept bytes count against the project's stored-bytes quota
+            doc.size_bytes = len(raw)
+        docs.append(doc)
     return docs
 
 
