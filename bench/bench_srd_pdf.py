@@ -78,9 +78,9 @@ def ingest(*, slug: str, source: Path) -> dict:
 
 
 def evaluate(*, slug: str) -> dict:
-    from search.quality.runs import evaluate_rules
+    from search.quality.runs import EvalOptions, evaluate_rules
 
-    report = evaluate_rules(path=QUERIES, project_slug=slug, pipelines=["default"], progress=False)
+    report = evaluate_rules(path=QUERIES, project_slug=slug, options=EvalOptions(pipelines=["default"], progress=False))
     d = report.as_dict()
     return {"overall": d["pipelines"]["default"], "by_category": d.get("extra", {}).get("by_category", {}).get(
         "default", {})}

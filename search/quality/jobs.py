@@ -38,7 +38,7 @@ from search.quality.evaluation import PIPELINES, save_run, write_report
 from search.quality.fusion_choice import choose_for_project
 from search.quality.judged import CHECK_MAX, judged_split
 from search.quality.progress import reporting_to
-from search.quality.runs import evaluate_beir, evaluate_rules, search_store
+from search.quality.runs import EvalOptions, evaluate_beir, evaluate_rules, search_store
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -141,15 +141,15 @@ def _count(value: Any, *, field: str) -> int:
 # ------------------------------------------------------------------------------------------------ the kinds
 def _evaluate_beir(job: QualityJob) -> dict[str, Any]:
     o = job.options
-    report = evaluate_beir(path=data_dir() / o["collection"], pipelines=o["pipelines"] or None,
-                           max_queries=o["max_queries"] or None, progress=False)
+    report = evaluate_beir(path=data_dir() / o["collection"], options=EvalOptions(
+        pipelines=o["pipelines"] or None, max_queries=o["max_queries"] or None, progress=False))
     return _kept(job, report)
 
 
 def _evaluate_rules(job: QualityJob) -> dict[str, Any]:
     o = job.options
     report = evaluate_rules(path=_rules_path(o["queries"]), project_slug=o["project"],
-                            max_queries=o["max_queries"] or None, progress=False)
+                            options=EvalOptions(max_queries=o["max_queries"] or None, progress=False))
     return _kept(job, report)
 
 

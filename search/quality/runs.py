@@ -8,9 +8,9 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -242,31 +242,60 @@ def search_store(*, dataset_ids: list[int], kinds: list[str] | None = None,
         yield index, "snapshot"
 
 
-def run_pipelines_with_model(*, model: str | None, project: Project, dataset_ids: list[int],
-                              extra_filter: dict[str, Any], rankers: dict[str, Ranker], pipelines: list[str],
+@dataclass(frozen=True)
+class EvalOptions:
+    """How an evaluation runs, whatever it evaluates (a BEIR folder or rulebook questions).
+
+    Why one value: the command, the admin's quality jobs, the benchmarks and the tests choose these, and they travel
+    unchanged from the entry point down to the pipeline runs; one object keeps every signature on the way short and
+    the defaults in one place. `pipelines`: the rows to run (None: every row the collection knows); `max_queries`:
+    the first N questions only (None: all); `model`: a local sentence-transformers folder whose
+    `<pipeline>@<model id>` rows run beside the configured model's (`evaluate --model-id`)."""
+
+    pipelines: Sequence[str] | None = None
+    max_queries: int | None = None
+    progress: bool = True
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class EvalScope:
+    """What every row of one run searches: these datasets of the project, narrowed by `extra_filter` (the kinds).
+
+    Why an object: the rankers, the other model's throwaway index and the run itself must all search the same
+    datasets; handing them one value means no call can pair a project with another run's datasets."""
+
+    project: Project
+    dataset_ids: list[int]
+    extra_filter: dict[str, Any]
+
+
+def run_pipelines_with_model(*, scope: EvalScope, options: EvalOptions, rankers: dict[str, Ranker],
                               queries: dict[str, str], qrels: dict[str, dict[str, int]],
-                              to_doc: Callable[[list[int]], dict[int, str]] | None = None, progress: bool = True,
+                              to_doc: Callable[[list[int]], dict[int, str]] | None = None,
                               model_default: Callable[[VectorIndex, str], Ranker] | None = None,
                               ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """run_pipelines, plus `<pipeline>@<model id>` rows for MODEL_PIPELINES when `model` is given: the same
-    rankers over `model`'s throwaway index, queries embedded by `model`. -> (metrics, ranked, timings, extra);
-    extra = {"other_model": the index stats} or {}. `model_default(index, model)`: the collection's own default
-    pipeline over that index (rulebooks: the rules search), added as `default@<model id>` when "default" runs."""
+    """run_pipelines over `options.pipelines` (None: PIPELINES), plus `<pipeline>@<model id>` rows for
+    MODEL_PIPELINES when `options.model` is given: the same rankers over that model's throwaway index of `scope`,
+    queries embedded by it. -> (metrics, ranked, timings, extra); extra = {"other_model": the index stats} or {}.
+    `model_default(index, model)`: the collection's own default pipeline over that index (rulebooks: the rules
+    search), added as `default@<model id>` when "default" runs."""
     extra: dict[str, Any] = {}
+    model, pipelines = options.model, list(options.pipelines or PIPELINES)
     with ExitStack() as stack:
         if model:
             index, built = stack.enter_context(
-                throwaway_index(model=model, dataset_ids=dataset_ids, kinds=extra_filter.get("kind")))
+                throwaway_index(model=model, dataset_ids=scope.dataset_ids, kinds=scope.extra_filter.get("kind")))
             extra["other_model"] = {k: v for k, v in built.items() if k not in ("build_s", "models")}
-            other = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter=extra_filter, index=index,
-                                 dense_model=model)
+            other = make_rankers(project=scope.project, dataset_ids=scope.dataset_ids,
+                                 extra_filter=scope.extra_filter, index=index, dense_model=model)
             names = MODEL_PIPELINES
             if model_default is not None:  # else the API default runs the live configuration only
                 other["default"], names = model_default(index, model), ("default", *MODEL_PIPELINES)
             added = {f"{p}@{extra['other_model']['model_id']}": other[p] for p in names if p in pipelines}
             rankers, pipelines = {**rankers, **added}, [*pipelines, *added]
         metrics, ranked, timings = run_pipelines(queries=queries, qrels=qrels, rankers=rankers, to_doc=to_doc,
-                                                 pipelines=pipelines, progress=progress)
+                                                 pipelines=pipelines, progress=options.progress)
     return metrics, ranked, timings, extra
 
 
@@ -310,28 +339,27 @@ def ingest_beir(*, path: str | Path, project_slug: str = "eval", progress: bool 
     return coll, dataset, stats
 
 
-def evaluate_beir(*, path: str | Path, project_slug: str = "eval", pipelines: list[str] | None = None,
-                  max_queries: int | None = None, progress: bool = True, kind: str | None = None,
-                  model: str | None = None, reranker: str | None = None) -> EvalReport:
-    """`model` (a local sentence-transformers folder) adds `dense|fused|weighted@<model id>` rows: the same
-    queries over a throwaway index of that model's vectors, side by side with the configured model's."""
-    if model:
-        resolve_other_model(model)  # a bad path is named before the ingest
+def evaluate_beir(*, path: str | Path, options: EvalOptions, project_slug: str = "eval", kind: str | None = None,
+                  reranker: str | None = None) -> EvalReport:
+    """`options.model` (a local sentence-transformers folder) adds `dense|fused|weighted@<model id>` rows: the same
+    queries over a throwaway index of that model's vectors, side by side with the configured model's. `reranker`
+    (BEIR only: a trained reranker's name or a CrossEncoder folder) adds the trained-rerank row."""
+    if options.model:
+        resolve_other_model(options.model)  # a bad path is named before the ingest
     trained = None
     if reranker:
 
         trained = load_reranker(reranker)  # a bad name is named before the ingest too
-    coll, dataset, stats = ingest_beir(path=path, project_slug=project_slug, progress=progress,
-                                       max_queries=max_queries, kind=kind)
+    coll, dataset, stats = ingest_beir(path=path, project_slug=project_slug, progress=options.progress,
+                                       max_queries=options.max_queries, kind=kind)
     id_to_doc = dict(Chunk.objects.filter(dataset=dataset).values_list("id", "path"))
-    extra_filter = {"kind": [coll.kind]}
-    with throwaway_index(dataset_ids=[dataset.pk], kinds=[coll.kind]) as (index, built):
-        rankers = make_rankers(project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter,
+    scope = EvalScope(project=dataset.project, dataset_ids=[dataset.pk], extra_filter={"kind": [coll.kind]})
+    with throwaway_index(dataset_ids=scope.dataset_ids, kinds=[coll.kind]) as (index, built):
+        rankers = make_rankers(project=scope.project, dataset_ids=scope.dataset_ids, extra_filter=scope.extra_filter,
                                trained=trained, index=index)
         metrics, _, timings, extra = run_pipelines_with_model(
-            model=model, project=dataset.project, dataset_ids=[dataset.pk], extra_filter=extra_filter,
-            rankers=rankers, pipelines=list(pipelines or PIPELINES), queries=coll.queries, qrels=coll.qrels,
-            to_doc=lambda ids: {i: id_to_doc[i] for i in ids if i in id_to_doc}, progress=progress)
+            scope=scope, options=options, rankers=rankers, queries=coll.queries, qrels=coll.qrels,
+            to_doc=lambda ids: {i: id_to_doc[i] for i in ids if i in id_to_doc})
     timings["index"] = {"points": built["points"], "build_s": built["build_s"], "store": "throwaway, dropped"}
     ev = evaluability(coll)
     for m in metrics.values():
@@ -364,37 +392,39 @@ ALL_RULES_PIPELINES = (*PIPELINES, *RULES_PIPELINES, *ROUTING_PIPELINES)
 RULES_FILTER: dict[str, Any] = {"kind": ["rules"]}
 
 
-def evaluate_rules(*, path: str | Path, project_slug: str, pipelines: list[str] | None = None,
-                   max_queries: int | None = None, progress: bool = True, expand: bool = False,
-                   chapter_routing_report: bool = False, model: str | None = None) -> EvalReport:
+def evaluate_rules(*, path: str | Path, project_slug: str, options: EvalOptions, expand: bool = False,
+                   chapter_routing_report: bool = False) -> EvalReport:
     """Rulebook queries over the project's rules datasets, with contamination and answer similarity.
 
     `expand` adds the metrics against expanded gold (`*_expanded`: a gold section's children and
     continuations count as relevant) beside the plain ones. `chapter_routing_report` adds the routing rows
     (top-1, top-3 chapters) with their evaluability (gold inside the routed chapters) and hit@1/MRR@10 over
     the queries that stay evaluable; routing off is the `default` row. Without it the routing rows run only
-    when named in `pipelines`. `model` (a local sentence-transformers folder) adds `dense|fused|weighted@<model
-    id>` rows over a throwaway index of the rules chunks embedded with that model. It searches search_store: the
-    live index in the web process (an admin job), else a snapshot of the project's rules chunks (a command beside
-    the running server)."""
-    queries = load_rules_queries(path)[:max_queries or None]
+    when named in `options.pipelines`. `options.model` (a local sentence-transformers folder) adds
+    `dense|fused|weighted@<model id>` rows over a throwaway index of the rules chunks embedded with that model. It
+    searches search_store: the live index in the web process (an admin job), else a snapshot of the project's rules
+    chunks (a command beside the running server)."""
+    queries = load_rules_queries(path)[:options.max_queries or None]
     check_ready()
     project = Project.objects.filter(slug=project_slug).first()
     if project is None:
         raise LookupError(f"project {project_slug!r} does not exist (run `manage.py demo` or ingest a rulebook)")
     dataset_ids = sorted(accessible_dataset_ids(project))
-    with search_store(dataset_ids=dataset_ids, kinds=RULES_FILTER["kind"], progress=progress) as (index, store):
-        report = _evaluate_rules_on(index=index, queries=queries, project=project, dataset_ids=dataset_ids,
-                                    pipelines=pipelines, progress=progress, expand=expand, model=model,
+    scope = EvalScope(project=project, dataset_ids=dataset_ids, extra_filter=RULES_FILTER)
+    with search_store(dataset_ids=dataset_ids, kinds=scope.extra_filter["kind"], progress=options.progress) as (
+            index, store):
+        report = _evaluate_rules_on(index=index, queries=queries, scope=scope, options=options, expand=expand,
                                     chapter_routing_report=chapter_routing_report,
                                     collection=f"rules:{Path(path).stem}@{project_slug}")
     report.timings["index"] = {"store": store}
     return report
 
 
-def _evaluate_rules_on(*, index: VectorIndex, queries: list[Any], project: Project, dataset_ids: list[int],
-                       pipelines: list[str] | None, progress: bool, expand: bool, model: str | None,
-                       chapter_routing_report: bool, collection: str) -> EvalReport:
+def _evaluate_rules_on(*, index: VectorIndex, queries: list[Any], scope: EvalScope, options: EvalOptions,
+                       expand: bool, chapter_routing_report: bool, collection: str) -> EvalReport:
+    """evaluate_rules over an opened store: resolve each question's gold, rank it with every row, add the
+    rules-only figures (expanded gold, chapter routing, categories, contamination, answer similarity)."""
+    project, dataset_ids = scope.project, scope.dataset_ids
     qrels, texts, evaluable = {}, {}, 0
     expanded: dict[str, dict[str, int]] = {}
     for rq in queries:
@@ -416,15 +446,15 @@ def _evaluate_rules_on(*, index: VectorIndex, queries: list[Any], project: Proje
             return [(cid, scores.get(cid, 0.0)) for cid in found["candidate_ids"]]
         return rank
 
-    rankers = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter=RULES_FILTER,
+    rankers = make_rankers(project=project, dataset_ids=dataset_ids, extra_filter=scope.extra_filter,
                            default=variant("default"), index=index)
     rankers.update({name: variant(name, **kw) for name, kw in {**RULES_PIPELINES, **ROUTING_PIPELINES}.items()})
-    names = pipelines or [p for p in ALL_RULES_PIPELINES if chapter_routing_report or p not in ROUTING_PIPELINES]
+    names = list(options.pipelines or [p for p in ALL_RULES_PIPELINES
+                                       if chapter_routing_report or p not in ROUTING_PIPELINES])
     if chapter_routing_report:
         names = list(dict.fromkeys([*names, "default", *ROUTING_PIPELINES]))
     metrics, ranked, timings, extra = run_pipelines_with_model(
-        model=model, project=project, dataset_ids=dataset_ids, extra_filter=RULES_FILTER, rankers=rankers,
-        pipelines=names, queries=texts, qrels=qrels, progress=progress,
+        scope=scope, options=replace(options, pipelines=names), rankers=rankers, queries=texts, qrels=qrels,
         model_default=lambda other, name: variant(f"default@{name}", on=other, dense_model=name))
     runs = {name: {qid: ranked_to_run(docs) for qid, docs in per.items()} for name, per in ranked.items()}
     if expand:

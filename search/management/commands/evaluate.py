@@ -22,6 +22,7 @@ from search.quality.evaluation import PIPELINES, markdown_table, save_run, write
 from search.quality.runs import (
     ALL_RULES_PIPELINES,
     RULES_PIPELINES,
+    EvalOptions,
     NotReady,
     evaluate_beir,
     evaluate_rules,
@@ -79,17 +80,17 @@ class Command(BaseCommand):
             if model:
                 resolve_other_model(model)  # a hub name or a folder without a model fails before any work
             if opts["beir"]:
-                report = evaluate_beir(path=opts["beir"], project_slug=opts["project"] or "eval",
-                                       pipelines=pipelines, max_queries=opts["max_queries"] or None,
-                                       progress=progress, kind=opts["kind"], model=model,
-                                       reranker=opts["reranker"] or None)
+                options = EvalOptions(pipelines=pipelines, max_queries=opts["max_queries"] or None,
+                                      progress=progress, model=model)
+                report = evaluate_beir(path=opts["beir"], options=options, project_slug=opts["project"] or "eval",
+                                       kind=opts["kind"], reranker=opts["reranker"] or None)
             else:
                 default_q = Path(__file__).resolve().parents[2] / "rules" / "demo_rules" / "eval_queries.json"
+                options = EvalOptions(pipelines=pipelines if opts["pipelines"] else None,
+                                      max_queries=opts["max_queries"] or None, progress=progress, model=model)
                 report = evaluate_rules(path=opts["rules"] or str(default_q), project_slug=opts["project"] or "demo",
-                                        pipelines=pipelines if opts["pipelines"] else None,
-                                        max_queries=opts["max_queries"] or None, progress=progress,
-                                        expand=opts["expand_gold"],
-                                        chapter_routing_report=opts["chapter_routing_report"], model=model)
+                                        options=options, expand=opts["expand_gold"],
+                                        chapter_routing_report=opts["chapter_routing_report"])
         except (FileNotFoundError, LookupError, ValueError, NotReady) as exc:
             raise CommandError(str(exc)) from exc
         except BadInput as exc:

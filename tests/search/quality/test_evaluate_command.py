@@ -175,12 +175,13 @@ def test_evaluate_rules_beside_the_process_that_holds_the_store_searches_a_snaps
     holds the store."""
     from django.db import connection
 
-    from search.quality.runs import evaluate_rules
+    from search.quality.runs import EvalOptions, evaluate_rules
     from search.rules.demo import load_demo_rules
 
     load_demo_rules()  # into the store this process holds (edge_index), as `make demo` does for the server
     rows = "default,sparse,dense,fused,no-aliases"
-    live = evaluate_rules(path=DEMO_QUERIES, project_slug="demo", pipelines=rows.split(","), progress=False)
+    live = evaluate_rules(path=DEMO_QUERIES, project_slug="demo",
+                          options=EvalOptions(pipelines=rows.split(","), progress=False))
     assert live.timings["index"]["store"] == "live"
     db = connection.settings_dict
     env = {**os.environ, "DATABASE_URL": f"postgresql://{db['USER']}:@/{db['NAME']}?host={db['HOST']}",

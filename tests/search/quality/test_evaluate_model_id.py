@@ -80,13 +80,13 @@ def test_rules_model_id_rows_rank_like_the_configured_model_on_the_demo_rulebook
     """For a rulebook the `default@<model>` row is the whole rules search over the other model's vectors (what
     adopting it would serve), beside the legs."""
     from search.models import Chunk
-    from search.quality.runs import evaluate_rules
+    from search.quality.runs import EvalOptions, evaluate_rules
 
     queries = Path(__file__).resolve().parents[3] / "search" / "rules" / "demo_rules" / "eval_queries.json"
     before = rules_index.count()
     asked = ("default", *SIDE)
-    report = evaluate_rules(path=queries, project_slug="demo", pipelines=list(asked), progress=False,
-                            model=models[COPY])
+    report = evaluate_rules(path=queries, project_slug="demo",
+                            options=EvalOptions(pipelines=list(asked), progress=False, model=models[COPY]))
     rows = report.pipelines
     assert list(rows) == [*asked, *(f"{p}@{COPY}" for p in asked)]
     # not a trivial collection: the dense leg misses some queries, so equality compares real rankings

@@ -43,7 +43,7 @@ def _queries(tmp_path, items) -> str:
 
 def test_evaluate_rules_reports_evaluability_contamination_and_both_answer_similarities(demo_project, tmp_path):
     from search.models import Chunk
-    from search.quality.runs import evaluate_rules
+    from search.quality.runs import EvalOptions, evaluate_rules
     from search.rules.answer import extractive_answer
     from search.rules.search import RulesSpec, rules_search
 
@@ -60,7 +60,8 @@ def test_evaluate_rules_reports_evaluability_contamination_and_both_answer_simil
         # its gold section does not exist: not evaluable; no book, no answer -> no contamination, no similarity
         {"id": "b", "query": "how do starships jump", "expected_sections": [["Starships", "Jump Drives"]]},
     ])
-    report = evaluate_rules(path=path, project_slug="demo", pipelines=["default", "sparse"], progress=False)
+    report = evaluate_rules(path=path, project_slug="demo",
+                            options=EvalOptions(pipelines=["default", "sparse"], progress=False))
     assert report.queries == 2
     m = report.pipelines["default"]
     assert m["evaluability"] == 0.5
@@ -97,7 +98,7 @@ def test_expand_gold_adds_children_and_continuations_but_not_siblings(demo_proje
 
 def test_evaluate_rules_reports_expanded_gold_and_the_chapter_routing_rows(demo_project, tmp_path):
     from search.models import Chunk
-    from search.quality.runs import evaluate_rules
+    from search.quality.runs import EvalOptions, evaluate_rules
 
     intro = Chunk.objects.get(ruleset_id="emberfall", book_id="core", section_path=["Conditions"]).pk
     path = _queries(tmp_path, [
@@ -107,8 +108,8 @@ def test_evaluate_rules_reports_expanded_gold_and_the_chapter_routing_rows(demo_
         {"id": "b", "query": "what happens when I'm pinned?", "book_id": "core",
          "expected_sections": [["Conditions", "Pinned"]]},
     ])
-    report = evaluate_rules(path=path, project_slug="demo", pipelines=["sparse"], progress=False, expand=True,
-                            chapter_routing_report=True)
+    report = evaluate_rules(path=path, project_slug="demo", options=EvalOptions(pipelines=["sparse"], progress=False),
+                            expand=True, chapter_routing_report=True)
     assert list(report.pipelines) == ["sparse", "default", "routing-top1", "routing-top3"]
     for name, m in report.pipelines.items():
         assert m["hit@1"] == 0.5, name                      # a: the intro is not the best answer; b: Pinned is
@@ -204,17 +205,17 @@ def _collection(root: Path, *, kind: str | None) -> Path:
 
 def test_a_code_collection_is_ingested_as_code_chunks_in_its_own_dataset(tmp_path, edge_index, db):
     from search.models import Chunk, Dataset
-    from search.quality.runs import evaluate_beir
+    from search.quality.runs import EvalOptions, evaluate_beir
 
     root = _collection(tmp_path / "funcs", kind="code")
-    report = evaluate_beir(path=root, pipelines=["sparse", "fused"], progress=False)
+    report = evaluate_beir(path=root, options=EvalOptions(pipelines=["sparse", "fused"], progress=False))
     assert report.collection == "beir:funcs:code" and report.extra["kind"] == "code"
     ds = Dataset.objects.get(name="beir:funcs:code")
     assert ds.kind == "code"
     assert set(Chunk.objects.filter(dataset=ds).values_list("kind", flat=True)) == {"code"}
     assert report.pipelines["sparse"]["hit@1"] == 1.0  # each query's words are in its function's names
 
-    prose = evaluate_beir(path=root, pipelines=["sparse"], progress=False, kind="beir")
+    prose = evaluate_beir(path=root, options=EvalOptions(pipelines=["sparse"], progress=False), kind="beir")
     assert prose.collection == "beir:funcs"
     assert set(Chunk.objects.filter(dataset__name="beir:funcs").values_list("kind", flat=True)) == {"beir"}
     assert Chunk.objects.filter(dataset=ds).count() == len(CORPUS)  # the code dataset is untouched
