@@ -33,7 +33,6 @@ from search.sources.spec import SourceSpec, display_url, parse_interval, parse_s
 
 if TYPE_CHECKING:
     from accounts.models import User
-    from projects.models import Project
     from search.ingest.progress import Progress
     from search.models import Dataset, IngestJob, Source
 
@@ -84,25 +83,27 @@ def configure_source(*, user: User | None, dataset: Dataset, raw: Any, interval_
                       token=parse_token(token))
 
 
-def create_dataset_with_source(*, user: User, project: Project, name: str, kind: str, description: str = "",
-                               is_global: bool = False, source: Any = None, interval_s: Any = None,
+def create_dataset_with_source(*, user: User, new: Dataset, source: Any = None, interval_s: Any = None,
                                token: Any = None) -> Dataset:
     """Create a dataset that may follow a source from the start: the dataset and its source commit together.
 
+    `new`: the dataset as asked, unsaved (its project, name, kind, description, is_global), the row the request
+    describes; it is checked and created by create_dataset, which returns the stored row.
     The source is checked before anything is created, so a bad one leaves no dataset behind (and its name stays
     free for the corrected request)."""
+    project, kind = new.project, new.kind
     if source is None:
         if interval_s is not None or token:
             raise BadInput("interval_s and token describe a source; send `source` too.",
                            field="interval_s" if interval_s is not None else "token")
-        return create_dataset(user=user, project=project, name=name, kind=kind, description=description,
-                              is_global=is_global)
+        return create_dataset(user=user, project=project, name=new.name, kind=kind, description=new.description,
+                              is_global=new.is_global)
     policy.authorize("dataset.create", user=user, project=project)
     spec = parse_source(source, user=user, dataset_kind=kind)
     interval, secret = parse_interval(interval_s), parse_token(token)
     with transaction.atomic():
-        dataset = create_dataset(user=user, project=project, name=name, kind=kind, description=description,
-                                 is_global=is_global)
+        dataset = create_dataset(user=user, project=project, name=new.name, kind=kind, description=new.description,
+                                 is_global=new.is_global)
         set_source(user=user, dataset=dataset, spec=spec, interval_s=interval, token=secret)
     return dataset
 

@@ -23,6 +23,7 @@ from search.edge.serializers import (
 from search.ingest import datasets as datasets_service
 from search.ingest import datasets as search_datasets
 from search.ingest import sharing
+from search.models import Dataset
 from search.sources import sync as sources
 
 if TYPE_CHECKING:
@@ -49,7 +50,11 @@ class DatasetListView(APIView):
         project = project_for_member(user=request.user, slug=slug)
         ser = DatasetCreateWithSourceSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
-        ds = sources.create_dataset_with_source(user=request.user, project=project, **ser.validated_data)
+        data = ser.validated_data
+        new = Dataset(project=project, name=data["name"], kind=data["kind"], description=data["description"],
+                      is_global=data["is_global"])
+        ds = sources.create_dataset_with_source(user=request.user, new=new, source=data.get("source"),
+                                                interval_s=data.get("interval_s"), token=data.get("token"))
         ds.source_view = sources.describe_source(dataset=ds)
         return Response(dict(DatasetWithSourceSerializer(ds).data, access="own"), status=201)
 
