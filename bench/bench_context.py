@@ -103,7 +103,7 @@ def baseline_ingest(*, target_chunks: int) -> list[list[object]]:
     from inference.models import EmbeddingCache
     from projects.models import Project
     from search.ingest.jobs import start_ingest
-    from search.models import Chunk, Dataset, IndexOutbox
+    from search.models import Chunk, Dataset, IndexOutbox, IngestJob
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
     build_corpus(target_chunks=target_chunks, dest=tmp)
@@ -116,8 +116,8 @@ def baseline_ingest(*, target_chunks: int) -> list[list[object]]:
         dataset = Dataset.objects.create(project=project, name=f"baseline-{mode}", kind="code")
         with override_settings(EMBEDDING_PRECISION=mode):
             t = time.perf_counter()
-            job = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True,
-                        apply_index=False)
+            job = start_ingest(job=IngestJob(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}),
+                               sync=True, apply_index=False)
             secs = time.perf_counter() - t
         rates[mode] = job.chunks_written / secs
         label = "fp32 (EMBEDDING_PRECISION=fp32, the former default)" if mode == "fp32" else \
@@ -156,7 +156,7 @@ def main() -> None:
     from search.engine.index import get_index
     from search.engine.pipeline import QuerySpec, build_filter, run_query
     from search.ingest.jobs import start_ingest
-    from search.models import Dataset
+    from search.models import Dataset, IngestJob
 
     embed_texts(["warm the model up"])  # model load is not ingest throughput
     baseline_rows = baseline_ingest(target_chunks=args.baseline_chunks) if args.baseline_chunks else []
@@ -169,8 +169,8 @@ def main() -> None:
     dataset = Dataset.objects.create(project=project, name="bench-code", kind="code")
 
     t = time.perf_counter()
-    job1 = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True,
-                        apply_index=False)
+    job1 = start_ingest(job=IngestJob(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}),
+                        sync=True, apply_index=False)
     t_ingest = time.perf_counter() - t
     index = get_index()
     t = time.perf_counter()
@@ -185,8 +185,8 @@ def main() -> None:
         cur.execute("ANALYZE")
 
     t = time.perf_counter()
-    job2 = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True,
-                        apply_index=False)
+    job2 = start_ingest(job=IngestJob(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}),
+                        sync=True, apply_index=False)
     t_reingest = time.perf_counter() - t
     t = time.perf_counter()
     apply_outbox(index=index)
@@ -196,8 +196,8 @@ def main() -> None:
     victim = next((tmp / "generated").rglob("*.py"), None) or next(tmp.rglob("*.py"))
     victim.write_text(victim.read_text() + "\n\ndef bench_added_function():\n    return 'edited'\n")
     t = time.perf_counter()
-    job3 = start_ingest(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}, sync=True,
-                        apply_index=False)
+    job3 = start_ingest(job=IngestJob(dataset=dataset, source=str(tmp), kind="code", options={"repo": "bench"}),
+                        sync=True, apply_index=False)
     apply_outbox(index=index)
     t_edit = time.perf_counter() - t
 

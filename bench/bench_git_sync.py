@@ -105,7 +105,7 @@ def main() -> None:
 
     from projects.models import Project
     from search.ingest.jobs import start_ingest
-    from search.models import Chunk, Dataset
+    from search.models import Chunk, Dataset, IngestJob
     from search.sources.spec import SourceSpec
     from search.sources.sync import set_source
 
@@ -139,9 +139,12 @@ def main() -> None:
         # baseline, same run: the folder ingest re-run over the same (now unchanged) tree into a dataset that
         # already holds it (first run warms it; the second is the incremental re-run being compared)
         folder = Dataset.objects.create(project=project, name="stdlib-folder", kind="code")
-        start_ingest(dataset=folder, source=str(repo_dir), kind="code", options={"repo": "stdlib"}, sync=True)
+        start_ingest(job=IngestJob(dataset=folder, source=str(repo_dir), kind="code", options={"repo": "stdlib"}),
+                     sync=True)
         t = time.perf_counter()
-        fjob = start_ingest(dataset=folder, source=str(repo_dir), kind="code", options={"repo": "stdlib"}, sync=True)
+        fjob = start_ingest(job=IngestJob(dataset=folder, source=str(repo_dir), kind="code",
+                                          options={"repo": "stdlib"}),
+                            sync=True)
         folder_s = time.perf_counter() - t
         rows.append(["baseline: unchanged folder re-ingest (reads + hashes every file)", folder_s, first_s / folder_s,
                      "content hash", fjob.files_total, fjob.chunks_written, fjob.embeddings_computed])

@@ -48,7 +48,7 @@ def ingest_twice(*, slug: str, kind: str, pdf: Path) -> dict:
     """First ingest and a re-ingest of the unchanged file, with the job counters of each."""
     from projects.models import Project
     from search.ingest.jobs import start_ingest
-    from search.models import Dataset
+    from search.models import Dataset, IngestJob
 
     folder = Path(tempfile.mkdtemp(prefix=f"{slug}-"))
     shutil.copy(pdf, folder / pdf.name)
@@ -58,7 +58,7 @@ def ingest_twice(*, slug: str, kind: str, pdf: Path) -> dict:
     out = {}
     for step in ("first", "again"):
         t0 = time.perf_counter()
-        job = start_ingest(dataset=dataset, source=str(folder), kind=kind, options=options, sync=True)
+        job = start_ingest(job=IngestJob(dataset=dataset, source=str(folder), kind=kind, options=options), sync=True)
         out[step] = {"seconds": time.perf_counter() - t0, "status": job.status, "files": job.files_total,
                      "skipped": job.files_skipped, "chunks": job.chunks_written,
                      "embedded": job.embeddings_computed, "error": job.error}

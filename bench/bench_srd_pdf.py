@@ -67,13 +67,14 @@ def ingest(*, slug: str, source: Path) -> dict:
     """A rules dataset in a project of its own, ingested as the product ingests a rulebook; -> the job's figures."""
     from projects.models import Project
     from search.ingest.jobs import start_ingest
-    from search.models import Dataset
+    from search.models import Dataset, IngestJob
 
     project, _ = Project.objects.get_or_create(slug=slug, defaults={"name": slug})
     dataset, _ = Dataset.objects.get_or_create(project=project, name=f"{slug}-rules", defaults={"kind": "rules"})
     t0 = time.perf_counter()
-    job = start_ingest(dataset=dataset, source=str(source), kind="rules",
-                       options={"ruleset_id": "srd51", "book_id": "srd"}, sync=True)
+    job = start_ingest(job=IngestJob(dataset=dataset, source=str(source), kind="rules",
+                                     options={"ruleset_id": "srd51", "book_id": "srd"}),
+                       sync=True)
     return {"dataset": dataset, "job": job, "seconds": time.perf_counter() - t0}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import os
 import random
@@ -104,8 +105,11 @@ def measure(args: argparse.Namespace) -> dict:
     corpus(src, args.files)
     project = Project.objects.create(slug="probe", name="Probe")
     dataset = dataset_cls.objects.create(project=project, name="probe", kind="code")
-    job = start_ingest(dataset=dataset, source=str(src), kind="code", options={"repo": "probe"}, sync=True,
-                       apply_index=False)
+    asked = {"dataset": dataset, "source": str(src), "kind": "code", "options": {"repo": "probe"}}
+    if "job" in inspect.signature(start_ingest).parameters:  # the IngestJob row as asked; older checkouts: its fields
+        job = start_ingest(job=_first("search.models:IngestJob")(**asked), sync=True, apply_index=False)
+    else:
+        job = start_ingest(**asked, sync=True, apply_index=False)
     while apply_outbox():
         pass
     shutil.rmtree(src, ignore_errors=True)

@@ -20,11 +20,10 @@ from projects.access import project_for_member
 from search.ingest import archives
 from search.ingest.jobs import start_ingest
 from search.ingest.writer import delete_documents as delete_rows
-from search.models import Dataset, Document, Source, StagedContent
+from search.models import Dataset, Document, IngestJob, Source, StagedContent
 
 if TYPE_CHECKING:
     from accounts.models import User
-    from search.models import IngestJob
 
 PUSH_KINDS = ("code", "web")
 MODES = ("merge", "mirror")
@@ -64,7 +63,7 @@ def _start(*, user: User, dataset: Dataset, source: str, options: dict[str, Any]
     """Job and staged content in one transaction; the worker is told only after both committed."""
     kind = dataset.kind if dataset.kind in ("code", "web", "rules") else "code"
     with transaction.atomic():
-        job = start_ingest(dataset=dataset, source=source, kind=kind, user=user, options=options)
+        job = start_ingest(job=IngestJob(dataset=dataset, source=source, kind=kind, options=options), user=user)
         StagedContent.objects.create(job=job, filename=filename, data=data, documents=list(documents),
                                      size=len(data) or sum(len(d["text"]) for d in documents))
     return job

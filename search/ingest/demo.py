@@ -12,7 +12,7 @@ from projects.models import Project
 from search.engine.applier import apply_outbox
 from search.ingest.jobs import start_ingest
 from search.ingest.progress import duration, estimate_code_ingest, file_progress
-from search.models import Dataset
+from search.models import Dataset, IngestJob
 
 if TYPE_CHECKING:
     from io import TextIOBase
@@ -27,8 +27,8 @@ def load_demo(stdout: TextIOBase | None = None) -> dict:
         stdout.write(expected_ingest_line(root=root, dataset=dataset) + "\n")
     t0 = time.perf_counter()
     progress, bar = file_progress(dataset=dataset, desc="demo: ingest platform source")
-    job = start_ingest(dataset=dataset, source=str(root), kind="code",
-                       options={"repo": "platform"}, sync=True, progress=progress)
+    job = start_ingest(job=IngestJob(dataset=dataset, source=str(root), kind="code", options={"repo": "platform"}),
+                       sync=True, progress=progress)
     bar.close()
     applied = apply_outbox()
     msg = (f"demo: {job.files_total} files, {job.chunks_written} chunks written, {job.files_skipped} unchanged, "

@@ -26,7 +26,6 @@ from search.models import IngestJob, StagedContent
 
 if TYPE_CHECKING:
     from accounts.models import User
-    from search.models import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -176,18 +175,20 @@ def job_error_text(exc: BaseException) -> str:
             f"the server log under reference {ref}.")
 
 
-def start_ingest(*, dataset: Dataset, source: str, kind: str, user: User | None = None,
-                 options: dict[str, Any] | None = None, sync: bool = False, progress: Progress | None = None,
+def start_ingest(*, job: IngestJob, user: User | None = None, sync: bool = False, progress: Progress | None = None,
                  apply_index: bool = True) -> IngestJob:
     """The one entry point behind the command, the API and the admin action: create the job, run or enqueue.
 
+    `job`: the ingest as asked, unsaved: its dataset, source, kind and options, the row this stores (and the
+    worker reads back). `user` becomes its created_by when it is a stored account (not an anonymous caller).
     `sync=True` runs the job here and, unless `apply_index=False`, then applies its outbox to the index, so a
     caller that ingests and then queries reads its own writes (the writer applies; queries never do).
     """
-    if kind not in KINDS:
-        raise ValueError(f"unknown kind {kind!r}")
-    job = IngestJob.objects.create(dataset=dataset, source=str(source), kind=kind, options=options or {},
-                                   created_by=user if getattr(user, "pk", None) else None)
+    if job.kind not in KINDS:
+        raise ValueError(f"unknown kind {job.kind!r}")
+    job.source, job.options = str(job.source), job.options or {}
+    job.created_by = user if getattr(user, "pk", None) else None
+    job.save(force_insert=True)
     if sync:
         job = run_job(job=job, progress=progress)
         if apply_index:

@@ -199,7 +199,8 @@ def start_sync(*, dataset: Dataset, user: User | None = None, trigger: str = "ma
             job = IngestJob.objects.create(dataset=dataset, source=where, kind=dataset.kind, options=options,
                                            created_by=user if getattr(user, "pk", None) else None)
         else:  # the worker is told on commit
-            job = start_ingest(dataset=dataset, source=where, kind=dataset.kind, user=user, options=options)
+            job = start_ingest(job=IngestJob(dataset=dataset, source=where, kind=dataset.kind, options=options),
+                               user=user)
     if run_now:
         job = run_job(job=job, progress=progress)
         apply_own_writes()
@@ -263,9 +264,9 @@ def enqueue_due_syncs(*, now: datetime | None = None) -> list[str]:
         for source in due:
             if active_sync(source.dataset) is not None:
                 continue
-            job = start_ingest(dataset=source.dataset, source=display_url(source.type, source.config),
-                               kind=source.dataset.kind,
-                               options={"origin": "sync", "trigger": "schedule", "source_type": source.type})
+            job = start_ingest(job=IngestJob(
+                dataset=source.dataset, source=display_url(source.type, source.config), kind=source.dataset.kind,
+                options={"origin": "sync", "trigger": "schedule", "source_type": source.type}))
             source.next_sync_at = now + timedelta(seconds=source.interval_s or 0)
             source.save(update_fields=["next_sync_at", "updated_at"])
             started.append(str(job.pk))
@@ -292,4 +293,5 @@ def reingest(*, dataset: Dataset, user: User | None = None) -> IngestJob:
     job = last_ingest(dataset=dataset)
     if job is None:
         raise ValueError(f"dataset {dataset.name!r} has never been ingested: run `manage.py ingest` once first")
-    return start_ingest(dataset=dataset, source=job.source, kind=job.kind, options=job.options, user=user)
+    return start_ingest(job=IngestJob(dataset=dataset, source=job.source, kind=job.kind, options=job.options),
+                        user=user)

@@ -114,7 +114,7 @@ def build_pool(root: Path) -> Pool:
     from projects.models import Project
     from search.engine.applier import apply_outbox
     from search.ingest.jobs import start_ingest
-    from search.models import Chunk, Dataset, Document
+    from search.models import Chunk, Dataset, Document, IngestJob
     from search.rules.ingest import ingest_rulebook
 
     home, _ = Project.objects.get_or_create(slug="pool-home", defaults={"name": "Pool home"})
@@ -130,7 +130,7 @@ def build_pool(root: Path) -> Pool:
         if kind == "rules":
             ingest_rulebook(dataset=ds, path=src, ruleset_id=f"rs-{tok}", book_id=BOOKS[i])
         else:
-            start_ingest(dataset=ds, source=str(src), kind=kind, options={"repo": tok}, sync=True)
+            start_ingest(job=IngestJob(dataset=ds, source=str(src), kind=kind, options={"repo": tok}), sync=True)
         ds_ids.append(ds.pk)
     apply_outbox()
     docs = list(Document.objects.filter(dataset_id__in=ds_ids).order_by("pk").values_list("pk", "dataset_id"))

@@ -53,7 +53,7 @@ def world(make_user, make_project, client_for, tmp_path):
     """A member with credits, a tiny code dataset and a tiny rulebook, indexed in the session's store."""
     from search.engine.applier import apply_outbox
     from search.ingest.jobs import start_ingest
-    from search.models import Dataset
+    from search.models import Dataset, IngestJob
 
     user = make_user("faults@example.com", credits=5)
     project = make_project("faults", user)
@@ -62,12 +62,13 @@ def world(make_user, make_project, client_for, tmp_path):
     (code / "ledger.py").write_text('def deduct_credits(wallet, amount):\n    """Take credits."""\n'
                                     "    wallet.balance -= amount\n    return wallet.balance\n")
     ds = Dataset.objects.create(project=project, name="code", kind="code")
-    start_ingest(dataset=ds, source=str(code), kind="code", sync=True)
+    start_ingest(job=IngestJob(dataset=ds, source=str(code), kind="code"), sync=True)
     book = tmp_path / "book"
     book.mkdir()
     (book / "rules.md").write_text(RULEBOOK)
     rules = Dataset.objects.create(project=project, name="rules", kind="rules")
-    start_ingest(dataset=rules, source=str(book), kind="rules", options={"ruleset_id": "r", "book_id": "core"},
+    start_ingest(job=IngestJob(dataset=rules, source=str(book), kind="rules",
+                               options={"ruleset_id": "r", "book_id": "core"}),
                  sync=True)
     apply_outbox()
     page = Client()

@@ -102,13 +102,13 @@ def test_one_bomb_fails_alone_and_the_good_pdf_beside_it_is_read():
 def test_a_folder_job_with_a_bomb_and_a_good_pdf_reads_the_good_one_and_names_the_bomb(make_user, make_project,
                                                                                        tmp_path):
     from search.ingest.jobs import start_ingest
-    from search.models import Chunk, Dataset, Document
+    from search.models import Chunk, Dataset, Document, IngestJob
 
     owner = make_user("pdf-owner@example.com")
     ds = Dataset.objects.create(project=make_project("manuals", owner), name="manuals", kind="web")
     (tmp_path / "bomb.pdf").write_bytes(hp.flate_bomb(512 * hp.MB))
     (tmp_path / "good.pdf").write_bytes(hp.good("The good manual says to oil the hinges."))
-    job = start_ingest(dataset=ds, source=str(tmp_path), kind="web", sync=True, apply_index=False)
+    job = start_ingest(job=IngestJob(dataset=ds, source=str(tmp_path), kind="web"), sync=True, apply_index=False)
     job.refresh_from_db()
     assert job.status == "done", job.error
     assert list(Document.objects.filter(dataset=ds).values_list("path", flat=True)) == ["good.pdf"]

@@ -175,7 +175,7 @@ def xss_world(make_user, make_project, tmp_path):
     """A member whose project, code, rulebook and people all carry the payloads."""
     from search.engine.applier import apply_outbox
     from search.ingest.jobs import start_ingest
-    from search.models import Dataset
+    from search.models import Dataset, IngestJob
 
     user = make_user("xss@example.com", credits=20)
     project = make_project("xss", user)
@@ -186,14 +186,15 @@ def xss_world(make_user, make_project, tmp_path):
     (code / "evil.py").write_text(
         'def render_banner(title):\n    """Banner: {} and {}."""\n    return title\n'.format(*PAYLOADS))
     ds = Dataset.objects.create(project=project, name=PAYLOADS[1], kind="code")
-    start_ingest(dataset=ds, source=str(code), kind="code", options={"repo": "evil"}, sync=True)
+    start_ingest(job=IngestJob(dataset=ds, source=str(code), kind="code", options={"repo": "evil"}), sync=True)
     book = tmp_path / "book"
     book.mkdir()
     (book / "rules.md").write_text(
         "# Conditions\n\n## Grappled\n\nA grappled creature's speed becomes zero while grappled {} here.\n"
         "The grappled condition ends when {} is incapacitated.\n".format(*PAYLOADS))
     rules = Dataset.objects.create(project=project, name="rules", kind="rules")
-    start_ingest(dataset=rules, source=str(book), kind="rules", options={"ruleset_id": "x", "book_id": "core"},
+    start_ingest(job=IngestJob(dataset=rules, source=str(book), kind="rules",
+                               options={"ruleset_id": "x", "book_id": "core"}),
                  sync=True)
     apply_outbox()
     client = Client()

@@ -148,7 +148,7 @@ def test_ingest_killed_mid_run_is_resumed_by_a_new_worker_with_nothing_lost_or_d
     second = None
     try:
         t0 = time.monotonic()
-        job = start_ingest(dataset=crashed, source=str(tree), kind="code", options={"repo": "bigrepo"})
+        job = start_ingest(job=IngestJob(dataset=crashed, source=str(tree), kind="code", options={"repo": "bigrepo"}))
 
         def mid_way():
             j = IngestJob.objects.get(pk=job.pk)
@@ -195,7 +195,7 @@ def test_ingest_killed_mid_run_is_resumed_by_a_new_worker_with_nothing_lost_or_d
 
     # the same tree ingested cleanly, for reference
     clean = Dataset.objects.create(project=project, name="clean", kind="code")
-    start_ingest(dataset=clean, source=str(tree), kind="code", options={"repo": "bigrepo"}, sync=True)
+    start_ingest(job=IngestJob(dataset=clean, source=str(tree), kind="code", options={"repo": "bigrepo"}), sync=True)
 
     def rows(ds):
         return sorted(Chunk.objects.filter(dataset=ds).values_list("path", "ordinal", "start_line", "end_line",
@@ -304,7 +304,7 @@ def test_a_redelivered_message_for_a_finished_job_changes_nothing(transactional_
     from search.models import Chunk, IndexOutbox, IngestJob
 
     ds, repo = code_dataset
-    job = start_ingest(dataset=ds, source=str(repo), kind="code", sync=True)
+    job = start_ingest(job=IngestJob(dataset=ds, source=str(repo), kind="code"), sync=True)
     assert job.status == "done" and job.chunks_written > 0
     chunks = sorted(Chunk.objects.filter(dataset=ds).values_list("pk", flat=True))
     outbox = IndexOutbox.objects.count()

@@ -50,7 +50,7 @@ def member(make_user, make_project):
 def code_dataset(member, tmp_path):
     from search.engine.applier import apply_outbox
     from search.ingest.jobs import start_ingest
-    from search.models import Dataset
+    from search.models import Dataset, IngestJob
 
     _, project = member
     root = tmp_path / "repo"
@@ -59,7 +59,7 @@ def code_dataset(member, tmp_path):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
     dataset = Dataset.objects.create(project=project, name="code", kind="code")
-    start_ingest(dataset=dataset, source=str(root), kind="code", options={"repo": "fixture"}, sync=True)
+    start_ingest(job=IngestJob(dataset=dataset, source=str(root), kind="code", options={"repo": "fixture"}), sync=True)
     apply_outbox()
     return dataset
 
@@ -68,15 +68,16 @@ def code_dataset(member, tmp_path):
 def rules_dataset(member, tmp_path):
     from search.engine.applier import apply_outbox
     from search.ingest.jobs import start_ingest
-    from search.models import Dataset
+    from search.models import Dataset, IngestJob
 
     _, project = member
     root = tmp_path / "book"
     root.mkdir()
     (root / "rules.md").write_text(RULEBOOK)
     dataset = Dataset.objects.create(project=project, name="rules", kind="rules")
-    start_ingest(dataset=dataset, source=str(root), kind="rules",
-                 options={"ruleset_id": "testrules", "book_id": "core"}, sync=True)
+    start_ingest(job=IngestJob(dataset=dataset, source=str(root), kind="rules",
+                               options={"ruleset_id": "testrules", "book_id": "core"}),
+                 sync=True)
     apply_outbox()
     return dataset
 

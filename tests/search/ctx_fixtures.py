@@ -98,9 +98,9 @@ def ingest(project, name: str, source: Path, *, kind: str = "code", is_global: b
     """A synchronous ingest; like every sync writer it applies its own outbox unless apply_index=False (which is
     what a Celery worker's ingest leaves behind for the applier)."""
     from search.ingest.jobs import start_ingest
-    from search.models import Dataset
+    from search.models import Dataset, IngestJob
 
     ds, _ = Dataset.objects.get_or_create(project=project, name=name, defaults={"kind": kind, "is_global": is_global})
-    job = start_ingest(dataset=ds, source=str(source), kind=kind, options={"repo": repo} if repo else {}, sync=True,
-                       apply_index=apply_index)
+    job = start_ingest(job=IngestJob(dataset=ds, source=str(source), kind=kind, options={"repo": repo} if repo else {}),
+                       sync=True, apply_index=apply_index)
     return ds, job

@@ -98,8 +98,9 @@ class IngestView(APIView):
         source = allowed_source(user=request.user, source=data["source"])
         dataset, _ = Dataset.objects.get_or_create(project=project, name=data["dataset"],
                                                    defaults={"kind": data["kind"]})
-        job = start_ingest(dataset=dataset, source=str(source), kind=data["kind"], user=request.user,
-                           options={"repo": data.get("repo") or ""})
+        job = start_ingest(job=IngestJob(dataset=dataset, source=str(source), kind=data["kind"],
+                                         options={"repo": data.get("repo") or ""}),
+                           user=request.user)
         return Response(_job_data(job), status=202)
 
 

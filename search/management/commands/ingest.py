@@ -14,7 +14,7 @@ from projects.models import Membership, Project
 from search.engine.applier import apply_outbox
 from search.ingest.jobs import start_ingest
 from search.ingest.progress import file_progress
-from search.models import Dataset
+from search.models import Dataset, IngestJob
 
 
 class Command(BaseCommand):
@@ -62,11 +62,11 @@ class Command(BaseCommand):
         t0 = time.perf_counter()
         if opts["sync"]:
             progress, bar = file_progress(dataset=dataset, desc=f"ingest {source.name}")
-            job = start_ingest(dataset=dataset, source=str(source), kind=opts["kind"], options=options, sync=True,
-                               progress=progress, apply_index=False)  # applied below unless --no-apply
+            job = start_ingest(job=IngestJob(dataset=dataset, source=str(source), kind=opts["kind"], options=options),
+                               sync=True, progress=progress, apply_index=False)  # applied below unless --no-apply
             bar.close()
         else:
-            job = start_ingest(dataset=dataset, source=str(source), kind=opts["kind"], options=options)
+            job = start_ingest(job=IngestJob(dataset=dataset, source=str(source), kind=opts["kind"], options=options))
             bar = tqdm(desc=f"ingest {source.name} (celery)", unit="file")
             while True:
                 job.refresh_from_db()

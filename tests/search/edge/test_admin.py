@@ -22,14 +22,14 @@ def staff_client(client, make_user):
 @pytest.fixture
 def dataset(make_user, make_project, tmp_path):
     from search.ingest.jobs import start_ingest
-    from search.models import Dataset
+    from search.models import Dataset, IngestJob
 
     project = make_project("adm", make_user())
     for rel, text in FILES.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     ds = Dataset.objects.create(project=project, name="code", kind="code")
-    start_ingest(dataset=ds, source=str(tmp_path), kind="code", options={"repo": "r"}, sync=True)
+    start_ingest(job=IngestJob(dataset=ds, source=str(tmp_path), kind="code", options={"repo": "r"}), sync=True)
     return ds
 
 

@@ -27,10 +27,10 @@ def _watermark(index) -> int:
 def _ingest_unapplied(project, code_repo):
     """An ingest whose outbox is still pending (what a Celery worker leaves behind for the applier)."""
     from search.ingest.jobs import start_ingest
-    from search.models import Dataset
+    from search.models import Dataset, IngestJob
 
     ds = Dataset.objects.create(project=project, name="shop", kind="code")
-    return start_ingest(dataset=ds, source=str(code_repo), kind="code", sync=True, apply_index=False)
+    return start_ingest(job=IngestJob(dataset=ds, source=str(code_repo), kind="code"), sync=True, apply_index=False)
 
 
 def test_a_query_performs_no_write_and_leaves_the_outbox_pending(make_user, make_project, code_repo, edge_index):
@@ -129,7 +129,7 @@ def test_background_applier_indexes_what_a_worker_writes_without_any_query(
     # polling far slower than the test: only the outbox NOTIFY can wake it in time
     applier = BackgroundApplier(index=edge_index, poll_s=600).start()
     try:
-        job = start_ingest(dataset=ds, source=str(code_repo), kind="code")  # enqueued: the worker writes
+        job = start_ingest(job=IngestJob(dataset=ds, source=str(code_repo), kind="code"))  # enqueued: the worker writes
         deadline = time.time() + 180
         while IngestJob.objects.get(pk=job.pk).status not in ("done", "failed") and time.time() < deadline:
             time.sleep(0.2)

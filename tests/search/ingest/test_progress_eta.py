@@ -129,7 +129,7 @@ def test_job_resource_reports_rate_and_eta_while_an_ingest_runs_and_after(make_u
         if body["status"] == "running":
             seen.append(body)
 
-    job = start_ingest(dataset=ds, source=str(tmp_path), kind="code", sync=True, progress=progress)
+    job = start_ingest(job=IngestJob(dataset=ds, source=str(tmp_path), kind="code"), sync=True, progress=progress)
     assert job.status == "done" and job.files_total == files
     assert seen, "the job was never read while running"
     for body in seen:
@@ -158,7 +158,7 @@ def test_admin_job_pages_show_the_pace_and_the_encoders_device(make_user, make_p
     _write_files(tmp_path, 3)
     staff = make_user("staff-eta@example.com", staff=True)
     ds = Dataset.objects.create(project=make_project("eta-admin", staff), name="code", kind="code")
-    job = start_ingest(dataset=ds, source=str(tmp_path), kind="code", sync=True)
+    job = start_ingest(job=IngestJob(dataset=ds, source=str(tmp_path), kind="code"), sync=True)
     client = Client()
     client.force_login(staff)
     device = describe_devices()
@@ -188,7 +188,7 @@ def test_demo_estimate_counts_what_the_ingest_will_embed_and_writes_nothing(make
     assert EmbeddingCache.objects.count() == cache_rows  # an estimate writes nothing
     line = expected_ingest_line(root=tmp_path, dataset=ds)
     assert f"{before.to_embed} of {before.chunks} chunks to embed at" in line and "expected about" in line
-    job = start_ingest(dataset=ds, source=str(tmp_path), kind="code", sync=True)
+    job = start_ingest(job=IngestJob(dataset=ds, source=str(tmp_path), kind="code"), sync=True)
     job.refresh_from_db()
     assert job.embeddings_computed == before.to_embed  # the count the estimate gave is the work the ingest did
     after = estimate_code_ingest(root=tmp_path, dataset=ds)

@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from search.models import Chunk, Document
+from search.models import Chunk, Document, IngestJob
 from tests.search.ctx_fixtures import edge_index  # noqa: F401
 from tests.search.ingest.formats.samples import docx_bytes, epub_bytes, pdf_bytes
 from tests.search.sources.git.test_sync import attach, dataset, git_settings, remote  # noqa: F401
@@ -96,7 +96,7 @@ def test_a_folder_job_reads_documents_and_reports_a_binary_source_file(owner_and
     (tmp_path / "docs" / "guide.pdf").write_bytes(GUIDE)
     (tmp_path / "app.py").write_text("def main():\n    return 0\n")
     (tmp_path / "blob.js").write_bytes(b"\x00\x01\x02")
-    job = start_ingest(dataset=ds, source=str(tmp_path), kind="code", sync=True, apply_index=False)
+    job = start_ingest(job=IngestJob(dataset=ds, source=str(tmp_path), kind="code"), sync=True, apply_index=False)
     job.refresh_from_db()
     assert set(Document.objects.filter(dataset=ds).values_list("path", flat=True)) == {
         "app.py", "docs/manual.docx", "docs/book.epub", "docs/guide.pdf"}
@@ -115,7 +115,7 @@ def test_a_document_may_outweigh_a_source_file_and_a_file_past_its_limit_is_name
         zf.writestr("word/media/photo.jpg", os.urandom(1_200_000), zipfile.ZIP_STORED)
     (tmp_path / "manual.docx").write_bytes(out.getvalue())
     (tmp_path / "generated.py").write_text("x = 1\n" * 200_000)
-    job = start_ingest(dataset=ds, source=str(tmp_path), kind="code", sync=True, apply_index=False)
+    job = start_ingest(job=IngestJob(dataset=ds, source=str(tmp_path), kind="code"), sync=True, apply_index=False)
     job.refresh_from_db()
     assert list(Document.objects.filter(dataset=ds).values_list("path", flat=True)) == ["manual.docx"]
     assert job.result["skipped"] == [{"path": "generated.py", "reason": "too large (over 1,000,000 bytes)"}]
