@@ -59,22 +59,28 @@ def ingest_rulebook(*, dataset: Dataset, path: str | Path, ruleset_id: str = "",
     kept: list[str] = []  # unchanged files: skipped by their hash before they are read
     drafts = read_rulebook(path=path, ruleset_id=ruleset_id, book_id=book_id, refused=refused, stored=stored,
                            kept=kept)
-    stats = ingest_rulebook_documents(dataset=dataset, drafts=drafts, ruleset_id=ruleset_id, book_id=book_id, job=job,
-                                      graph=graph, progress=progress, kept=kept)
+    entries = [*drafts, *(Skip(rel, keep=True) for rel in kept)]
+    stats = ingest_rulebook_documents(dataset=dataset, drafts=entries, ruleset_id=ruleset_id, book_id=book_id, job=job,
+                                      graph=graph, progress=progress)
     if refused and job is not None:
         type(job).objects.filter(pk=job.pk).update(result=refused_report(refused))
     return stats
 
 
-def ingest_rulebook_documents(*, dataset: Dataset, drafts: list[DocumentDraft], ruleset_id: str, book_id: str,
-                              job: IngestJob | None = None, graph: bool = True, progress: Progress | None = None,
-                              kept: Sequence[str] = ()) -> dict[str, Any]:
+def ingest_rulebook_documents(*, dataset: Dataset, drafts: Sequence[DocumentDraft | Skip], ruleset_id: str,
+                              book_id: str, job: IngestJob | None = None, graph: bool = True,
+                              progress: Progress | None = None) -> dict[str, Any]:
     """Persist a book's read documents (search.ingest.rules, whatever format each file was read from), then
     refresh the ruleset's traversal config and the book's graph: the one write path every rulebook takes.
-    `kept`: the book's files found unchanged by their hash before reading; they count as skipped."""
+    Paths are the book's own (prefixed with `book_id` here). A Skip with keep=True is one of the book's files found
+    unchanged by its hash before reading: it counts as skipped, in sync_documents' own vocabulary."""
+    entries: list[DocumentDraft | Skip] = []
     for d in drafts:
-        d.path = f"{book_id}/{d.path}"
-    entries: list[DocumentDraft | Skip] = [*drafts, *(Skip(f"{book_id}/{rel}", keep=True) for rel in kept)]
+        if isinstance(d, Skip):
+            entries.append(Skip(f"{book_id}/{d.path}", keep=d.keep))
+        else:
+            d.path = f"{book_id}/{d.path}"
+            entries.append(d)
     if job is not None:
         type(job).objects.filter(pk=job.pk).update(files_total=len(entries))
     stats: dict[str, Any] = dict(sync_documents(dataset=dataset, drafts=entries, job=job, delete_missing=False,
