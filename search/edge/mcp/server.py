@@ -298,7 +298,7 @@ async def list_datasets(project: ProjectSlug) -> CallToolResult:
 
 
 @mcp.tool(annotations=READ_ONLY)
-async def search_context(
+async def search_context(  # noqa: PLR0913 - the parameters are the MCP tool's input schema, flat as clients send them
     project: ProjectSlug,
     q: Annotated[str, Field(description="What you are looking for, in words or identifiers.")],
     repo: Annotated[str | list[str] | None, Field(description="Only these repo(s).")] = None,
@@ -344,7 +344,7 @@ async def search_context(
 
 
 @mcp.tool(annotations=READ_ONLY)
-async def locate(
+async def locate(  # noqa: PLR0913 - the parameters are the MCP tool's input schema, flat as clients send them
     project: ProjectSlug,
     task: Annotated[str, Field(description="The change you want to make, in words.")],
     top_files: Annotated[int | None, Field(description="Files to return (1-50, default 10).")] = None,
