@@ -739,8 +739,9 @@ _NUMBERING = re.compile(r"^\s*(?:(?:chapter|part|section|appendix)\s+)?(?:[0-9]{
 
 
 def _key(text: str) -> str:
-    """A heading's words without its numbering: the outline says "Combat", the page "3.2 Combat"."""
-    text = normalise(text)
+    """A heading's words without its numbering: the outline says "Combat", the page "3.2 Combat" (or, set in
+    bold, "**3.2 Combat**": the emphasis marks go first, so the numbering is found)."""
+    text = normalise(plain(text))
     text = _NUMBERING.sub("", text, count=1) or text
     return "".join(c for c in text.lower() if c.isalnum())
 

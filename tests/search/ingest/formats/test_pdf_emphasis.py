@@ -214,3 +214,25 @@ def test_a_heading_wrapped_over_two_lines_is_one_heading_with_its_outline_entry(
     assert [h for _, h in heads] == ["Dragons", "Black Dragon Wyrmling (Chromatic)"]
     assert "(Chromatic)" not in lines and "**(Chromatic)**" not in lines
     assert heads[-1][0] < lines.index("*Medium dragon, chaotic evil*")
+
+
+def test_a_numbered_heading_printed_in_bold_at_body_size_is_found_where_its_outline_entry_points():
+    def draw(c):
+        c.bookmarkPage("ch")
+        c.addOutlineEntry("Internationalization", "ch", level=0)
+        _runs(c, 72, 800, [("Helvetica-Bold", "8 Internationalization")], size=18)
+        y = 770
+        for n, title in enumerate(("Keyboard input", "Filename encoding", "Localized messages"), start=1):
+            c.bookmarkHorizontal(f"s{n}", 0, y + 12)
+            c.addOutlineEntry(title, f"s{n}", level=1)
+            _runs(c, 72, y, [("Times-Bold", f"8.1.{n} {title}")])
+            _filler(c, y - 14, 4)
+            _runs(c, 72, y - 70, [("Times-Roman", f"The rules of {title.lower()} end here.")])
+            y -= 100
+        c.showPage()
+
+    lines = read_pdf(data=_pdf(draw), name="manual.pdf").markdown.split("\n")
+    for title in ("Keyboard input", "Filename encoding", "Localized messages"):
+        head = next(i for i, line in enumerate(lines) if line.startswith("#") and line.endswith(title))
+        body = lines.index(f"The rules of {title.lower()} end here.")
+        assert head < body and not any(line.startswith("#") for line in lines[head + 1:body]), lines
