@@ -34,7 +34,7 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from config.errors import DependencyDown
-from inference.models import EmbeddingCache
+from inference.encoders import cached_vectors
 from search.engine.dataset_models import models_in_use
 from search.engine.index import VectorIndex, get_index, model_index
 from search.engine.index_schema import PAYLOAD_LOOKUPS, IndexPoint
@@ -127,22 +127,23 @@ def build_points(chunk_ids: list[int], *, model_id: str,
     qs = Chunk.objects.filter(pk__in=chunk_ids)
     if not evaluation:
         qs = qs.filter(dataset__is_evaluation=False)
-    chunks = list(qs.select_related("dataset"))
-    vectors = dict(EmbeddingCache.objects.filter(model_id=model_id, text_hash__in={c.text_hash for c in chunks})
-                   .values_list("text_hash", "vector"))
+    # the columns a point needs, as values: a model instance per chunk cost more than the rest of its point
+    rows = list(qs.values_list("pk", "text_hash", "text", "symbol", "heading_path", *PAYLOAD_LOOKUPS.values()))
+    vectors = cached_vectors(model_id=model_id, hashes={r[1] for r in rows})
     points, missing = [], []
-    for c in chunks:
-        vec = vectors.get(c.text_hash)
+    for pk, hash_, text, symbol, heading_path, *payload_values in rows:
+        vec = vectors.get(hash_)
         if vec is None:  # never embedded for this model: the ingest runner writes the cache first
-            missing.append(c.pk)
+            missing.append(pk)
             continue
-        sparse = encode_document(sparse_document_text(text=c.text, path=c.path, symbol=c.symbol,
-                                                      heading_path=c.heading_path), kind=c.kind)
-        points.append(IndexPoint(id=c.pk, dense=vec, sparse=sparse, payload=chunk_payload(c)))
+        payload = dict(zip(PAYLOAD_LOOKUPS, payload_values, strict=True))  # what chunk_payload(chunk) gives
+        sparse = encode_document(sparse_document_text(text=text, path=payload["path"], symbol=symbol,
+                                                      heading_path=heading_path), kind=payload["kind"])
+        points.append(IndexPoint(id=pk, dense=vec, sparse=sparse, payload=payload))
     if missing:
         log.warning("apply_outbox: %d chunks have no %s vector; run ingest again to embed them", len(missing),
                     model_id)
-    present = {c.pk for c in chunks}
+    present = {r[0] for r in rows}
     return points, [i for i in chunk_ids if i not in present]
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from config.pgarrays import int_array
+from config.pgcopy import copy_insert, copy_values
 from search.engine.grep import trigrams
 from search.engine.term_stats import lock_dataset_writes
 from search.ingest import symbols
@@ -37,19 +38,13 @@ def facts_of(*, path: str, lang: str, text: str) -> symbols.FileSymbols:
     return symbols.extract(path=path, text=text, lang=lang) if lang in symbols.SYMBOL_LANGS else symbols.FileSymbols()
 
 
-def _rows(*, dataset_id: int, document_id: int, path: str, lang: str, text: str
-          ) -> tuple[CodeFile, list[Symbol], list[SymbolRef]]:
+def _file_row(*, dataset_id: int, document_id: int, path: str, lang: str, text: str
+              ) -> tuple[CodeFile, symbols.FileSymbols]:
+    """A document's CodeFile (unsaved) and the facts it digests, extracted once."""
     facts = facts_of(path=path, lang=lang, text=text)
-    code_file = CodeFile(document_id=document_id, dataset_id=dataset_id, path=path, lang=lang,
-                         lines=text.count("\n") + 1 if text else 0, trigrams=trigrams(text),
-                         symbols_digest=facts.digest())
-    defs = [Symbol(dataset_id=dataset_id, document_id=document_id, path=path, lang=lang, name=d.name,
-                   qualname=d.qualname, kind=d.kind, signature=d.signature, start_line=d.start_line,
-                   end_line=d.end_line) for d in facts.definitions]
-    refs = [SymbolRef(dataset_id=dataset_id, document_id=document_id, path=path, name=r.name, kind=r.kind,
-                      line=r.line, qualifier=r.qualifier, container=r.container, alias=r.alias)
-            for r in facts.references]
-    return code_file, defs, refs
+    return CodeFile(document_id=document_id, dataset_id=dataset_id, path=path, lang=lang,
+                    lines=text.count("\n") + 1 if text else 0, trigrams=trigrams(text),
+                    symbols_digest=facts.digest()), facts
 
 
 def _replace(documents: list[tuple[int, int, str, str, str]]) -> dict[str, int]:
@@ -60,16 +55,24 @@ def _replace(documents: list[tuple[int, int, str, str, str]]) -> dict[str, int]:
     SymbolRef.objects.filter(document_id__in=ids).delete()
     files, defs, refs = [], [], []
     for dataset_id, document_id, path, lang, text in documents:
-        f, d, r = _rows(dataset_id=dataset_id, document_id=document_id, path=path, lang=lang, text=text)
+        f, facts = _file_row(dataset_id=dataset_id, document_id=document_id, path=path, lang=lang, text=text)
         files.append(f)
-        defs.extend(d)
-        refs.extend(r)
+        # the Symbol and SymbolRef columns as values: a model instance per fact cost more than its write
+        defs.extend((dataset_id, document_id, path, lang, d.name, d.qualname, d.kind, d.signature, d.start_line,
+                     d.end_line) for d in facts.definitions)
+        refs.extend((dataset_id, document_id, path, r.name, r.kind, r.line, r.qualifier, r.container, r.alias)
+                    for r in facts.references)
     for f in files:  # as one literal: psycopg would quote a few thousand ids one by one (config.pgarrays)
         f.trigrams = int_array(f.trigrams)
-    CodeFile.objects.bulk_create(files, batch_size=200)
-    Symbol.objects.bulk_create(defs, batch_size=2000)
-    SymbolRef.objects.bulk_create(refs, batch_size=5000)
+    copy_insert(model=CodeFile, objs=files)  # one COPY each: no INSERT of thousands of placeholders to parse
+    copy_values(model=Symbol, columns=_SYMBOL_COLUMNS, rows=defs)
+    copy_values(model=SymbolRef, columns=_REF_COLUMNS, rows=refs)
     return {"files": len(files), "definitions": len(defs), "references": len(refs)}
+
+
+_SYMBOL_COLUMNS = ("dataset", "document", "path", "lang", "name", "qualname", "kind", "signature", "start_line",
+                   "end_line")
+_REF_COLUMNS = ("dataset", "document", "path", "name", "kind", "line", "qualifier", "container", "alias")
 
 
 def write_code_facts(*, dataset: Dataset, drafts: list[DocumentDraft]) -> dict[str, int]:
@@ -141,10 +144,8 @@ def fresh_build(document_ids: Iterable[int]) -> dict[int, tuple[CodeFile, symbol
     out = {}
     for doc in Document.objects.filter(pk__in=ids).only("pk", "dataset_id", "path", "lang"):
         text = symbols.indexed_text(spans[doc.pk])
-        facts = facts_of(path=doc.path, lang=doc.lang, text=text)
-        code_file, _, _ = _rows(dataset_id=doc.dataset_id, document_id=doc.pk, path=doc.path, lang=doc.lang,
-                                text=text)
-        out[doc.pk] = (code_file, facts)
+        out[doc.pk] = _file_row(dataset_id=doc.dataset_id, document_id=doc.pk, path=doc.path, lang=doc.lang,
+                                text=text)  # the facts extracted once, for the row's digest and the comparison
     return out
 
 

@@ -19,6 +19,7 @@ from django.db.models import Count, F, Q
 
 from config.errors import DependencyDown
 from config.pgarrays import int_array
+from config.pgcopy import copy_insert
 from inference.encoders import fill_embedding_cache, text_hash
 from projects import quotas
 from projects.models import Project
@@ -125,13 +126,9 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
         Chunk.objects.filter(dataset=dataset, path__in=paths).delete()
         new_chunks = []
         written: list[tuple[Document, bytes | None, str, bool]] = []  # what each page link opens (search.ingest.originals)
+        docs = upsert_documents(dataset=dataset, drafts=drafts)
         for d in drafts:
-            doc, fresh = Document.objects.update_or_create(
-                dataset=dataset, path=d.path,
-                defaults={"repo": d.repo, "url": d.url, "lang": d.lang, "title": d.title[:500],
-                          "content_hash": d.content_hash, "macro_summary": d.macro_summary, "meta": d.meta,
-                          "external_id": d.external_id,
-                          "size_bytes": d.size_bytes or sum(len(c.text.encode()) for c in d.chunks)})
+            doc, fresh = docs[d.path]
             written.append((doc, d.original, str(d.meta.get("format") or "pdf"), fresh))
             for ordinal, c in enumerate(d.chunks):
                 new_chunks.append(Chunk(
@@ -144,12 +141,12 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
                     terms=int_array(document_term_ids(sparse_document_text(
                         text=c.text, path=d.path, symbol=c.symbol[:500],
                         heading_path=[h[:500] for h in c.heading_path]), kind=c.kind))))
-        created = Chunk.objects.bulk_create(new_chunks, batch_size=500)
+        copy_insert(model=Chunk, objs=new_chunks, with_ids=True)  # ids in list order, as bulk_create sets them
+        created = new_chunks
         replace_originals(written=written)
         write_code_facts(dataset=dataset, drafts=drafts)  # the symbol graph and grep's trigrams, same transaction
-        IndexOutbox.objects.bulk_create(
-            [IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=m) for c in created for m in model_ids],
-            batch_size=1000)
+        copy_insert(model=IndexOutbox, objs=[IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=m)
+                                             for c in created for m in model_ids])
         stats["chunks"] = len(created)
         if job is not None:
             type(job).objects.filter(pk=job.pk).update(
@@ -157,6 +154,33 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
                 embeddings_computed=F("embeddings_computed") + stats["embedded"],
                 embeddings_cached=F("embeddings_cached") + stats["cached"])
     return stats
+
+
+_DOCUMENT_FIELDS = ("repo", "url", "lang", "title", "content_hash", "macro_summary", "meta", "external_id",
+                    "size_bytes", "updated_at")
+
+
+def upsert_documents(*, dataset: Dataset, drafts: list[DocumentDraft]) -> dict[str, tuple[Document, bool]]:
+    """Each draft's Document row, created or updated in place (its id kept), by path;
+    -> {path: (Document, whether it is new)}. Call in the writer's transaction, under the dataset's write lock.
+
+    Why one statement (INSERT ... ON CONFLICT (dataset, path) DO UPDATE): a row per document through
+    update_or_create cost a savepoint, a locking read and a write each. Same rows either way; a batch naming one
+    path twice (ON CONFLICT may not touch a row twice) takes the row-by-row way."""
+    def fields(d: DocumentDraft) -> dict[str, Any]:
+        return {"repo": d.repo, "url": d.url, "lang": d.lang, "title": d.title[:500], "content_hash": d.content_hash,
+                "macro_summary": d.macro_summary, "meta": d.meta, "external_id": d.external_id,
+                "size_bytes": d.size_bytes or sum(len(c.text.encode()) for c in d.chunks)}
+
+    if len({d.path for d in drafts}) < len(drafts):
+        return {d.path: Document.objects.update_or_create(dataset=dataset, path=d.path, defaults=fields(d))
+                for d in drafts}
+    stored = set(Document.objects.filter(dataset=dataset, path__in=[d.path for d in drafts])
+                 .values_list("path", flat=True))
+    rows = Document.objects.bulk_create(
+        [Document(dataset=dataset, path=d.path, **fields(d)) for d in drafts], update_conflicts=True,
+        unique_fields=["dataset", "path"], update_fields=list(_DOCUMENT_FIELDS))
+    return {doc.path: (doc, doc.path not in stored) for doc in rows}
 
 
 def delete_documents(*, dataset: Dataset, paths: Iterable[str]) -> int:

@@ -29,3 +29,33 @@ def test_int_arrays_take_python_and_numpy_integers_and_the_empty_list():
     assert _read(int_array(np.array(ids, dtype=np.int64)), "bigint[]") == ids
     assert _read(int_array([]), "bigint[]") == []
     assert float_array([]) == "{}"
+
+
+def test_a_binary_float8_vector_stores_the_same_doubles_as_its_text_literal():
+    from config.pgarrays import Float8Vector, insert_float8_vectors
+
+    v = np.random.default_rng(5).standard_normal(384).astype(np.float32)
+    v[:4] = [0.0, -0.0, 1e-38, 3.4028235e38]
+    with connection.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE vec_in (k int PRIMARY KEY, v float8[] NOT NULL)")
+    insert_float8_vectors(sql="INSERT INTO vec_in (k, v) VALUES (%s, %b) ON CONFLICT DO NOTHING",
+                          rows=[(1, Float8Vector(v)), (2, Float8Vector([])), (1, Float8Vector(v[:3]))])
+    with connection.cursor() as cur:
+        cur.execute("SELECT k, v FROM vec_in ORDER BY k")
+        stored = cur.fetchall()
+    assert stored[0] == (1, _read(float_array(v), "float8[]"))  # the text literal's doubles, bit for bit
+    assert str(stored[0][1][1]) == "-0.0" and stored[0][1][3] == float(np.float32(3.4028235e38))
+    assert stored[1] == (2, [])
+    assert len(stored) == 2  # a conflicting row is left out, as bulk_create(ignore_conflicts=True) left it
+
+
+def test_a_vector_read_in_binary_gives_the_floats_the_text_reading_gives():
+    from config.pgarrays import float8_array_values
+
+    v = np.random.default_rng(9).standard_normal(384).astype(np.float32)
+    v[:3] = [-0.0, 1e-38, 3.4028235e38]
+    with connection.cursor() as cur:
+        cur.execute("SELECT array_send(%s::float8[]), array_send('{}'::float8[])", [float_array(v)])
+        raw, empty = cur.fetchone()
+    assert float8_array_values(raw) == _read(float_array(v), "float8[]")
+    assert str(float8_array_values(raw)[0]) == "-0.0" and float8_array_values(empty) == []
