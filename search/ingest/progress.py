@@ -97,15 +97,25 @@ def pace_unit(job: IngestJob) -> str:
     return "chunks" if (job.options or {}).get("origin") == "reembed" else "files"
 
 
+# how often a bar whose total is known reads it again: a crawl's total grows as it finds pages
+TOTAL_REFRESH_S = 2.0
+
+
 def file_progress(*, dataset: Dataset, desc: str) -> tuple[Callable[[dict[str, Any]], None], tqdm]:
-    """The runner learns the file count after walking the source, so the total is read from the job lazily."""
+    """The runner learns the file count after walking the source, so the total is read from the job lazily, and
+    again every TOTAL_REFRESH_S while the job runs: a web crawl's total (search.sources.web.crawler) is what it
+    has found so far, and a bar held at its first total would show a time left that only ever runs out."""
     bar = tqdm(desc=desc, unit="file")
+    read_at = [0.0]
 
     def progress(info: dict[str, Any]) -> None:
-        if not bar.total:
-            job = IngestJob.objects.filter(dataset=dataset).order_by("-created_at").first()
-            if job and job.files_total:
-                bar.total = job.files_total
+        now = time.monotonic()
+        if not bar.total or now - read_at[0] >= TOTAL_REFRESH_S:
+            read_at[0] = now
+            total = (IngestJob.objects.filter(dataset=dataset).order_by("-created_at")
+                     .values_list("files_total", flat=True).first())
+            if total and total != bar.total:
+                bar.total = total
         if "path" in info:  # the file walker reports each file
             bar.update(1)
         elif "files" in info:  # sync_documents (rules, BEIR) reports running totals per batch
