@@ -162,9 +162,8 @@ def test_two_columns_of_short_lines_on_one_baseline_grid_are_columns_not_a_table
                                                     ("Speed", "30 ft."), ("Senses", "passive Perception 13"),
                                                     ("Languages", "-"), ("Challenge", f"{col + 1} (450 XP)"))):
                     _runs(c, x, 700 - 12 * i, [("Times-Bold", label), ("Times-Roman", value)])
-                for i in range(20):
-                    words = BODY[i % 5:i % 5 + 7]
-                    _runs(c, x, 620 - 12 * i, [("Times-Roman", " ".join(words))])
+                for i in range(20):  # short lines only: no column of running text tells them from a table
+                    _runs(c, x, 620 - 12 * i, [("Times-Bold", f"Trait {i}."), ("Times-Roman", f"{i + 2} ft.")])
             c.showPage()
 
     layer = read_pdf(data=_pdf(draw), name="beasts.pdf")
@@ -205,8 +204,8 @@ def test_a_heading_wrapped_over_two_lines_is_one_heading_with_its_outline_entry(
         c.bookmarkHorizontal("wyrmling", 0, 690)
         c.addOutlineEntry("Black Dragon Wyrmling (Chromatic)", "wyrmling", level=1)
         _runs(c, 72, 680, [("Helvetica-Bold", "Black Dragon Wyrmling")], size=16)  # the column is narrow
-        _runs(c, 72, 662, [("Helvetica-Bold", "(Chromatic)")], size=16)
-        _runs(c, 72, 640, [("Times-Italic", "Medium dragon, chaotic evil")])
+        _runs(c, 72, 646, [("Helvetica-Bold", "(Chromatic)")], size=16)  # generous leading: two lines
+        _runs(c, 72, 624, [("Times-Italic", "Medium dragon, chaotic evil")])
         c.showPage()
 
     lines = read_pdf(data=_pdf(draw), name="dragons.pdf").markdown.split("\n")
