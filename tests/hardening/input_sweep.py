@@ -16,11 +16,15 @@ and charged nothing (row counts and the balance are compared inside the savepoin
 """
 from __future__ import annotations
 
+import io
 import json
+import tarfile
 import time
+import zipfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 CLASSES = ("nesting", "characters", "patterns", "numbers", "size", "content_type", "unknown_field", "headers",
@@ -338,3 +342,219 @@ def run_sweep(*, secret: str, user_id: int, spec: dict[str, Any], fill: dict[str
             elif case.must_refuse and status < 300:
                 report.failures.append(f"accepted {status}: {case.label()} -> {body[:120]!r}")
     return report
+
+
+# --------------------------------------------------------------------------- hostile files
+# The hostile PDFs (tests/hardening/hostile_pdfs.py, each at most 1 MB) as the bodies of every operation that takes
+# a file: each alone as an uploaded file, all together in a zip and in a tar.gz (a code and a rules dataset), and each
+# as a pushed document's text. Unlike the classes above, what is accepted must then be read: the job runs (as the
+# worker runs it) inside the case's rolled-back savepoint, and every file must end read or refused by name.
+FILE_CLASS = "hostile_files"
+
+
+@dataclass
+class FileCase:
+    label: str
+    method: str
+    path: str
+    names: dict[str, str]  # file name in the upload -> what its reader must do: "refuse", "read" or "either"
+    files: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # multipart field -> (file name, bytes)
+    fields: dict[str, str] = field(default_factory=dict)
+    json_body: Any = None
+
+
+@dataclass
+class FileOutcome:
+    label: str
+    status: int
+    job_status: str
+    seconds: float
+    read: int
+    refused: dict[str, str]  # file name -> the reason the job gave
+
+
+def _pdf_name(case: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in case.lower()).strip("-").replace("--", "-") + ".pdf"
+
+
+def hostile_pdf_files() -> dict[str, tuple[bytes, str]]:
+    """file name -> (the hostile PDF's bytes, what a reader must do with it)."""
+    from tests.hardening import hostile_pdfs as hp
+
+    return {_pdf_name(case): (build(), expected) for case, (build, expected) in hp.CASES.items()}
+
+
+def _archive(kind: str, files: dict[str, bytes]) -> bytes:
+    """The files under `book/` in a zip or a tar, stored ("zip", "tar": the archive check passes them, so the job
+    reads every PDF) or compressed ("zip-deflated", "tar.gz": deflate streams of repeated bytes deflate again, past
+    the upload's compression-ratio limit, so the check refuses them before anything is stored)."""
+    buf = io.BytesIO()
+    if kind.startswith("zip"):
+        method = zipfile.ZIP_DEFLATED if kind == "zip-deflated" else zipfile.ZIP_STORED
+        with zipfile.ZipFile(buf, "w", method) as zf:
+            for name, data in files.items():
+                zf.writestr(f"book/{name}", data)
+    else:
+        with tarfile.open(fileobj=buf, mode="w:gz" if kind == "tar.gz" else "w") as tf:
+            for name, data in files.items():
+                info = tarfile.TarInfo(f"book/{name}")
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+ARCHIVES = (("zip", "hostile.zip", ""), ("tar", "hostile.tar", " (rules)"),
+            ("zip-deflated", "hostile-deflated.zip", ""), ("tar.gz", "hostile.tar.gz", " (rules)"))
+
+
+def file_cases(spec: dict[str, Any], fill: dict[str, Any], *, rules_dataset_id: int,
+               pdfs: dict[str, tuple[bytes, str]]) -> Iterator[FileCase]:
+    """Every operation of the schema whose body is a file (multipart with a binary field) gets each hostile PDF
+    alone and all of them in each of ARCHIVES (a zip into `fill`'s dataset, a tar into the rules dataset; stored, so
+    they are read, and compressed, so the ratio check refuses them); the push operation (a JSON body of documents)
+    gets each as a document's text."""
+    expect = {name: expected for name, (_, expected) in pdfs.items()}
+    blobs = {name: data for name, (data, _) in pdfs.items()}
+    for raw_path, item in spec["paths"].items():
+        for method, op in item.items():
+            content = (op.get("requestBody") or {}).get("content", {})
+            if "multipart/form-data" in content:
+                props = _resolve(content["multipart/form-data"]["schema"], spec).get("properties", {})
+                binary = [n for n, p in props.items() if _resolve(p, spec).get("format") == "binary"]
+                for prop in binary:
+                    path = _filled(raw_path, fill)
+                    for name, data in blobs.items():
+                        yield FileCase(f"{op['operationId']}: {name}", method.upper(), path, {name: expect[name]},
+                                       files={prop: (name, data)}, fields={"mode": "merge"})
+                    rules_path = _filled(raw_path, {**fill, "dataset_id": rules_dataset_id})
+                    for kind, filename, target in ARCHIVES:  # the rules dataset reads its upload as one book
+                        yield FileCase(f"{op['operationId']}: all in a {kind}{target}", method.upper(),
+                                       rules_path if target else path, expect,
+                                       files={prop: (filename, _archive(kind, blobs))},
+                                       fields={"book": "hostile"} if target else {"mode": "merge"})
+            elif op.get("operationId") == "documents_push":
+                path = _filled(raw_path, fill)
+                for name, data in blobs.items():
+                    # a push is text: the PDF's bytes as Latin-1 characters (what a client that read the file as
+                    # text would send); its reader sees %PDF and must refuse or read it like an uploaded one
+                    doc = {"external_id": name, "path": f"pushed/{name}", "text": data.decode("latin-1")}
+                    yield FileCase(f"documents_push: {name}", method.upper(), path, {name: "either"},
+                                   json_body={"documents": [doc]})
+
+
+def _filled(raw_path: str, fill: dict[str, Any]) -> str:
+    for name, value in fill.items():
+        raw_path = raw_path.replace("{" + name + "}", str(value))
+    return raw_path
+
+
+def _content_state(dataset_ids: list[int]) -> tuple:
+    from search.models import Chunk, Document, DocumentOriginal, StagedContent
+
+    return (Document.objects.filter(dataset_id__in=dataset_ids).count(),
+            Chunk.objects.filter(dataset_id__in=dataset_ids).count(),
+            DocumentOriginal.objects.filter(document__dataset_id__in=dataset_ids).count(),
+            StagedContent.objects.count())
+
+
+def run_file_sweep(*, secret: str, user_id: int, spec: dict[str, Any], fill: dict[str, Any],
+                   rules_dataset_id: int, pdfs: dict[str, tuple[bytes, str]],
+                   seconds_per_file: float) -> tuple[SweepReport, list[FileOutcome]]:
+    """Send every hostile-file case through the real app, run the job it starts, and judge what it left: no 5xx;
+    a refused request is a JSON error that wrote and charged nothing; an accepted one ends with every file read
+    (a document with chunks) or refused by name with a reason, never charged, no document without chunks, within
+    `seconds_per_file` per file."""
+    from rest_framework.test import APIClient
+
+    from search.ingest.jobs import run_job
+    from search.models import Chunk, Document, IngestJob
+    from tests.hardening.fuzz_world import InProcessRequests
+
+    api = APIClient(raise_request_exception=False)
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    report, outcomes = SweepReport(), []
+    datasets = [int(fill["dataset_id"]), rules_dataset_id]
+    for case in file_cases(spec, fill, rules_dataset_id=rules_dataset_id, pdfs=pdfs):
+        report.sent[FILE_CLASS] += 1
+        with InProcessRequests():
+            before, rows_before = _state(user_id), _content_state(datasets)
+            t0 = time.perf_counter()
+            if case.files:
+                files = {}
+                for prop, (name, data) in case.files.items():
+                    f = io.BytesIO(data)
+                    f.name = name
+                    files[prop] = f
+                resp = api.generic(case.method, case.path, **_multipart({**case.fields, **files}))
+            else:
+                resp = api.generic(case.method, case.path, _dump(case.json_body), content_type="application/json")
+            status = resp.status_code
+            if status >= 500:
+                report.failures.append(f"{status} {case.label} -> {resp.content[:200]!r}")
+                continue
+            if status >= 400:
+                report.refused[FILE_CLASS] += 1
+                err = resp.json()
+                if not (err.get("code") and err.get("detail")):
+                    report.failures.append(f"non-JSON {status} {case.label}")
+                if _state(user_id) != before or _content_state(datasets) != rows_before:
+                    report.failures.append(f"wrote or charged on {status}: {case.label}")
+                outcomes.append(FileOutcome(case.label, status, "", time.perf_counter() - t0, 0,
+                                            {n: f"{status} {err.get('code')}" for n in case.names}))
+                continue
+            job = IngestJob.objects.get(pk=resp.json()["id"])
+            try:
+                run_job(job=job)
+            except Exception:  # noqa: BLE001 - a failed job is judged by its row, as the worker leaves it
+                pass
+            job.refresh_from_db()
+            seconds = time.perf_counter() - t0
+            outcomes.append(_judge(case=case, job=job, seconds=seconds, report=report, datasets=datasets,
+                                   rows_before=rows_before, charged=_state(user_id)[:2] != before[:2],
+                                   limit_s=seconds_per_file * len(case.names) + 30,
+                                   documents=Document.objects, chunks=Chunk.objects))
+    return report, outcomes
+
+
+def _multipart(form: dict[str, Any]) -> dict[str, Any]:
+    from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
+
+    return {"data": encode_multipart(BOUNDARY, form), "content_type": MULTIPART_CONTENT}
+
+
+def _judge(*, case: FileCase, job: Any, seconds: float, report: SweepReport, datasets: list[int],
+           rows_before: tuple, charged: bool, limit_s: float, documents: Any, chunks: Any) -> FileOutcome:
+    """One accepted case's job: every file read or refused by name, nothing half-written, nothing charged."""
+    from search.models import StagedContent
+
+    skipped = {PurePath(s["path"]).name: s["reason"] for s in (job.result or {}).get("skipped", [])}
+    written = {PurePath(p).name: pk for pk, p in documents.filter(dataset_id__in=datasets).values_list("pk", "path")
+               if PurePath(p).name in case.names}
+    read = 0
+    if job.status not in ("done", "failed"):
+        report.failures.append(f"job {job.status}: {case.label}")
+    if job.status == "failed":  # a whole job refused (a quota, a broken archive): it wrote nothing, and says why
+        if not job.error or _content_state(datasets) != rows_before:
+            report.failures.append(f"failed job wrote rows or gave no reason ({job.error!r}): {case.label}")
+        skipped = {n: f"job failed: {job.error}" for n in case.names}
+    for name, expected in case.names.items():
+        if job.status == "failed":
+            continue
+        if name in written:
+            read += 1
+            if expected == "refuse":
+                report.failures.append(f"read a PDF that must be refused ({name}): {case.label}")
+            if not chunks.filter(document_id=written[name]).exists():
+                report.failures.append(f"a document without chunks ({name}): {case.label}")
+        elif not skipped.get(name, "").strip():
+            report.failures.append(f"{name} neither read nor refused with a reason: {case.label} {job.result}")
+        elif expected == "read":
+            report.failures.append(f"refused a PDF that must be read ({name}: {skipped[name]}): {case.label}")
+    if StagedContent.objects.filter(job=job).exists() and job.status == "done":
+        report.failures.append(f"staged bytes left behind: {case.label}")
+    if charged:
+        report.failures.append(f"charged for an ingest: {case.label}")
+    if seconds > limit_s:
+        report.failures.append(f"took {seconds:.0f} s (bound {limit_s:.0f} s): {case.label}")
+    report.slowest_ms, report.slowest = max((report.slowest_ms, report.slowest), (seconds * 1000, case.label))
+    return FileOutcome(case.label, 202, job.status, seconds, read, {n: r for n, r in skipped.items() if n in case.names})
