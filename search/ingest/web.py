@@ -40,6 +40,7 @@ WEB_EXTS = {".html", ".htm", ".xhtml", ".md", ".markdown"}
 MAX_SECTION_LINES = 60
 _HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_XML_DECLARATION = re.compile(r"\A\s*<\?xml[^>]*\?>")
 _PERMALINK_MARKS = "¶#🔗\u200b \t"
 # Attributes of one element the reader accepts (its trees are quadratic in them); real pages have a few dozen.
 MAX_ATTRIBUTES_PER_ELEMENT = 256
@@ -177,7 +178,8 @@ def _without_permalinks(html: str) -> tuple[str, set[str]]:
     from lxml import html as lxml_html  # noqa: PLC0415 - heavy: loads with the web reader only
 
     try:
-        doc = lxml_html.document_fromstring(html)
+        # An XHTML page's `<?xml ... encoding=...?>` is refused in a str (the text is decoded already): drop it.
+        doc = lxml_html.document_fromstring(_XML_DECLARATION.sub("", html, count=1))
     except (etree.ParserError, ValueError):
         return html, set()
     for anchor in doc.xpath(_PERMALINK_XPATH):

@@ -198,3 +198,17 @@ def test_an_upload_names_each_page_the_reader_refused_with_its_reason(make_user,
     [refused] = job.result["skipped"]
     assert refused["path"].endswith("attrs.html")
     assert refused["reason"] == "markup refused: an element has 3000 attributes (at most 256 are read)"
+
+
+def test_an_xhtml_page_with_an_xml_declaration_keeps_its_real_headings():
+    """DocBook and other XHTML pages open with `<?xml version="1.0" encoding="UTF-8"?>`; lxml refuses a str that
+    declares an encoding, and the page lost every heading."""
+    page = ('<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n'
+            '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" '
+            '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n'
+            '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Packages</title></head><body>'
+            '<h1>Package management</h1><p>' + "Debian keeps packages in archives you can mirror. " * 8 + '</p>'
+            '<h2>Filename encoding</h2><p>' + "Names are stored as bytes in the encoding of the locale. " * 8
+            + '</p></body></html>')
+    _, _, _, headings = html_to_markdown(page)
+    assert {"package management", "filename encoding"} <= headings
