@@ -151,8 +151,9 @@ def test_first_crawl_indexes_exactly_the_pages_in_scope_and_a_recrawl_follows_th
     starts = sorted(h.t for h in log)
     gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
     # the crawler spaces the moments its headers reach the socket; the server stamps them when its own process
-    # gets to run, which on a loaded machine may be a few ms late for one request and not the next
-    assert statistics.median(gaps) >= CRAWL_DELAY and min(gaps) >= CRAWL_DELAY - 0.02, sorted(gaps)[:3]
+    # gets to run, which on a loaded machine (load average 20 on 2 cores) was 40 ms late for one request and not
+    # the next. Without the delay the gaps would be the setting's 0.01 s: half the delay still tells them apart.
+    assert statistics.median(gaps) >= CRAWL_DELAY and min(gaps) >= CRAWL_DELAY / 2, sorted(gaps)[:3]
 
     # the site changes: / drops its link to a.html and links new.html, b.html is edited, two pages disappear
     etag_a = Document.objects.get(dataset=web_dataset, path=site.url("/a.html")).meta["etag"]
