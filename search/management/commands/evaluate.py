@@ -4,7 +4,8 @@
 BEIR: the corpus is ingested (incrementally, embeddings from the shared cache) into the dataset
 `beir:<name>` of the project `--project` (default `eval`), then every pipeline runs every test query.
 Rulebook: queries name expected section paths or chunk ids; the project's rules datasets are searched.
-`--model-id PATH` (a local sentence-transformers folder) adds dense/fused/weighted rows for that model, suffixed
+`--model-id PATH` (a local sentence-transformers folder) adds the default-fusion, dense, fused, weighted,
+fused+rerank and fused+graph rows (those selected; rulebooks: default too) for that model, suffixed
 `@<folder name>`, over a throwaway index (the live one is never touched), vectors from the per-model cache.
 """
 from __future__ import annotations
@@ -50,8 +51,9 @@ class Command(BaseCommand):
                             help="rules: add routing-top1/top3 rows with evaluability and hit@1/MRR@10 over the "
                                  "queries whose gold stays inside the routed chapters")
         parser.add_argument("--model-id", default="", metavar="PATH",
-                            help="another local sentence-transformers model folder: adds dense/fused/weighted"
-                                 "@<folder name> rows beside the configured EMBEDDING_MODEL's (a throwaway index; "
+                            help="another local sentence-transformers model folder: adds default-fusion, dense, fused, "
+                                 "weighted, fused+rerank and fused+graph rows suffixed @<folder name> (those selected; "
+                                 "rules: default too) beside the configured EMBEDDING_MODEL's (a throwaway index; "
                                  "vectors cached per model, so a second run embeds nothing)")
         parser.add_argument("--reranker", default="", metavar="NAME|PATH",
                             help="BEIR: a reranker trained here (manage.py train_reranker) or a local CrossEncoder "
