@@ -1,4 +1,4 @@
-"""The docs name only what exists: every module, dotted name and file path that docs/architecture.md or README.md
+"""The docs name only what exists: every module, dotted name and file path that README.md or any page under docs/
 quotes in backticks resolves, so a move or a rename that forgets the page fails here, not in a reader's hands.
 
 What is checked (everything else in backticks is code, a URL, an option or a value, and is left alone):
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ("docs/architecture.md", "README.md")
+DOCS = ("README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")))
 PACKAGES = {"config", "inference", "accounts", "projects", "credits", "search", "people", "console", "bench",
             "tests"}
 # Quoted on purpose, not resolved here: other projects' names (importing them needs their own set-up) and
