@@ -111,6 +111,8 @@ def check_response(spec: dict[str, Any], op: dict[str, Any], status: int, conten
             except ValueError:
                 problems.append(f"event {i}: data is not JSON")
         return problems
+    if schema.get("type") == "string" and schema.get("format") == "binary":
+        return [] if body else ["an empty body where a file is documented"]  # a file's bytes: no JSON to check
     try:
         instance = json.loads(body)
     except ValueError:

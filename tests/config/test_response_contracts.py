@@ -13,6 +13,7 @@ the next case sees.
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import zipfile
 from collections.abc import Callable
@@ -59,6 +60,18 @@ def _zip() -> io.BytesIO:
 
 
 _PUBLIC_GIT = "https://93.184.216.34/org/repo.git"  # a public address literal: passes the SSRF guard, never fetched
+
+
+_ORIGINAL = b"%PDF-1.4\n% a contract case's original\n%%EOF\n"
+_ORIGINAL_SHA256 = hashlib.sha256(_ORIGINAL).hexdigest()
+
+
+def _with_original(world: Any) -> None:
+    """A document of the fuzz project keeps an original, as an uploaded PDF's does."""
+    from search.models import Document, DocumentOriginal
+
+    document = Document.objects.filter(dataset__project__slug=world.ids["slug"][0]).order_by("pk").first()
+    DocumentOriginal.objects.create(document=document, sha256=_ORIGINAL_SHA256, size=len(_ORIGINAL), data=_ORIGINAL)
 
 
 def _with_source(world: Any) -> None:
@@ -159,6 +172,7 @@ SUCCESS: dict[str, Callable[[Any], Call]] = {
     "members_destroy": lambda w: Call(204),
     "context_query": lambda w: Call(200, {"q": "deduct credits from a wallet", "top_k": 3}),
     "context_locate": lambda w: Call(200, {"task": "deduct credits from a wallet", "top_files": 3}),
+    "originals_read": lambda w: Call(200, path={"sha256": _ORIGINAL_SHA256}, setup=_with_original),
     "code_definition": lambda w: Call(200, {"symbol": "deduct_credits"}),
     "code_references": lambda w: Call(200, {"symbol": "Wallet", "limit": 5}),
     "code_outline": lambda w: Call(200, {"path": "billing/ledger.py"}),
@@ -285,7 +299,8 @@ def test_documented_errors_match_the_error_schema(world, spec, db, operation_id,
         unknown = {"slug": "no-such-project", "person_id": "00000000-0000-0000-0000-000000000000",
                    "search_id": "00000000-0000-0000-0000-000000000000",
                    "job_id": "00000000-0000-0000-0000-000000000000",
-                   "session_id": "00000000-0000-0000-0000-000000000000", "external_id": "no/such/doc"}.get(name, 999999)
+                   "session_id": "00000000-0000-0000-0000-000000000000", "external_id": "no/such/doc",
+                   "sha256": "0" * 64}.get(name, 999999)
         call = Call(404, good.body, good.query, {**good.path, name: unknown}, good.headers, good.multipart)
         _assert_conforms(spec, method, path, call, _send(world, spec, method, path, call))
         checked += 1
@@ -304,7 +319,7 @@ def _needs_more_than_query(method: str, path: str) -> bool:
     """Whether the view needs a scope other than `query` (read from the view, as the permission does)."""
     from django.urls import resolve
 
-    concrete = path.replace("{slug}", "s").replace("{dataset_id}", "1").replace("{external_id}", "x")
+    concrete = path.replace("{slug}", "s").replace("{dataset_id}", "1").replace("{external_id}", "x").replace("{sha256}", "0" * 64)
     for name in ("person_id", "search_id", "job_id", "session_id"):
         concrete = concrete.replace("{" + name + "}", "00000000-0000-0000-0000-000000000000")
     for name in ("key_id", "share_id", "member_id"):
