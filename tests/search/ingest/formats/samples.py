@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
+from typing import Any
 from xml.sax.saxutils import escape
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -75,5 +77,17 @@ def pdf_bytes(pages: list[list[str]]) -> bytes:
             pdf.drawString(72, y, line[2:] if heading else line)
             y -= 28 if heading else 16
         pdf.showPage()
+    pdf.save()
+    return out.getvalue()
+
+
+def pdf_drawn(draw: Callable[[Any], None]) -> bytes:
+    """A PDF of one A4 canvas that `draw` sets as a test needs it (fonts, positions, several pages)."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    out = io.BytesIO()
+    pdf = canvas.Canvas(out, pagesize=A4)
+    draw(pdf)
     pdf.save()
     return out.getvalue()

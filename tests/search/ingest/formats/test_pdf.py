@@ -2,32 +2,22 @@
 outline or the type, tables as rows, and every Markdown line on its page. Each PDF is typeset here by reportlab."""
 from __future__ import annotations
 
-import io
 import os
 
 import pytest
 import reportlab
-from reportlab.lib.pagesizes import A4
 from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.ttfonts import TTFont
-from reportlab.pdfgen import canvas
 
 from search.ingest.formats.pdf import read_pdf
 from search.ingest.formats.text_layer import Refused
+from tests.search.ingest.formats.samples import pdf_drawn as _pdf
 
 FONTS = os.path.join(os.path.dirname(reportlab.__file__), "fonts")
 pdfmetrics.registerFont(TTFont("Vera", os.path.join(FONTS, "Vera.ttf")))  # has the fi and fl ligature glyphs
 
 LOREM = ("The ranger moves through difficult terrain without slowing and leaves no tracks unless it "
          "chooses to").split()
-
-
-def _pdf(draw) -> bytes:
-    out = io.BytesIO()
-    c = canvas.Canvas(out, pagesize=A4)
-    draw(c)
-    c.save()
-    return out.getvalue()
 
 
 def _lines(text: str) -> list[str]:

@@ -4,24 +4,12 @@ set apart by space or opened by a bold label stay apart, and a table inside a te
 Each PDF is typeset here by reportlab in the standard Times faces (their names say Bold and Italic)."""
 from __future__ import annotations
 
-import io
-
-from reportlab.lib.pagesizes import A4
-from reportlab.pdfgen import canvas
-
 from search.ingest.formats.pdf import read_pdf
 from search.ingest.rules import chunk_rules_layer
+from tests.search.ingest.formats.samples import pdf_drawn as _pdf
 
 BODY = ("A bright streak flashes from your pointing finger to a point you choose within range and then blossoms "
         "with a low roar into an explosion of flame that fills the room").split()
-
-
-def _pdf(draw) -> bytes:
-    out = io.BytesIO()
-    c = canvas.Canvas(out, pagesize=A4)
-    draw(c)
-    c.save()
-    return out.getvalue()
 
 
 def _runs(c, x: float, y: float, runs: list[tuple[str, str]], size: float = 10) -> None:
