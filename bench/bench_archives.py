@@ -216,6 +216,22 @@ def baseline(data: bytes, *, filename: str, cap_s: float) -> tuple[float, str]:
         return time.perf_counter() - t0, type(exc).__name__
 
 
+
+def timed_check(*, data: bytes, limits: object, repeat: int) -> tuple[list[float], str]:
+    """The upload check's seconds per repeat and its outcome ("accepted" or "<status> <code>")."""
+    from search.ingest.archives import ArchiveRefused, inspect_archive  # after setup_django, as main imports
+
+    times, outcome = [], ""
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        try:
+            inspect_archive(data=data, limits=limits)
+            outcome = "accepted"
+        except ArchiveRefused as exc:
+            outcome = f"{exc.status_code} {exc.code}"
+        times.append(time.perf_counter() - t0)
+    return times, outcome
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -228,22 +244,14 @@ def main() -> int:
     django.setup()  # settings only: no service is started
     from django.conf import settings
 
-    from search.ingest.archives import ArchiveRefused, Limits, inspect_archive
+    from search.ingest.archives import Limits
 
     limits = Limits.from_settings()
     print("building archives ...", file=sys.stderr)
     rows = []
     worst = 0.0
     for label, filename, data in cases(int(args.bomb_gib * 2**30)):
-        times, outcome = [], ""
-        for _ in range(args.repeat):
-            t0 = time.perf_counter()
-            try:
-                inspect_archive(data=data, limits=limits)
-                outcome = "accepted"
-            except ArchiveRefused as exc:
-                outcome = f"{exc.status_code} {exc.code}"
-            times.append(time.perf_counter() - t0)
+        times, outcome = timed_check(data=data, limits=limits, repeat=args.repeat)
         base_s, base_note = baseline(data, filename=filename, cap_s=args.baseline_cap)
         ms = statistics.median(times) * 1000
         worst = max(worst, max(times))
@@ -252,15 +260,7 @@ def main() -> int:
     print("reading hostile PDFs inside archives ...", file=sys.stderr)
     pdf_rows, pdf_wrong = [], []
     for label, filename, data, expect in pdf_archive_cases():
-        times, outcome = [], ""
-        for _ in range(args.repeat):
-            t0 = time.perf_counter()
-            try:
-                inspect_archive(data=data, limits=limits)
-                outcome = "accepted"
-            except ArchiveRefused as exc:
-                outcome = f"{exc.status_code} {exc.code}"
-            times.append(time.perf_counter() - t0)
+        times, outcome = timed_check(data=data, limits=limits, repeat=args.repeat)
         base_s, base_note = baseline(data, filename=filename, cap_s=args.baseline_cap)
         got = read_archive(data, expect=expect) if outcome == "accepted" else None
         pdf_wrong += got["wrong"] if got else []
