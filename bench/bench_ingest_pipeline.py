@@ -13,7 +13,8 @@ chunks/s, so reading and chunking, tokenising, the writer (Postgres rows, cache 
 Stages, timed one after another in one process that owns a private embedded store: walk + read + chunk
 (`search.ingest.code.walk`, `search.ingest.formats.documents.read_document`), tokenise (the sparse terms and
 text hashes, timed alone; the writer and the applier do this work inside their own time too), the writer
-(`search.ingest.writer.sync_documents`, without the encoder's time), the applier (`apply_outbox`, points/s).
+(`search.ingest.writer.sync_documents`, without the encoder's time), the applier (`apply_outbox`, points/s). Each stage runs under the garbage-collector policy an ingest job and the applier
+run under (config.gcpolicy), where the checkout has one.
 
 With `--before REV` the same script also runs in a git worktree of REV (its own services, the same corpus) and
 the table has a before column: both sides run in one go, on the same loaded machine, measured by this script.
@@ -25,6 +26,7 @@ Postgres backend): on a shared machine wall time grows with the load average, th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -154,7 +156,8 @@ def first_ingest(*, project, name: str, drafts: list, encoder: Encoder) -> dict[
     dataset = Dataset.objects.create(project=project, name=name, kind="code")
     enc0 = encoder.seconds
     t, c = time.perf_counter(), cpu_seconds()
-    sync_documents(dataset=dataset, drafts=iter(drafts), delete_missing=True)
+    with job_policy():
+        sync_documents(dataset=dataset, drafts=iter(drafts), delete_missing=True)
     writer_s = time.perf_counter() - t
     writer_cpu = cpu_seconds() - c
     encoder_s = encoder.seconds - enc0
@@ -165,6 +168,16 @@ def first_ingest(*, project, name: str, drafts: list, encoder: Encoder) -> dict[
     chunks = Chunk.objects.filter(dataset=dataset).count()
     return {"chunks": chunks, "encoder_s": encoder_s, "writer_s": writer_s - encoder_s, "applier_s": applier_s,
             "applied": applied, "writer_cpu": writer_cpu, "applier_cpu": applier_cpu}
+
+
+def job_policy():
+    """The garbage-collector policy an ingest job and the applier run under (config.gcpolicy), where the checkout
+    has one: every stage here runs as it would inside a job. A checkout without it runs them as its jobs did."""
+    try:
+        from config.gcpolicy import bulk_work
+    except ImportError:
+        return contextlib.nullcontext()
+    return bulk_work()
 
 
 def side(*, corpus: Path, cpu_sample: int, out: Path) -> None:
@@ -178,11 +191,13 @@ def side(*, corpus: Path, cpu_sample: int, out: Path) -> None:
     from search.ingest.base import embed_input
 
     t, c = time.perf_counter(), time.process_time()
-    drafts = read_tree(corpus)
+    with job_policy():
+        drafts = read_tree(corpus)
     read_s, read_cpu = time.perf_counter() - t, time.process_time() - c
     n_chunks = sum(len(d.chunks) for d in drafts)
     t, c = time.perf_counter(), time.process_time()
-    tokenise(drafts)
+    with job_policy():
+        tokenise(drafts)
     tok_s, tok_cpu = time.perf_counter() - t, time.process_time() - c
     cold_words()
 

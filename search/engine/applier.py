@@ -34,6 +34,7 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from config.errors import DependencyDown
+from config.gcpolicy import bulk_work
 from inference.encoders import cached_vectors
 from search.engine.dataset_models import models_in_use
 from search.engine.index import VectorIndex, get_index, model_index
@@ -155,14 +156,15 @@ def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = Non
     A model whose folder is gone is logged and skipped, so it never holds up the configured model's collections."""
     index = index or get_index()
     kw = {"max_rows": max_rows, "wait_s": wait_s, "batch": batch, "yield_to_reads_s": yield_to_reads_s}
-    total = apply_store_outbox(index=index, **kw)
-    for name in models_in_use():
-        try:
-            sibling = model_index(index, name=name)
-        except DependencyDown as exc:
-            log.warning("apply_outbox: skipping the adapted model %r: %s", name, exc.detail)
-            continue
-        total += apply_store_outbox(index=sibling, **kw)
+    with bulk_work():  # the collector's bulk policy (config/gcpolicy.py)
+        total = apply_store_outbox(index=index, **kw)
+        for name in models_in_use():
+            try:
+                sibling = model_index(index, name=name)
+            except DependencyDown as exc:
+                log.warning("apply_outbox: skipping the adapted model %r: %s", name, exc.detail)
+                continue
+            total += apply_store_outbox(index=sibling, **kw)
     return total
 
 

@@ -19,6 +19,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from config.errors import ApiError
+from config.gcpolicy import bulk_work
 from search.ingest.job_control import JobCancelled, checking, job_budget
 from search.ingest.locks import JobBusy, hold_job_lock, runner_alive
 from search.ingest.writer import Progress, apply_own_writes
@@ -143,7 +144,7 @@ def _run_locked(*, job: IngestJob, progress: Progress | None) -> IngestJob:
         job.refresh_from_db()
         return job
     job.refresh_from_db()
-    with job_budget(job_id=str(job.pk)) as budget:
+    with job_budget(job_id=str(job.pk)) as budget, bulk_work():  # the collector's bulk policy (config/gcpolicy.py)
         try:
             budget.check()  # a cancel asked while the job was queued
             handler_for(job)(job=job, progress=checking(progress))
