@@ -1,6 +1,11 @@
 """The symbol facts of a file (search.ingest.symbols): pure, text in, facts out."""
 from __future__ import annotations
 
+import hashlib
+import json
+import pathlib
+import platform
+import sysconfig
 import textwrap
 
 from search.ingest.code import chunk_file
@@ -91,3 +96,23 @@ def test_a_file_rebuilt_from_its_chunks_gives_the_same_facts_as_the_file():
         rebuilt = indexed_text((c.start_line, c.end_line, c.text) for c in chunks)
         assert extract(path=path, text=rebuilt, lang=lang) == extract(path=path, text=text, lang=lang), path
     assert "after" in {d.qualname for d in extract(path="big.js", text=js, lang="javascript").definitions}
+
+
+GOLDEN = pathlib.Path(__file__).with_name("symbols_golden.json")
+
+
+def test_python_facts_of_real_modules_match_the_recorded_digests():
+    """Stored rows carry the digest of the facts as they were extracted; the reconcile check compares them with a
+    fresh build, so any change in what is extracted flags every stored document as drifted. The recorded digests
+    (tests/search/ingest/symbols_golden.json) were taken from these standard-library modules of the running Python:
+    nested functions, classes, decorators, comprehensions, global and nonlocal, relative imports, lambdas, walrus,
+    match statements and async code."""
+    golden = json.loads(GOLDEN.read_text())
+    root = pathlib.Path(sysconfig.get_paths()["stdlib"])
+    assert platform.python_version() == golden["python"], "the digests were recorded from this Python's stdlib"
+    for rel, want in golden["files"].items():
+        text = (root / rel).read_text(encoding="utf-8")
+        assert hashlib.sha256(text.encode()).hexdigest() == want["source_sha256"], rel
+        facts = extract(path=rel, text=text, lang="python")
+        got = {"definitions": len(facts.definitions), "references": len(facts.references), "digest": facts.digest()}
+        assert got == {k: want[k] for k in got}, rel
