@@ -7,8 +7,10 @@ pairs (docstrings, comments, names: search.quality.adaptation) only approach.
 
 What trains: for each qualifying first-parent commit up to the commit the dataset is synced at, its message (the
 query) -> each function or method it changed, as the index embeds that function now (the chunk of the synced tree
-that holds it: search.ingest.maintenance.chunk_embed_input). A function the synced tree no longer holds is left
-out. Each pair trains against one hard negative, in turn: another function of the same file (the near miss a
+that holds it: search.ingest.maintenance.chunk_embed_input). A merge on the first-parent line is one change
+under its pull request's title (a repository that merges pull requests has most of its first-parent history as
+merges); a file the history names at a path the tree has since moved (a package moved under src/) is found by its
+path's tail (history_pairs.moved_path_resolver). A function the synced tree no longer holds is left out. Each pair trains against one hard negative, in turn: another function of the same file (the near miss a
 file-level hit still makes) or a passage the served retriever ranks high for the message that is not in a changed
 file (search.quality.hard_negatives: the mistakes the platform makes now).
 
@@ -151,11 +153,12 @@ def _holding_chunk(chunks: list[tuple[int, int, int]], start: int, end: int) -> 
 
 
 def _cases(*, store: Any, source: Source, pairs: list[hp.HistoryPair], deadline: float | None,
-           skipped: dict[str, int]) -> list[CommitCase]:
-    """Each pair's changed functions, mapped to the synced tree's definitions and chunks."""
+           skipped: dict[str, int], resolve: Callable[[str], str | None]) -> list[CommitCase]:
+    """Each pair's changed functions, mapped to the synced tree's definitions and chunks. `resolve`: a path as the
+    commit wrote it -> where the synced tree holds that file (hp.moved_path_resolver), or None."""
     prefix = source.config.get("subdir", "").strip("/")
     prefix = f"{prefix}/" if prefix else ""
-    defs, chunks = _spans(source.dataset_id, {g for p in pairs for g in p.gold})
+    defs, chunks = _spans(source.dataset_id, {r for p in pairs for g in p.gold if (r := resolve(g))})
     out = []
     for pair in pairs:
         if deadline is not None and time.monotonic() > deadline:
@@ -164,11 +167,14 @@ def _cases(*, store: Any, source: Source, pairs: list[hp.HistoryPair], deadline:
         commit = store[pair.sha.encode()]
         parent = store[commit.parents[0]]
         functions: dict[tuple[str, str], GoldFunction] = {}
-        for path in pair.gold:
-            old = _blob_text(store, parent.tree, prefix + path)
-            new = _blob_text(store, commit.tree, prefix + path)
-            if old is None:
+        files = []
+        for then in pair.gold:
+            path = resolve(then)
+            old = _blob_text(store, parent.tree, prefix + then)
+            new = _blob_text(store, commit.tree, prefix + then)
+            if old is None or path is None:
                 continue
+            files.append(path)
             for qualname in hp.changed_definitions(path=path, old=old, new=new or ""):
                 span = defs.get((path, qualname))
                 chunk = _holding_chunk(chunks.get(path, []), *span) if span else None
@@ -178,7 +184,7 @@ def _cases(*, store: Any, source: Source, pairs: list[hp.HistoryPair], deadline:
         if not functions:
             skipped["no changed function in the synced tree"] = skipped.get(
                 "no changed function in the synced tree", 0) + 1
-        out.append(CommitCase(sha=pair.sha, query=pair.query, dataset_id=source.dataset_id, files=pair.gold,
+        out.append(CommitCase(sha=pair.sha, query=pair.query, dataset_id=source.dataset_id, files=tuple(files),
                               functions=tuple(functions.values())))
     return out
 
@@ -201,13 +207,16 @@ def mine_history(*, dataset_ids: list[int], deadline: float | None = None, max_c
         if not (path / "HEAD").is_file():
             row["why"] = "no mirror of the source on this machine; the next sync makes one"
             continue
-        paths = set(Chunk.objects.filter(dataset_id=source.dataset_id).values_list("path", flat=True).distinct())
+        resolve = hp.moved_path_resolver(
+            Chunk.objects.filter(dataset_id=source.dataset_id).values_list("path", flat=True).distinct())
         skipped: dict[str, int] = {}
         with Repo(str(path), bare=True) as repo:
             pairs = hp.history_pairs(repo.object_store, row["commit"], subdir=source.config.get("subdir", ""),
-                                     keep=paths.__contains__, max_pairs=max(0, max_commits - len(pool.cases)),
-                                     skipped=skipped, walk=hp.Walk(max_walk=max_walk, deadline=deadline))
-            cases = _cases(store=repo.object_store, source=source, pairs=pairs, deadline=deadline, skipped=skipped)
+                                     keep=lambda p, r=resolve: r(p) is not None,
+                                     max_pairs=max(0, max_commits - len(pool.cases)), skipped=skipped,
+                                     walk=hp.Walk(max_walk=max_walk, deadline=deadline, merges=True))
+            cases = _cases(store=repo.object_store, source=source, pairs=pairs, deadline=deadline, skipped=skipped,
+                           resolve=resolve)
         row.update({"commits": len(cases), "functions": sum(len(c.functions) for c in cases), "skipped": skipped})
         pool.cases += cases
         if "time budget" in skipped:

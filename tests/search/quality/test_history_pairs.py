@@ -17,7 +17,15 @@ from dulwich.repo import Repo
 
 from search.engine.fusion_settings import DEFAULT
 from search.quality.fusion_choice import JudgedSet, choose, choose_agreed, score_setting
-from search.quality.history_pairs import clean_query, history_pairs, is_source, judge
+from search.quality.history_pairs import (
+    Walk,
+    clean_query,
+    history_pairs,
+    is_source,
+    judge,
+    merge_message,
+    moved_path_resolver,
+)
 from search.quality.metrics import ndcg as ndcg10
 from tests.search.ctx_fixtures import edge_index  # noqa: F401
 from tests.search.quality.test_fusion_choice import _sparse_knows_legs
@@ -152,6 +160,41 @@ def test_pairs_walk_first_parent_history_back_from_the_commit_and_keep_what_the_
     assert [p.sha for p in history_pairs(store, history.shas["cart"])] == [
         history.shas[n].decode() for n in ("cart", "text", "ledger")]
     assert [p.gold for p in history_pairs(store, history.shas["mail"], subdir="shop", max_pairs=1)] == [("mail.py",)]
+
+
+def test_a_merge_counts_as_one_change_under_its_pull_request_title_when_the_walk_takes_merges(history):
+    h = history
+    side = h.commit("side2", "Wip", change={"shop/cart.py": h.files["shop/cart.py"] + "ROUND = 2\n"},
+                    parents=[h.repo.refs[b"refs/heads/main"]], on=h.files)
+    h.commit("pr", "Merge pull request #31 from a/rounding\n\nRound cart totals to whole cents",
+             change={"shop/cart.py": h.files["shop/cart.py"] + "ROUND = 2\n"},
+             parents=[h.repo.refs[b"refs/heads/main"], side])
+    store = h.repo.object_store
+    plain = history_pairs(store, h.shas["pr"])
+    merged = history_pairs(store, h.shas["pr"], walk=Walk(merges=True))
+    assert h.shas["pr"].decode() not in [p.sha for p in plain]
+    assert (merged[0].sha, merged[0].query, merged[0].gold) == (
+        h.shas["pr"].decode(), "Round cart totals to whole cents", ("shop/cart.py",))
+    # a merge with nothing under its generated subject ("Merge branch 'receipts'") is still not a query
+    assert h.shas["merge"].decode() not in [p.sha for p in merged]
+
+
+def test_a_merge_message_keeps_a_title_a_person_wrote_and_drops_a_generated_subject():
+    assert merge_message("Merge pull request #12 from a/b\n\nKeep cookies on redirects") == "Keep cookies on redirects"
+    assert merge_message("Merge branch 'stable'\n") == ""
+    assert merge_message("Rewrite the help page section (#2821)\n\nShorter.") == (
+        "Rewrite the help page section (#2821)\n\nShorter.")
+
+
+def test_a_path_moved_under_src_or_out_of_a_folder_resolves_to_where_the_tree_holds_it_now():
+    resolve = moved_path_resolver(["src/click/core.py", "src/click/utils.py", "click/_compat.py", "a/x/util.py",
+                                   "b/x/util.py"])
+    assert resolve("src/click/core.py") == "src/click/core.py"
+    assert resolve("click/core.py") == "src/click/core.py"  # the package moved under src/
+    assert resolve("lib/click/_compat.py") == "click/_compat.py"  # out of a folder
+    assert resolve("x/util.py") is None  # two files end so: no guess
+    assert resolve("core.py") is None  # one component is too little to go on
+    assert resolve("click/gone.py") is None
 
 
 @pytest.fixture
