@@ -322,3 +322,40 @@ def test_adapting_from_history_up_to_the_synced_commit_trains_on_every_commit_an
     with pytest.raises(BadInput, match="no git source: the datasets have no history"):
         ad.adapt_from_history(name="pkg-no-history", dataset_ids=[archive.pk], cfg=ad.AdaptConfig(steps=2, batch=4),
                               log=lambda m: None)
+
+
+@pytest.mark.django_db
+def test_commits_from_before_a_move_under_src_and_a_merged_pull_request_train_on_the_files_where_they_are_now(
+        repo, make_user, make_project, edge_index, settings, tmp_path):
+    """A package moved under src/ keeps its history (found by the path's tail), and a pull request merged on the
+    first-parent line is one change under its title."""
+    from search.models import Dataset
+    from search.sources.spec import SourceSpec
+    from search.sources.sync import set_source
+
+    h, versions = repo
+    old_paths = [p for p in h.files if p.endswith(".py")]
+    h.commit("move", "Move the shop package under src for the new layout",
+             change={p: None for p in old_paths} | {f"src/{p}": h.files[p] for p in old_paths})
+    versions["cart_total"] += 1
+    pr_text = _source("shop/cart.py", versions)
+    side = h.commit("pr-side", "wip", change={"src/shop/cart.py": pr_text},
+                    parents=[h.repo.refs[b"refs/heads/main"]], on=h.files)
+    h.commit("pr", "Merge pull request #7 from a/quantities\n\nCount each basket item once per unit in the total",
+             change={"src/shop/cart.py": pr_text}, parents=[h.repo.refs[b"refs/heads/main"], side])
+    settings.SOURCES_GIT_DIR = tmp_path / "mirrors"
+    settings.VAR_DIR = tmp_path / "var"
+    dataset = Dataset.objects.create(project=make_project("moved", make_user("mover@example.com")), name="shop",
+                                     kind="code")
+    set_source(user=None, dataset=dataset, interval_s=None,
+               spec=SourceSpec(type="git", config={"url": Path(h.repo.path).as_uri(), "ref": "main", "subdir": ""},
+                               local=True))
+    sync(dataset)
+
+    pool = ht.mine_history(dataset_ids=[dataset.pk])
+    assert [c.query for c in pool.cases] == ["Count each basket item once per unit in the total",
+                                             *[m for _, m in reversed(CHANGES)]]  # the move adds no modified file
+    for case, (name, _) in zip(pool.cases[1:], reversed(CHANGES), strict=True):
+        assert case.files == (f"src/{_file_of(name)}",)
+        assert [(f.path, f.qualname) for f in case.functions] == [(f"src/{_file_of(name)}", name)]
+    assert [(f.path, f.qualname) for f in pool.cases[0].functions] == [("src/shop/cart.py", "cart_total")]
