@@ -22,6 +22,8 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import attrgetter
+from typing import NamedTuple
 
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
@@ -42,6 +44,9 @@ _WORD = re.compile(r"[A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CODE_WORD = re.compile(r"[A-Za-z0-9_]+(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*|/[A-Za-z0-9_][A-Za-z0-9_]*)*")
 _SEP = re.compile(r"[./_:]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_JOINER = re.compile(r"[._/:]")  # a word holding one is a symbol's name (identifier), kept whole and not stemmed
+_SEGMENT = re.compile(r"\.|/|::")
+_PROSE_SPLIT = re.compile(r"[._]+")
 _local = threading.local()
 
 
@@ -56,7 +61,7 @@ def _is_identifier(word: str) -> bool:
     """snake_case, dotted, path or `::` names, or camelCase/PascalCase with more than one part: a symbol, not a
     word. An all-capitals word (`ASCII`, `HTTP`) is a word: it has one part, and counting it twice (whole and
     part) would double its weight."""
-    return any(c in word for c in "._/:") or len(_CAMEL.findall(word)) > 1
+    return _JOINER.search(word) is not None or len(_CAMEL.findall(word)) > 1
 
 
 def _code_terms(word: str) -> list[str]:
@@ -68,16 +73,16 @@ def _code_terms(word: str) -> list[str]:
     the path is `search/engine/sparse.py`: without them only the stemmed parts could match.
     """
     if not _is_identifier(word):
-        return re.split(r"[._]+", word.lower())
+        return [word.lower()]  # it has no `.` or `_` to split on
     whole = word.lower()
     terms = [whole]
     if "/" in word:
         base = word.rsplit("/", 1)[1]
         if base and base.lower() != whole:
             terms.append(base.lower())
-    if any(sep in word for sep in "./:"):
-        for seg in re.split(r"\.|/|::", word):
-            if seg and seg.lower() != whole and ("_" in seg or any(c.isupper() for c in seg[1:])):
+    if "." in word or "/" in word or ":" in word:
+        for seg in _SEGMENT.split(word):
+            if seg and seg.lower() != whole and ("_" in seg or seg[1:] != seg[1:].lower()):  # ASCII: a capital
                 terms.append(seg.lower())
     for piece in _SEP.split(word):
         terms.extend(p.lower() for p in _CAMEL.findall(piece))
@@ -93,10 +98,10 @@ def tokenize(text: str, *, code: bool = True) -> list[str]:
     out: list[str] = []
     if code:
         for word in _CODE_WORD.findall(text):
-            out.extend(_code_word_terms(word))
+            out.extend(_code_word_terms(word).terms)
     else:
         for word in _WORD.findall(text):
-            out.extend(_prose_word_terms(word))
+            out.extend(_prose_word_terms(word).terms)
     return out
 
 
@@ -107,21 +112,37 @@ def tokenize(text: str, *, code: bool = True) -> list[str]:
 _WORD_CACHE = 1 << 16
 
 
-@lru_cache(maxsize=_WORD_CACHE)
-def _code_word_terms(word: str) -> tuple[str, ...]:
-    return tuple(_stem_keep_identifiers([t for t in _code_terms(word) if t and t not in _STOP and len(t) > 1]))
+class _Word(NamedTuple):
+    """A word's terms (in order, repeats kept: tokenize) and their term indices (a set: document_term_ids)."""
+
+    terms: tuple[str, ...]
+    ids: frozenset[int]
+
+
+_ids_of = attrgetter("ids")
+
+
+def _word(terms: list[str]) -> _Word:
+    return _Word(tuple(terms), frozenset(map(term_index, terms)))
 
 
 @lru_cache(maxsize=_WORD_CACHE)
-def _prose_word_terms(word: str) -> tuple[str, ...]:
-    return tuple(_stem_keep_identifiers([p for p in re.split(r"[._]+", word.lower())
+def _code_word_terms(word: str) -> _Word:
+    return _word(_stem_keep_identifiers([t for t in _code_terms(word) if t and t not in _STOP and len(t) > 1]))
+
+
+@lru_cache(maxsize=_WORD_CACHE)
+def _prose_word_terms(word: str) -> _Word:
+    return _word(_stem_keep_identifiers([p for p in _PROSE_SPLIT.split(word.lower())
                                          if p and p not in _STOP and len(p) > 1]))
 
 
 def _stem_keep_identifiers(tokens: list[str]) -> list[str]:
-    plain = [t for t in tokens if not any(c in t for c in "._/:")]
-    stemmed = dict(zip(plain, _stemmer().stemWords(plain), strict=True))
-    return [stemmed.get(t, t) for t in tokens]
+    plain = [t for t in tokens if _JOINER.search(t) is None]
+    if len(plain) == len(tokens):
+        return _stemmer().stemWords(tokens)
+    stems = iter(_stemmer().stemWords(plain))
+    return [t if _JOINER.search(t) else next(stems) for t in tokens]
 
 
 def term_index(term: str) -> int:
@@ -180,8 +201,15 @@ def query_terms(text: str, *, kinds: Collection[str]) -> list[str]:
 
 def document_term_ids(text: str, *, kind: str) -> list[int]:
     """The distinct term indices a document's sparse vector has (sorted): what its chunk row stores in `terms`,
-    so Postgres can keep per-dataset document frequencies (search.engine.term_stats) in the chunk's own transaction."""
-    return sorted({term_index(t) for t in tokenize(text, code=kind == "code")})
+    so Postgres can keep per-dataset document frequencies (search.engine.term_stats) in the chunk's own transaction.
+
+    The ids of `tokenize`'s terms, read per distinct word from the word's cached analysis: a chunk repeats its
+    words, and hashing each occurrence's terms again was most of the writer's tokenising."""
+    if kind == "code":
+        words, analysed = _CODE_WORD.findall(text), _code_word_terms
+    else:
+        words, analysed = _WORD.findall(text), _prose_word_terms
+    return sorted(set().union(*map(_ids_of, map(analysed, set(words)))))
 
 
 def encode_query(text: str, *, kinds: Collection[str], idf: Mapping[int, float] | None = None) -> SparseVec:

@@ -10,7 +10,14 @@ import pytest
 
 from search.engine.index_embedded import EdgeIndex
 from search.engine.index_schema import IndexFilter, IndexPoint
-from search.engine.sparse import encode_document, encode_query, query_terms, term_index, tokenize
+from search.engine.sparse import (
+    document_term_ids,
+    encode_document,
+    encode_query,
+    query_terms,
+    term_index,
+    tokenize,
+)
 
 
 @pytest.mark.parametrize(("text", "whole", "parts"), [
@@ -57,6 +64,20 @@ def test_prose_analyzer_gives_no_whole_identifiers():
 def test_prose_analysis_of_a_web_page_is_unchanged_by_the_code_rules():
     text = "The state-of-the-art models (v2, 3.5) and/or the JSONDecoder."
     assert tokenize(text, code=False) == ["state", "art", "model", "v2", "jsondecod"]
+
+
+MIXED = ("class JSONDecoder(object):\n    def decode(self, s, _w=WHITESPACE.match):\n        return self.raw_decode(s)"
+         "  # see json/decoder.py, std::io::Read, getHTTPResponse and naïve café: the parser's results are parsed\n"
+         "ASCII ASCII x x_ __init__ a..b ::x /a/ 42 4.2.1")
+
+
+@pytest.mark.parametrize("kind", ["code", "web", "rules", "beir"])
+def test_a_chunks_term_ids_are_the_distinct_indices_of_its_terms_sorted(kind):
+    """The chunk row's `terms` (Postgres's document frequencies) and the sparse vector's indices must agree."""
+    expected = sorted({term_index(t) for t in tokenize(MIXED, code=kind == "code")})
+    assert document_term_ids(MIXED, kind=kind) == expected
+    assert document_term_ids(MIXED, kind=kind) == encode_document(MIXED, kind=kind).indices
+    assert document_term_ids("", kind=kind) == [] and document_term_ids("a an the", kind=kind) == []
 
 
 @pytest.mark.parametrize("kinds", [("web",), ("rules",), ("beir",), ("web", "rules", "beir")])
