@@ -25,7 +25,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from search.engine.code_graph import module_of
 from search.ingest import syntax
@@ -44,9 +44,11 @@ SYMBOL_LANGS = frozenset({"python", *syntax.GRAMMARS})
 _SKIP_NAMES = frozenset(dir(builtins)) | {"self", "cls", "__name__", "__file__"}
 
 
-@dataclass(frozen=True, order=True)
-class Definition:
-    """A named definition; lines 1-based and inclusive, decorators and the attached doc comment included."""
+class Definition(NamedTuple):
+    """A named definition; lines 1-based and inclusive, decorators and the attached doc comment included.
+
+    A named tuple: a file has hundreds of facts, built, deduplicated and sorted on every ingest and check, and a
+    tuple does all three in C (ordered by its fields in this order, as the digest needs)."""
 
     start_line: int
     end_line: int
@@ -56,11 +58,10 @@ class Definition:
     signature: str = ""
 
 
-@dataclass(frozen=True, order=True)
-class Reference:
+class Reference(NamedTuple):
     """One use of a name. `qualifier`: what it was reached through (`self`, `ledger`, the module of an import);
     `container`: the qualname of the definition it sits in ("" at file level); `alias`: for an import, the name it
-    binds in the file."""
+    binds in the file. A named tuple, as Definition."""
 
     line: int
     name: str
@@ -77,13 +78,12 @@ class FileSymbols:
 
     def digest(self) -> str:
         """A hash of every fact, so a check can tell whether the stored rows are still exactly these."""
-        h = hashlib.sha256()
-        for d in sorted(self.definitions):
-            h.update(repr((d.start_line, d.end_line, d.qualname, d.name, d.kind, d.signature)).encode())
+        # each fact as the repr of the plain tuple of its fields, in field order, hashed in one piece (the same
+        # bytes as one update per fact)
+        h = hashlib.sha256("".join(map(tuple.__repr__, sorted(self.definitions))).encode())
         h.update(b"|")
-        for r in sorted(self.references):
-            h.update(repr((r.line, r.name, r.kind, r.qualifier, r.container, r.alias)).encode())
-        return h.hexdigest()  # the fields spelled out: dataclasses.astuple deep-copies each, several times slower
+        h.update("".join(map(tuple.__repr__, sorted(self.references))).encode())
+        return h.hexdigest()
 
 
 def indexed_text(spans: Iterable[tuple[int, int, str]]) -> str:
@@ -127,138 +127,413 @@ def _python_module(path: str, level: int, module: str | None) -> str:
 
 
 def _unparse(node: ast.AST) -> str:
+    """`ast.unparse`, capped; "" where it cannot write the node. The usual shapes (names, dotted names, literals,
+    calls, subscripts, `X | Y`, plain parameter lists and assignments) are written by `_source` directly, to the
+    same text: the general writer costs tens of microseconds a call, most of it setting itself up."""
     try:
-        return _cap(ast.unparse(node), MAX_QUALIFIER)
+        text = _source(node)
+        if text is None:
+            text = ast.unparse(node)
     except (ValueError, TypeError, AttributeError):
         return ""
+    return text if len(text) <= MAX_QUALIFIER else text[:MAX_QUALIFIER]
 
 
-class _PyVisitor(ast.NodeVisitor):
+def _source(node: ast.AST, atom: bool = False) -> str | None:
+    """`ast.unparse(node)` (Python 3.11) for the shapes it writes without choices, None for any other.
+
+    `atom`: the node is an operand that binds tightest (an attribute's, a call's or a subscript's value), where
+    `ast.unparse` would bracket an operator."""
+    writer = _WRITERS.get(node.__class__)
+    return None if writer is None else writer(node, atom)
+
+
+def _attribute_source(node: ast.Attribute, atom: bool) -> str | None:
+    value = node.value
+    if value.__class__ is ast.Constant and isinstance(value.value, int):
+        return None  # written `1 .real`
+    inner = _source(value, True)
+    return None if inner is None else f"{inner}.{node.attr}"
+
+
+def _constant_source(node: ast.Constant, atom: bool) -> str | None:
+    value = node.value
+    if value is None or value.__class__ in (int, bool, bytes):
+        return repr(value)
+    if value.__class__ is str:
+        return "u" + repr(value) if node.kind == "u" else repr(value)
+    return "..." if value is ... else None  # floats, complex numbers, tuples: written their own way
+
+
+def _call_source(node: ast.Call, atom: bool) -> str | None:
+    parts = [_source(node.func, True)]
+    parts.extend(_source(a) for a in node.args)  # a starred argument is None: not written here
+    for kw in node.keywords:
+        if kw.arg is None:
+            return None
+        value = _source(kw.value)
+        parts.append(None if value is None else f"{kw.arg}={value}")
+    if None in parts:
+        return None
+    return f"{parts[0]}({', '.join(parts[1:])})"
+
+
+def _subscript_source(node: ast.Subscript, atom: bool) -> str | None:
+    inner = _source(node.value, True)
+    index = node.slice
+    text = _items(index.elts) if index.__class__ is ast.Tuple and index.elts else _source(index)
+    return None if inner is None or text is None else f"{inner}[{text}]"
+
+
+def _union_source(node: ast.BinOp, atom: bool) -> str | None:
+    if node.op.__class__ is not ast.BitOr or atom:
+        return None
+    left = node.left
+    text = _source(left) if left.__class__ is ast.BinOp else _source(left, True)  # `a | b | c`: no brackets
+    right = _source(node.right, True)
+    return None if text is None or right is None else f"{text} | {right}"
+
+
+def _list_source(node: ast.List | ast.Set, atom: bool) -> str | None:
+    if not node.elts:
+        return "[]" if node.__class__ is ast.List else None  # an empty set is written `{*()}`
+    parts = [_source(e) for e in node.elts]
+    if None in parts:
+        return None
+    return f"[{', '.join(parts)}]" if node.__class__ is ast.List else f"{{{', '.join(parts)}}}"
+
+
+def _tuple_source(node: ast.Tuple, atom: bool) -> str | None:
+    text = _items(node.elts) if node.elts else ""
+    return None if text is None else f"({text})"
+
+
+def _dict_source(node: ast.Dict, atom: bool) -> str | None:
+    parts = []
+    for key, value in zip(node.keys, node.values, strict=False):
+        if key is None:
+            return None  # `**mapping`
+        k, v = _source(key), _source(value)
+        if k is None or v is None:
+            return None
+        parts.append(f"{k}: {v}")
+    return f"{{{', '.join(parts)}}}"
+
+
+def _assign_source(node: ast.Assign, atom: bool) -> str | None:
+    parts = [_items(t.elts) if t.__class__ is ast.Tuple and t.elts else _source(t) for t in node.targets]
+    parts.append(_source(node.value))
+    return None if None in parts else " = ".join(parts)
+
+
+def _ann_assign_source(node: ast.AnnAssign, atom: bool) -> str | None:
+    if not node.simple or node.target.__class__ is not ast.Name:
+        return None
+    annotation = _source(node.annotation)
+    if annotation is None:
+        return None
+    if node.value is None:
+        return f"{node.target.id}: {annotation}"
+    value = _source(node.value)
+    return None if value is None else f"{node.target.id}: {annotation} = {value}"
+
+
+def _items(elts: list[ast.expr]) -> str | None:
+    """A tuple's items where it needs no brackets (`x[a, b]`, `a, b = ...`): one item keeps its comma."""
+    parts = [_source(e) for e in elts]
+    if None in parts:
+        return None
+    return f"{parts[0]}," if len(parts) == 1 else ", ".join(parts)
+
+
+def _parameter(arg: ast.arg, default: ast.expr | None) -> str | None:
+    text = arg.arg
+    if arg.annotation is not None:
+        annotation = _source(arg.annotation)
+        if annotation is None:
+            return None
+        text = f"{text}: {annotation}"
+    if default is not None:
+        value = _source(default)
+        if value is None:
+            return None
+        text = f"{text}={value}"
+    return text
+
+
+def _parameters(node: ast.arguments) -> str | None:
+    """A parameter list as `ast.unparse` writes it: `a, /, b=1, *args, c, **kw`."""
+    positional = [*node.posonlyargs, *node.args]
+    defaults = [None] * (len(positional) - len(node.defaults)) + node.defaults
+    parts = []
+    for index, (arg, default) in enumerate(zip(positional, defaults, strict=False), 1):
+        parts.append(_parameter(arg, default))
+        if index == len(node.posonlyargs):
+            parts.append("/")
+    if node.vararg is not None or node.kwonlyargs:
+        vararg = _parameter(node.vararg, None) if node.vararg is not None else ""
+        parts.append(None if vararg is None else "*" + vararg)
+    parts.extend(_parameter(arg, default) for arg, default in zip(node.kwonlyargs, node.kw_defaults, strict=False))
+    if node.kwarg is not None:
+        parts.append(_parameter(node.kwarg, None))
+        if parts[-1] is not None:
+            parts[-1] = "**" + parts[-1]
+    return None if None in parts else ", ".join(parts)
+
+
+_WRITERS = {ast.Name: lambda node, atom: node.id, ast.Attribute: _attribute_source, ast.Constant: _constant_source,
+            ast.Call: _call_source, ast.Subscript: _subscript_source, ast.BinOp: _union_source,
+            ast.List: _list_source, ast.Set: _list_source, ast.Tuple: _tuple_source, ast.Dict: _dict_source,
+            ast.arguments: lambda node, atom: _parameters(node), ast.Assign: _assign_source,
+            ast.AnnAssign: _ann_assign_source}
+
+
+def _qualifier(node: ast.expr) -> str:
+    """What an attribute was reached through, as `ast.unparse` writes it (capped): a dotted chain of names
+    (`self`, `os.path`: most of them) joined here directly, anything else unparsed."""
+    parts = []
+    value = node
+    while value.__class__ is ast.Attribute:
+        parts.append(value.attr)
+        value = value.value
+    if value.__class__ is not ast.Name:
+        return _unparse(node)
+    if not parts:
+        text = value.id
+    else:
+        parts.append(value.id)
+        parts.reverse()
+        text = ".".join(parts)
+    return text if len(text) <= MAX_QUALIFIER else text[:MAX_QUALIFIER]
+
+
+# fields of a node that never hold a node worth visiting: names, flags, operators, expression contexts
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "name", "id", "attr", "arg", "asname", "module",
+                          "level", "kind", "conversion", "simple", "is_async", "tag", "kwd_attrs", "rest"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f for f in cls._fields if f not in _LEAF_FIELDS)
+    for cls in vars(ast).values() if isinstance(cls, type) and issubclass(cls, ast.AST)}
+_Load, _Store = ast.Load, ast.Store
+
+
+class _PyVisitor:
+    """One walk over a module's AST.
+
+    Why no second walk of each function body for its locals: a reference a function might bind is held back
+    (`pending`) until the function's body has been walked, then kept unless the body bound it. The names a body
+    binds are gathered on the way (`binds`), exactly those `_assigned` finds: its assignments, loop, with and except
+    targets, imports and nested definitions' names, but nothing inside a nested definition (its decorators,
+    defaults and annotations included) or a nested class body. A body with `global`/`nonlocal` goes through
+    `_assigned` itself: there what a statement unbinds depends on where it stands."""
+
     def __init__(self, path: str) -> None:
         self.path = path
-        self.defs: list[Definition] = []
-        self.refs: list[Reference] = []
+        self.defs: list[tuple[int, int, str, str, str, str]] = []
+        self.refs: list[tuple[int, str, str, str, str, str]] = []
         self.stack: list[tuple[str, str]] = []  # (qualname, kind) of the enclosing definitions
-        self.locals: list[set[str]] = []  # a function's parameters and assigned names, innermost last
+        self.container = ""  # the innermost definition's qualname, capped
+        self.in_function = False  # the innermost definition is a function (its body's assignments define nothing)
+        self.pending: list[tuple[str, tuple[int, str, str, str, str, str]]] | None = None  # (name, ref) to check
+        self.binds: set[str] | None = None  # names the innermost function's own body binds; None: not gathering
+        self.unbinds = False  # that body has `global` or `nonlocal`
+        self.table = {ast.FunctionDef: self._function, ast.AsyncFunctionDef: self._function,
+                      ast.ClassDef: self._class, ast.Assign: self._assign,
+                      ast.AnnAssign: self._ann_assign, ast.Import: self._import,
+                      ast.ImportFrom: self._import_from, ast.Call: self._call, ast.Name: self._name,
+                      ast.Attribute: self._attribute, ast.ExceptHandler: self._except_handler,
+                      ast.Global: self._global, ast.Nonlocal: self._global,
+                      ast.Constant: self._leaf, ast.alias: self._leaf}
 
-    @property
-    def container(self) -> str:
-        return self.stack[-1][0] if self.stack else ""
+    def visit(self, node: ast.AST) -> None:
+        self.table.get(node.__class__, self.generic_visit)(node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        table, generic, base = self.table, self.generic_visit, ast.AST
+        for field in _CHILD_FIELDS[node.__class__]:
+            value = getattr(node, field, None)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, base):
+                        table.get(item.__class__, generic)(item)
+            elif isinstance(value, base):
+                table.get(value.__class__, generic)(value)
+
+    def _leaf(self, node: ast.AST) -> None:
+        pass
+
+    def _push(self, qual: str, kind: str) -> tuple[str, bool]:
+        saved = self.container, self.in_function
+        self.stack.append((qual, kind))
+        self.container = _cap(qual, MAX_QUALNAME)
+        self.in_function = kind == "function"
+        return saved
+
+    def _pop(self, saved: tuple[str, bool]) -> None:
+        self.stack.pop()
+        self.container, self.in_function = saved
 
     def _qual(self, name: str) -> str:
-        return f"{self.container}.{name}" if self.container else name
+        return f"{self.stack[-1][0]}.{name}" if self.stack else name
 
-    def _ref(self, node: ast.AST, name: str, kind: str, qualifier: str = "", alias: str = "") -> None:
-        if not name:
+    def _ref(self, line: int, name: str, kind: str, qualifier: str = "", alias: str = "") -> None:
+        if name:
+            self.refs.append((line, name if len(name) <= MAX_NAME else name[:MAX_NAME], kind, qualifier,
+                              self.container, alias))
+
+    def _use(self, line: int, name: str, kind: str) -> None:
+        """A reference by a bare name: none if it is a builtin, or a parameter or local of an enclosing function
+        (those are known once each function's body has been walked)."""
+        if name in _SKIP_NAMES:
             return
-        self.refs.append(Reference(line=getattr(node, "lineno", 1), name=_cap(name, MAX_NAME), kind=kind,
-                                   qualifier=qualifier, container=_cap(self.container, MAX_QUALNAME), alias=alias))
+        ref = (line, name if len(name) <= MAX_NAME else name[:MAX_NAME], kind, "", self.container, "")
+        if self.pending is None:
+            self.refs.append(ref)
+        else:
+            self.pending.append((name, ref))
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         in_class = bool(self.stack) and self.stack[-1][1] == "class"
-        prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+        prefix = "async def" if node.__class__ is ast.AsyncFunctionDef else "def"
         returns = f" -> {_unparse(node.returns)}" if node.returns is not None else ""
         signature = f"{prefix} {node.name}({_unparse(node.args)}){returns}"
-        start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        decorators = node.decorator_list
+        start = min([node.lineno] + [d.lineno for d in decorators]) if decorators else node.lineno
         qual = self._qual(node.name)
-        self.defs.append(Definition(start_line=start, end_line=node.end_lineno or node.lineno,
-                                    qualname=_cap(qual, MAX_QUALNAME), name=_cap(node.name, MAX_NAME),
-                                    kind="method" if in_class else "function",
-                                    signature=_cap(signature, MAX_SIGNATURE)))
-        for deco in node.decorator_list:
+        self.defs.append((start, node.end_lineno or node.lineno, _cap(qual, MAX_QUALNAME), _cap(node.name, MAX_NAME),
+                          "method" if in_class else "function", _cap(signature, MAX_SIGNATURE)))
+        outer_binds = self.binds
+        if outer_binds is not None:
+            outer_binds.add(node.name)
+        self.binds = None  # decorators, defaults and annotations bind nothing of the enclosing body's
+        args = node.args
+        for deco in decorators:
             self.visit(deco)
-        for default in [*node.args.defaults, *[d for d in node.args.kw_defaults if d is not None]]:
+        for default in args.defaults:
             self.visit(default)
-        for ann in [a.annotation for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
-                    if a.annotation is not None]:
-            self.visit(ann)
+        for default in args.kw_defaults:
+            if default is not None:
+                self.visit(default)
+        params = (*args.posonlyargs, *args.args, *args.kwonlyargs)
+        for a in params:
+            if a.annotation is not None:
+                self.visit(a.annotation)
         if node.returns is not None:
             self.visit(node.returns)
-        names = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
-        names |= {a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None}
-        names |= _assigned(node.body)
-        self.stack.append((qual, "function"))
-        self.locals.append(names)
+        names = {a.arg for a in params}
+        if args.vararg is not None:
+            names.add(args.vararg.arg)
+        if args.kwarg is not None:
+            names.add(args.kwarg.arg)
+        outer_pending, outer_unbinds = self.pending, self.unbinds
+        self.pending, self.binds, self.unbinds = [], set(), False
+        saved = self._push(qual, "function")
         for stmt in node.body:
             self.visit(stmt)
-        self.locals.pop()
-        self.stack.pop()
+        self._pop(saved)
+        names |= _assigned(node.body) if self.unbinds else self.binds
+        pending = self.pending
+        self.pending, self.binds, self.unbinds = outer_pending, outer_binds, outer_unbinds
+        if outer_pending is None:
+            self.refs.extend([ref for name, ref in pending if name not in names])
+        else:
+            outer_pending.extend([item for item in pending if item[0] not in names])
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._function(node)
-
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
-        self._function(node)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+    def _class(self, node: ast.ClassDef) -> None:
         bases = ", ".join(_unparse(b) for b in node.bases)
         start = min([node.lineno] + [d.lineno for d in node.decorator_list])
         qual = self._qual(node.name)
-        self.defs.append(Definition(start_line=start, end_line=node.end_lineno or node.lineno,
-                                    qualname=_cap(qual, MAX_QUALNAME), name=_cap(node.name, MAX_NAME), kind="class",
-                                    signature=_cap(f"class {node.name}({bases})" if bases else f"class {node.name}",
-                                                   MAX_SIGNATURE)))
+        self.defs.append((start, node.end_lineno or node.lineno, _cap(qual, MAX_QUALNAME), _cap(node.name, MAX_NAME),
+                          "class", _cap(f"class {node.name}({bases})" if bases else f"class {node.name}",
+                                        MAX_SIGNATURE)))
+        outer_binds = self.binds
+        if outer_binds is not None:
+            outer_binds.add(node.name)
+        self.binds = None  # a class body's names are its attributes, not the enclosing function's locals
         for deco in node.decorator_list:
             self.visit(deco)
         for kw in node.keywords:
             self.visit(kw.value)
-        self.stack.append((qual, "class"))
+        saved = self._push(qual, "class")
         for base in node.bases:
-            if isinstance(base, ast.Name):
-                self._ref(base, base.id, "inherit")
-            elif isinstance(base, ast.Attribute):
-                self._ref(base, base.attr, "inherit", qualifier=_unparse(base.value))
+            if base.__class__ is ast.Name:
+                self._ref(base.lineno, base.id, "inherit")
+            elif base.__class__ is ast.Attribute:
+                self._ref(base.lineno, base.attr, "inherit", qualifier=_qualifier(base.value))
             else:
                 self.visit(base)
         for stmt in node.body:
             self.visit(stmt)
-        self.stack.pop()
+        self._pop(saved)
+        self.binds = outer_binds
 
     def _assign_targets(self, targets: list[ast.expr], node: ast.stmt) -> None:
         """Module- and class-level names assigned are definitions (constants, settings, class attributes)."""
-        if self.stack and self.stack[-1][1] == "function":
-            return
+        signature = None
         for target in targets:
-            for name_node in ast.walk(target):
-                if isinstance(name_node, ast.Name) and isinstance(name_node.ctx, ast.Store):
-                    self.defs.append(Definition(
-                        start_line=node.lineno, end_line=node.end_lineno or node.lineno,
-                        qualname=_cap(self._qual(name_node.id), MAX_QUALNAME), name=_cap(name_node.id, MAX_NAME),
-                        kind="variable", signature=_cap(_first_line(_unparse(node)), MAX_SIGNATURE)))
+            for name_node in ast.walk(target) if target.__class__ is not ast.Name else (target,):
+                if name_node.__class__ is ast.Name and isinstance(name_node.ctx, _Store):
+                    if signature is None:
+                        signature = _cap(_first_line(_unparse(node)), MAX_SIGNATURE)
+                    self.defs.append((node.lineno, node.end_lineno or node.lineno,
+                                      _cap(self._qual(name_node.id), MAX_QUALNAME), _cap(name_node.id, MAX_NAME),
+                                      "variable", signature))
 
-    def visit_Assign(self, node: ast.Assign) -> None:
-        self._assign_targets(node.targets, node)
+    def _assign(self, node: ast.Assign) -> None:
+        if not self.in_function:
+            self._assign_targets(node.targets, node)
         self.visit(node.value)
+        binds = self.binds
         for target in node.targets:
-            if not isinstance(target, ast.Name):
+            if target.__class__ is not ast.Name:
                 self.visit(target)
+            elif binds is not None and isinstance(target.ctx, _Store):
+                binds.add(target.id)
 
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._assign_targets([node.target], node)
+    def _ann_assign(self, node: ast.AnnAssign) -> None:
+        if not self.in_function:
+            self._assign_targets([node.target], node)
+        if self.binds is not None:  # the target is not walked for references, but it binds
+            target = node.target
+            if target.__class__ is ast.Name and isinstance(target.ctx, _Store):
+                self.binds.add(target.id)
+            else:
+                self.binds |= _assigned([target])
         self.visit(node.annotation)
         if node.value is not None:
             self.visit(node.value)
 
-    def visit_Import(self, node: ast.Import) -> None:
+    def _import(self, node: ast.Import) -> None:
+        if self.binds is not None:
+            self.binds.update((a.asname or a.name).split(".")[0] for a in node.names)
         for alias in node.names:
             module, _, last = alias.name.rpartition(".")
             bound = alias.asname or alias.name.split(".")[0]
-            self._ref(node, last, "import", qualifier=module, alias=bound)
+            self._ref(node.lineno, last, "import", qualifier=module, alias=bound)
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        if self.binds is not None:
+            self.binds.update((a.asname or a.name).split(".")[0] for a in node.names)
         module = _python_module(self.path, node.level, node.module)
         for alias in node.names:
             if alias.name == "*":
                 continue
-            self._ref(node, alias.name, "import", qualifier=module, alias=alias.asname or alias.name)
+            self._ref(node.lineno, alias.name, "import", qualifier=module, alias=alias.asname or alias.name)
 
-    def visit_Call(self, node: ast.Call) -> None:
+    def _except_handler(self, node: ast.ExceptHandler) -> None:
+        if node.name and self.binds is not None:
+            self.binds.add(node.name)
+        self.generic_visit(node)
+
+    def _global(self, node: ast.Global | ast.Nonlocal) -> None:
+        if self.binds is not None:
+            self.unbinds = True
+
+    def _call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Name):
-            if not self._is_local(func.id):
-                self._ref(func, func.id, "call")
-        elif isinstance(func, ast.Attribute):
-            self._ref(func, func.attr, "call", qualifier=_unparse(func.value))
+        if func.__class__ is ast.Name:
+            self._use(func.lineno, func.id, "call")
+        elif func.__class__ is ast.Attribute:
+            self._ref(func.lineno, func.attr, "call", qualifier=_qualifier(func.value))
             self.visit(func.value)
         else:
             self.visit(func)
@@ -267,22 +542,23 @@ class _PyVisitor(ast.NodeVisitor):
         for kw in node.keywords:
             self.visit(kw.value)
 
-    def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(node.ctx, ast.Load) and not self._is_local(node.id):
-            self._ref(node, node.id, "reference")
+    def _name(self, node: ast.Name) -> None:
+        ctx = node.ctx.__class__
+        if ctx is _Load:
+            self._use(node.lineno, node.id, "reference")
+        elif ctx is _Store and self.binds is not None:
+            self.binds.add(node.id)
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if isinstance(node.ctx, ast.Load):
-            self._ref(node, node.attr, "reference", qualifier=_unparse(node.value))
+    def _attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.ctx, _Load):
+            self._ref(node.lineno, node.attr, "reference", qualifier=_qualifier(node.value))
         self.visit(node.value)
 
-    def _is_local(self, name: str) -> bool:
-        return name in _SKIP_NAMES or any(name in scope for scope in self.locals)
 
-
-def _assigned(body: list[ast.stmt]) -> set[str]:
+def _assigned(body: list[ast.AST]) -> set[str]:
     """Names a function body binds (assignments, loops, with, except, imports, comprehensions' outer targets),
-    nested definitions' bodies left out."""
+    nested definitions' bodies left out; a `global` or `nonlocal` unbinds its names bound after it in this walk
+    (from the last statement back)."""
     out: set[str] = set()
     stack: list[ast.AST] = list(body)
     while stack:
@@ -317,7 +593,9 @@ def _python(*, path: str, text: str) -> FileSymbols:
         visitor.visit(tree)
     except RecursionError:
         return FileSymbols()
-    return _facts(visitor.defs, visitor.refs)
+    new = tuple.__new__
+    return FileSymbols(definitions=tuple([new(Definition, d) for d in sorted(set(visitor.defs))]),
+                       references=tuple([new(Reference, r) for r in sorted(set(visitor.refs))]))
 
 
 # --------------------------------------------------------------------------- tree-sitter languages
@@ -337,6 +615,37 @@ _STRING = re.compile(r"""["'`<]([^"'`<>]+)["'`>]""")
 _NOT_DEFINITION = re.compile(r"expression|invocation|call|arrow|lambda|closure|reference|signature|_body$|_list$|"
                              r"_clause$|_type$|_parameters$|_identifier$|_arguments$")
 _CONTAINERS_ONLY = frozenset({"impl_item"})  # Rust: `impl Wallet { fn deduct }` names Wallet.deduct, defines nothing
+
+
+_WRAPPERS = frozenset({"export_statement", "decorated_definition", "attribute_item", "template_declaration",
+                       "lexical_declaration", "variable_declaration", "program", "source_file", "translation_unit"})
+_NEVER, _BY_NAME, _IF_VALUE_DEFINES = 0, 1, 2
+# what a node's type alone says (tree-sitter has a few hundred types, a file tens of thousands of nodes): the
+# regular expressions run once per type, not once per node
+_GATES: dict[str, int] = {}
+_HERITAGE_TYPES: dict[str, bool] = {}
+
+
+def _definition_gate(node_type: str) -> int:
+    """Whether a node of this type can define: never, if its name is one (`_BY_NAME`), or, for a JS/TS variable
+    declarator, if its value is a function or class."""
+    gate = _GATES.get(node_type)
+    if gate is None:
+        if node_type in _WRAPPERS or node_type in _CALLS or _NOT_DEFINITION.search(node_type):
+            gate = _NEVER
+        elif syntax._DEFINITION.search(node_type):
+            gate = _BY_NAME
+        else:
+            gate = _IF_VALUE_DEFINES if node_type == "variable_declarator" else _NEVER
+        _GATES[node_type] = gate
+    return gate
+
+
+def _is_heritage(node_type: str) -> bool:
+    found = _HERITAGE_TYPES.get(node_type)
+    if found is None:
+        found = _HERITAGE_TYPES[node_type] = _HERITAGE.search(node_type) is not None
+    return found
 
 
 def _kind(node_type: str, *, in_class: bool) -> str:
@@ -386,23 +695,24 @@ class _TSWalker:
         while stack:
             node, container, in_class = stack.pop()
             child_container, child_in_class = container, in_class
-            if node.type in _IMPORTS:
+            node_type = node.type
+            if node_type in _IMPORTS:
                 self._import(node, container)
                 continue
-            if node.type in _CALLS:
+            if node_type in _CALLS:
                 callee = _callee(node)
                 if callee is not None:
                     name, qualifier = _last_ident(syntax._text(callee))
                     self._ref(node, name, "call", container, qualifier)
-            elif node.type in _TYPE_USES and not _is_declared_name(node):
+            elif node_type in _TYPE_USES and not _is_declared_name(node):
                 self._ref(node, syntax._text(node), "reference", container)
-            elif _HERITAGE.search(node.type) and container:
+            elif _is_heritage(node_type) and container:
                 for leaf in syntax._walk(node):
                     if leaf.type in ("identifier", "type_identifier", "constant", "name", "scoped_identifier"):
                         name, qualifier = _last_ident(syntax._text(leaf))
                         self._ref(leaf, name, "inherit", container, qualifier)
                 continue
-            definition = self._definition(node, container, in_class)
+            definition = self._definition(node, container, in_class) if _definition_gate(node_type) else None
             if definition is not None:
                 child_container = definition.qualname
                 child_in_class = definition.kind in ("class", "interface", "struct", "enum", "trait", "module") \
@@ -415,15 +725,13 @@ class _TSWalker:
                 stack.append((child, child_container, child_in_class))
 
     def _definition(self, node: Node, container: str, in_class: bool) -> Definition | None:
-        if node.type in ("export_statement", "decorated_definition", "attribute_item", "template_declaration",
-                         "lexical_declaration", "variable_declaration", "program", "source_file",
-                         "translation_unit"):
+        gate = _definition_gate(node.type)
+        if gate == _NEVER:
             return None
-        is_def = bool(syntax._DEFINITION.search(node.type)) or (
-            node.type == "variable_declarator" and node.child_by_field_name("value") is not None
-            and re.search(r"function|arrow|class", node.child_by_field_name("value").type or "") is not None)
-        if not is_def or node.type in _CALLS or _NOT_DEFINITION.search(node.type):
-            return None
+        if gate == _IF_VALUE_DEFINES:
+            value = node.child_by_field_name("value")
+            if value is None or re.search(r"function|arrow|class", value.type or "") is None:
+                return None
         if node.type in ("function_type", "type_arguments", "method_signature") and not container:
             return None
         name = syntax._name(node)
