@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from django.db import connection
+from django.db import connection, transaction
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
@@ -74,6 +74,36 @@ def insert_float8_vectors(*, sql: str, rows: Sequence[Sequence[Any]]) -> None:
     with psycopg.Cursor(connection.connection) as cursor:  # server-side binding: Django's own cursor quotes text
         cursor.adapters.register_dumper(Float8Vector, _Float8VectorDumper)
         cursor.executemany(sql, rows)
+
+
+def copy_float8_vectors(*, table: str, columns: Sequence[str], types: Sequence[str],
+                        rows: Sequence[Sequence[Any]]) -> bool:
+    """COPY `rows` into `table` (`columns`, of the Postgres `types` such as "text", "int2", "float8[]",
+    "timestamptz") through the default database's connection, in Postgres's binary format; a float8[] value is a
+    Float8Vector. -> False, with nothing written and the caller's transaction usable, if a row breaks a unique
+    constraint (the COPY runs in a savepoint); the caller then writes its way (an INSERT ... ON CONFLICT).
+
+    Why: an INSERT per row costs a bind and an execute on both sides, the database's part four times that of one
+    stream; the vectors' bytes are already the binary form, so COPY sends them as they are."""
+    if not rows:
+        return True
+    quote = connection.ops.quote_name
+    sql = f"COPY {quote(table)} ({', '.join(map(quote, columns))}) FROM STDIN (FORMAT BINARY)"
+    vector_at = [i for i, t in enumerate(types) if t == "float8[]"]
+    wire = ["bytea" if t == "float8[]" else t for t in types]  # a vector's field is its bytes (array_send's form)
+    try:
+        with transaction.atomic():
+            connection.ensure_connection()
+            with psycopg.Cursor(connection.connection) as cursor, cursor.copy(sql) as copy:
+                copy.set_types(wire)
+                for row in rows:
+                    values = list(row)
+                    for i in vector_at:
+                        values[i] = values[i].data
+                    copy.write_row(values)
+    except psycopg.errors.UniqueViolation:
+        return False
+    return True
 
 
 def float8_array_values(data: bytes | memoryview) -> list[float]:

@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from config.errors import DependencyDown
-from config.pgarrays import Float8Vector, float8_array_values, insert_float8_vectors
+from config.pgarrays import Float8Vector, copy_float8_vectors, float8_array_values, insert_float8_vectors
 from inference.devices import PRECISIONS as PRECISIONS
 from inference.devices import (
     DeviceError,
@@ -285,7 +285,7 @@ def _fill_cache(texts: list[str], *, refresh: bool, load: bool, show_progress: b
     unique: dict[str, str] = {text_hash(t): t for t in texts}
     keys = list(unique)
     found: dict[str, np.ndarray] = {}
-    present: set[str] = set()
+    present: set[str] = set()  # cached when looked up (by whichever tenant's write)
     if not refresh:
         for i in range(0, len(keys), _LOOKUP_BATCH):
             rows = EmbeddingCache.objects.filter(model_id=model_id, text_hash__in=keys[i:i + _LOOKUP_BATCH])
@@ -295,24 +295,31 @@ def _fill_cache(texts: list[str], *, refresh: bool, load: bool, show_progress: b
                     present.add(h)
             else:
                 present.update(rows.values_list("text_hash", flat=True))
-    if reuse is not None:
-        present &= set(reuse)
-    missing = [h for h in keys if h not in present]
+    reused = present & set(reuse) if reuse is not None else present
+    missing = [h for h in keys if h not in reused]
     for i in range(0, len(missing), CACHE_BATCH):
         part = missing[i:i + CACHE_BATCH]
         vectors = _embed_with_retry([unique[h] for h in part], show_progress=show_progress, model=model)
         now = timezone.now()
-        rows = [(model_id, h, len(v), Float8Vector(v), now) for h, v in zip(part, vectors, strict=True)]
+        # a row the cache already holds (another tenant's text, embedded again) is left as it is, as the INSERT's
+        # ON CONFLICT DO NOTHING leaves it
+        rows = [(model_id, h, len(v), Float8Vector(v), now) for h, v in zip(part, vectors, strict=True)
+                if h not in present]
         with transaction.atomic():
             if refresh:
                 EmbeddingCache.objects.filter(model_id=model_id, text_hash__in=part).delete()
-            # what bulk_create(ignore_conflicts=True) wrote, with the vectors in binary (config.pgarrays)
-            insert_float8_vectors(sql=_CACHE_INSERT, rows=rows)
+            # one binary COPY (config.pgarrays); a row another process cached since the lookup fails it, and the
+            # batch goes again as what bulk_create(ignore_conflicts=True) wrote
+            if not copy_float8_vectors(table=EmbeddingCache._meta.db_table, columns=_CACHE_COLUMNS,
+                                       types=_CACHE_TYPES, rows=rows):
+                insert_float8_vectors(sql=_CACHE_INSERT, rows=rows)
         if load:
             found.update(zip(part, vectors, strict=True))
     return found, {"embedded": len(missing), "cached": len(keys) - len(missing)}
 
 
+_CACHE_COLUMNS = ("model_id", "text_hash", "dim", "vector", "created_at")
+_CACHE_TYPES = ("text", "text", "int2", "float8[]", "timestamptz")
 _CACHE_INSERT = (f"INSERT INTO {EmbeddingCache._meta.db_table} (model_id, text_hash, dim, vector, created_at) "
                  "VALUES (%s, %s, %s, %b, %s) ON CONFLICT DO NOTHING")
 

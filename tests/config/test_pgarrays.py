@@ -59,3 +59,23 @@ def test_a_vector_read_in_binary_gives_the_floats_the_text_reading_gives():
         raw, empty = cur.fetchone()
     assert float8_array_values(raw) == _read(float_array(v), "float8[]")
     assert str(float8_array_values(raw)[0]) == "-0.0" and float8_array_values(empty) == []
+
+
+def test_a_binary_copy_stores_the_same_doubles_and_a_conflicting_batch_writes_nothing():
+    from config.pgarrays import Float8Vector, copy_float8_vectors
+
+    v = np.random.default_rng(7).standard_normal(384).astype(np.float32)
+    v[:4] = [0.0, -0.0, 1e-38, 3.4028235e38]
+    with connection.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE vec_copy (k text PRIMARY KEY, n int2 NOT NULL, v float8[] NOT NULL)")
+    columns, types = ("k", "n", "v"), ("text", "int2", "float8[]")
+    assert copy_float8_vectors(table="vec_copy", columns=columns, types=types,
+                               rows=[("a", 384, Float8Vector(v)), ("b", 0, Float8Vector([]))])
+    # a batch holding a key already there fails as a whole; the transaction goes on
+    assert not copy_float8_vectors(table="vec_copy", columns=columns, types=types,
+                                   rows=[("c", 1, Float8Vector(v[:1])), ("a", 1, Float8Vector(v[:1]))])
+    with connection.cursor() as cur:
+        cur.execute("SELECT k, n, v FROM vec_copy ORDER BY k")
+        stored = cur.fetchall()
+    assert stored == [("a", 384, _read(float_array(v), "float8[]")), ("b", 0, [])]
+    assert str(stored[0][2][1]) == "-0.0"

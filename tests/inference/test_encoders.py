@@ -66,3 +66,65 @@ def test_embed_cached_embeds_each_text_once_and_reuses_the_cache():
     assert EmbeddingCache.objects.filter(model_id=encoders.dense_model_id()).count() == 2
     assert encoders.fill_embedding_cache(texts) == {"embedded": 0, "cached": 2}
     assert np.allclose(encoders.embed_cached(texts[1:2])[0], vecs[1], atol=1e-6)
+
+
+@pytest.mark.django_db
+def test_cache_rows_written_in_one_copy_read_back_as_the_encoders_floats_bit_for_bit():
+    from inference.models import EmbeddingCache
+
+    texts = [f"def f{i}(x):\n    return x * {i}" for i in range(3)] + ["class Empty: pass"]
+    assert encoders.fill_embedding_cache(texts) == {"embedded": 4, "cached": 0}
+    model_id = encoders.dense_model_id()
+    got = encoders.cached_vectors(model_id=model_id, hashes=[encoders.text_hash(t) for t in texts])
+    expected = encoders.embed_texts(texts)
+    for t, v in zip(texts, expected, strict=True):
+        assert got[encoders.text_hash(t)] == [float(x) for x in v]  # float32 widened exactly, no rounding
+    rows = EmbeddingCache.objects.filter(model_id=model_id)
+    assert rows.count() == 4 and set(rows.values_list("dim", flat=True)) == {len(expected[0])}
+    assert all(r.created_at is not None for r in rows)
+
+
+@pytest.mark.django_db
+def test_a_text_cached_by_another_write_is_embedded_again_and_its_row_is_neither_duplicated_nor_changed():
+    from inference.models import EmbeddingCache
+
+    texts = ["def shared(): return 1", "def fresh(): return 2"]
+    encoders.fill_embedding_cache(texts[:1])
+    before = EmbeddingCache.objects.get(text_hash=encoders.text_hash(texts[0]))
+    # not the writer's own text (reuse names none): embedded again, counted as embedded, like a text nobody has
+    assert encoders.fill_embedding_cache(texts, reuse=set()) == {"embedded": 2, "cached": 0}
+    rows = EmbeddingCache.objects.filter(model_id=encoders.dense_model_id())
+    assert sorted(rows.values_list("text_hash", flat=True)) == sorted(map(encoders.text_hash, texts))
+    after = rows.get(text_hash=before.text_hash)
+    assert (after.pk, after.created_at, after.vector) == (before.pk, before.created_at, before.vector)
+
+
+@pytest.mark.django_db
+def test_a_row_cached_by_another_writer_during_the_fill_does_not_fail_it(monkeypatch):
+    """Between the lookup and the write another process may cache one of the texts: the COPY then meets its row,
+    and the batch is written as INSERT ... ON CONFLICT DO NOTHING instead; the other row stays as it was."""
+    from django.db import transaction
+
+    from inference.models import EmbeddingCache
+
+    texts = ["def racing(): return 1", "def alone(): return 2"]
+    real = encoders._embed_with_retry
+
+    def embed_while_another_writer_caches(batch, **kwargs):
+        vectors = real(batch, **kwargs)
+        EmbeddingCache.objects.create(model_id=encoders.dense_model_id(), text_hash=encoders.text_hash(texts[0]),
+                                      dim=3, vector=[1.0, 2.0, 3.0])
+        return vectors
+
+    monkeypatch.setattr(encoders, "_embed_with_retry", embed_while_another_writer_caches)
+    inserted = []
+    insert = encoders.insert_float8_vectors
+    monkeypatch.setattr(encoders, "insert_float8_vectors", lambda **kw: (inserted.append(kw["rows"]), insert(**kw)))
+    with transaction.atomic():
+        assert encoders.fill_embedding_cache(texts) == {"embedded": 2, "cached": 0}
+        rows = dict(EmbeddingCache.objects.filter(model_id=encoders.dense_model_id())
+                    .values_list("text_hash", "vector"))
+    assert rows[encoders.text_hash(texts[0])] == [1.0, 2.0, 3.0]  # the other writer's row, left as it was
+    assert len(rows[encoders.text_hash(texts[1])]) == encoders.embedding_dim()
+    assert len(rows) == 2
+    assert [len(r) for r in inserted] == [2]  # the COPY met the row; the batch went again, row by row
