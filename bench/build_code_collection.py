@@ -13,6 +13,7 @@ Layout written under --out (BEIR, readable by `manage.py evaluate --beir`):
   collection.json     {"kind": "code", ...}: evaluate ingests it as code chunks (code-aware sparse analysis)
 
 Usage: .venv/bin/python bench/build_code_collection.py --out var/data/stdlib-code [--max-docs 3000] [--seed 15]
+       [--root DIR]   another Python source tree instead of the stdlib (e.g. an installed package's folder)
 The generated data is never committed (var/ is ignored).
 """
 from __future__ import annotations
@@ -75,7 +76,8 @@ def build(*, out: Path, stdlib: Path, max_docs: int, seed: int, test_share: floa
             queries.write(json.dumps({"_id": f"q{n}", "text": p.query}) + "\n")
             (test if p.module in test_modules else train).write(f"q{n}\t{p.doc_id}\t1\n")
     n_test_q = sum(1 for p in pairs if p.module in test_modules)
-    manifest = {"kind": "code", "source": "python-stdlib", "python": sys.version.split()[0], "stdlib": str(stdlib),
+    source = "python-stdlib" if stdlib == Path(sysconfig.get_paths()["stdlib"]) else stdlib.name
+    manifest = {"kind": "code", "source": source, "python": sys.version.split()[0], "stdlib": str(stdlib),
                 "seed": seed, "max_docs": max_docs, "documents": len(pairs), "modules": len(modules),
                 "test_modules": len(test_modules), "train_queries": len(pairs) - n_test_q, "test_queries": n_test_q}
     (out / "collection.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -85,7 +87,8 @@ def build(*, out: Path, stdlib: Path, max_docs: int, seed: int, test_share: floa
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="var/data/stdlib-code", help="output folder (default var/data/stdlib-code)")
-    ap.add_argument("--stdlib", default=sysconfig.get_paths()["stdlib"], help="stdlib folder (default: this Python's)")
+    ap.add_argument("--stdlib", "--root", dest="stdlib", default=sysconfig.get_paths()["stdlib"],
+                    help="source folder to build from: a stdlib or a package's (default: this Python's stdlib)")
     ap.add_argument("--max-docs", type=int, default=3000, help="cap on documents (0 = all)")
     ap.add_argument("--seed", type=int, default=15)
     ap.add_argument("--test-share", type=float, default=0.3, help="share of modules in the test split")
