@@ -35,13 +35,11 @@ def copy_insert(*, model: type[models.Model], objs: Sequence[models.Model], with
     pk = opts.pk
     fields = [f for f in opts.concrete_fields if not f.generated and not (f is pk and isinstance(f, models.AutoField))]
     quote = connection.ops.quote_name
+    if with_ids:
+        for obj, new_id in zip(objs, next_ids(model=model, count=len(objs)), strict=True):
+            obj.pk = new_id
+        fields = [pk, *fields]
     with connection.cursor() as cursor:
-        if with_ids:
-            cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-                           [opts.db_table, pk.column, len(objs)])
-            for obj, (new_id,) in zip(objs, sorted(cursor.fetchall()), strict=True):
-                obj.pk = new_id
-            fields = [pk, *fields]
         prepare = [_preparer(f) for f in fields]
         sql = f"COPY {quote(opts.db_table)} ({', '.join(quote(f.column) for f in fields)}) FROM STDIN"
         with cursor.cursor.copy(sql) as copy:
@@ -52,11 +50,27 @@ def copy_insert(*, model: type[models.Model], objs: Sequence[models.Model], with
         obj._state.db = connection.alias
 
 
-def copy_values(*, model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """Insert `rows` of plain values (str, int, None: what the columns take as they are) into `model`'s table, the
-    fields named by `columns` (every column of the table without a database default), with one COPY.
+def next_ids(*, model: type[models.Model], count: int) -> list[int]:
+    """`count` new primary keys from `model`'s table sequence, increasing: what `bulk_create` would have set from
+    RETURNING, drawn before a COPY that writes them."""
+    if count <= 0:
+        return []
+    opts = model._meta
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                       [opts.db_table, opts.pk.column, count])
+        return sorted(new_id for (new_id,) in cursor.fetchall())
 
-    For many narrow rows (the symbol graph's) where building a model instance per row costs more than the write."""
+
+def copy_values(*, model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """Insert `rows` of plain values (str, int, bool, None, a list of them for an array column, a JSON text for a
+    jsonb one, an aware datetime: what the columns take as they are) into `model`'s table, the fields named by
+    `columns` (every column of the table without a database default, the primary key if the caller drew it with
+    `next_ids`), with one COPY.
+
+    For many rows (the chunks, the symbol graph's, the outbox's) where building a model instance per row costs
+    more than the write. The caller gives each field what `bulk_create` would send for it (its default, the time
+    for an auto_now_add field)."""
     opts = model._meta
     quote = connection.ops.quote_name
     names = ", ".join(quote(opts.get_field(c).column) for c in columns)

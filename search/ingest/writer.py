@@ -9,17 +9,19 @@ renamed file re-embeds nothing.
 """
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.db.models import Count, F, Q
+from django.utils import timezone
 
 from config.errors import DependencyDown
 from config.pgarrays import int_array
-from config.pgcopy import copy_insert
+from config.pgcopy import copy_values, next_ids
 from inference.encoders import fill_embedding_cache, text_hash
 from projects import quotas
 from projects.models import Project
@@ -124,36 +126,52 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
         paths = [d.path for d in drafts]
         # The search_chunk trigger (migration 0002) queues the index deletes for these rows.
         Chunk.objects.filter(dataset=dataset, path__in=paths).delete()
-        new_chunks = []
         written: list[tuple[Document, bytes | None, str, bool]] = []  # what each page link opens (search.ingest.originals)
         docs = upsert_documents(dataset=dataset, drafts=drafts)
         for d in drafts:
             doc, fresh = docs[d.path]
             written.append((doc, d.original, str(d.meta.get("format") or "pdf"), fresh))
-            for ordinal, c in enumerate(d.chunks):
-                new_chunks.append(Chunk(
-                    document=doc, dataset=dataset, ordinal=ordinal, kind=c.kind, repo=d.repo, path=d.path,
-                    lang=d.lang, symbol=c.symbol[:500], heading_path=[h[:500] for h in c.heading_path],
-                    start_line=c.start_line, end_line=c.end_line, text=c.text, micro_summary=c.micro_summary,
-                    text_hash=text_hash(embed_input(c)), ruleset_id=c.ruleset_id, book_id=c.book_id,
-                    section_path=[s[:500] for s in c.section_path], page=c.page, content_kind=c.content_kind,
-                    tags=c.tags, traits=c.traits, is_rule_bearing=c.is_rule_bearing, meta=c.meta,
-                    terms=int_array(document_term_ids(sparse_document_text(
-                        text=c.text, path=d.path, symbol=c.symbol[:500],
-                        heading_path=[h[:500] for h in c.heading_path]), kind=c.kind))))
-        copy_insert(model=Chunk, objs=new_chunks, with_ids=True)  # ids in list order, as bulk_create sets them
-        created = new_chunks
+        chunk_ids = next_ids(model=Chunk, count=sum(len(d.chunks) for d in drafts))  # in order, as bulk_create
+        copy_values(model=Chunk, columns=_CHUNK_COLUMNS, rows=_chunk_rows(dataset=dataset, drafts=drafts,
+                                                                          docs=docs, ids=chunk_ids))
         replace_originals(written=written)
         write_code_facts(dataset=dataset, drafts=drafts)  # the symbol graph and grep's trigrams, same transaction
-        copy_insert(model=IndexOutbox, objs=[IndexOutbox(op=IndexOutbox.Op.UPSERT, chunk_id=c.pk, model_id=m)
-                                             for c in created for m in model_ids])
-        stats["chunks"] = len(created)
+        copy_values(model=IndexOutbox, columns=("op", "chunk_id", "model_id", "created_at"),
+                    rows=[(IndexOutbox.Op.UPSERT.value, i, m, timezone.now()) for i in chunk_ids for m in model_ids])
+        stats["chunks"] = len(chunk_ids)
         if job is not None:
             type(job).objects.filter(pk=job.pk).update(
-                files_done=F("files_done") + len(drafts), chunks_written=F("chunks_written") + len(created),
+                files_done=F("files_done") + len(drafts), chunks_written=F("chunks_written") + len(chunk_ids),
                 embeddings_computed=F("embeddings_computed") + stats["embedded"],
                 embeddings_cached=F("embeddings_cached") + stats["cached"])
     return stats
+
+
+# every column of search_chunk, in the order of _chunk_rows' values
+_CHUNK_COLUMNS = ("id", "document_id", "dataset_id", "ordinal", "kind", "repo", "path", "lang", "symbol",
+                  "heading_path", "start_line", "end_line", "text", "micro_summary", "text_hash", "terms", "ruleset_id",
+                  "book_id", "section_path", "page", "content_kind", "tags", "traits", "is_rule_bearing", "meta",
+                  "created_at")
+
+
+def _chunk_rows(*, dataset: Dataset, drafts: list[DocumentDraft], docs: dict[str, tuple[Document, bool]],
+                ids: list[int]) -> Iterator[tuple[Any, ...]]:
+    """Each draft chunk's row (_CHUNK_COLUMNS), with the values `bulk_create` of Chunk instances would send: JSON as
+    Django's JSONField writes it, the time for created_at (auto_now_add), `terms` the sparse term ids' literal.
+
+    Why values, not instances: building and preparing a model instance per chunk cost more than its COPY."""
+    next_id = iter(ids).__next__
+    for d in drafts:
+        doc_id = docs[d.path][0].pk
+        for ordinal, c in enumerate(d.chunks):
+            symbol = c.symbol[:500]
+            heading_path = [h[:500] for h in c.heading_path]
+            terms = document_term_ids(sparse_document_text(text=c.text, path=d.path, symbol=symbol,
+                                                           heading_path=heading_path), kind=c.kind)
+            yield (next_id(), doc_id, dataset.pk, ordinal, c.kind, d.repo, d.path, d.lang, symbol, heading_path,
+                   c.start_line, c.end_line, c.text, c.micro_summary, text_hash(embed_input(c)), int_array(terms),
+                   c.ruleset_id, c.book_id, [s[:500] for s in c.section_path], c.page, c.content_kind, c.tags,
+                   json.dumps(c.traits), c.is_rule_bearing, json.dumps(c.meta), timezone.now())
 
 
 _DOCUMENT_FIELDS = ("repo", "url", "lang", "title", "content_hash", "macro_summary", "meta", "external_id",

@@ -79,3 +79,42 @@ def test_a_second_sync_of_the_same_drafts_writes_nothing_and_duplicates_nothing(
                                               Chunk.objects.filter(dataset=ds).count(),
                                               CodeFile.objects.filter(dataset=ds).count(),
                                               IndexOutbox.objects.count()) == rows
+
+
+def test_written_chunk_rows_hold_every_draft_value_and_ids_follow_the_drafts_order(make_user, make_project):
+    from inference.encoders import text_hash
+    from search.engine.sparse import document_term_ids, sparse_document_text
+    from search.ingest.base import embed_input
+    from search.ingest.writer import _CHUNK_COLUMNS
+
+    # the writer names every column of the table (a new field must be given its value, not left to chance)
+    assert set(_CHUNK_COLUMNS) == {f.attname for f in Chunk._meta.concrete_fields}
+    ds = Dataset.objects.create(project=make_project("bulk-rows", make_user()), name="rules", kind="rules")
+    long = "x" * 600
+    chunks = [ChunkDraft(text=f"{AWKWARD} {i}", kind="rules", symbol=long, start_line=i, end_line=i + 4,
+                         heading_path=["Combat", AWKWARD, long], micro_summary=f"summary {AWKWARD}",
+                         ruleset_id="srd", book_id="basic", section_path=["Ch. 1", long], page="p. 12",
+                         content_kind="table", tags=["t", AWKWARD], traits={"a": [1, 2.5, None], "s": AWKWARD},
+                         is_rule_bearing=True, meta={"k": AWKWARD, "n": {"deep": True}}) for i in range(3)]
+    drafts = [DocumentDraft(path="rules/a.md", repo="r", lang="md", title="A", content_hash="a", chunks=chunks[:2]),
+              DocumentDraft(path="rules/b.md", repo="r", lang="md", title="B", content_hash="b", chunks=chunks[2:])]
+    assert write_documents(dataset=ds, drafts=drafts)["chunks"] == 3
+    rows = list(Chunk.objects.filter(dataset=ds).order_by("pk"))
+    assert [(r.path, r.ordinal) for r in rows] == [("rules/a.md", 0), ("rules/a.md", 1), ("rules/b.md", 0)]
+    docs = dict(Document.objects.filter(dataset=ds).values_list("path", "pk"))
+    for row, (d, c) in zip(rows, [(drafts[0], chunks[0]), (drafts[0], chunks[1]), (drafts[1], chunks[2])],
+                           strict=True):
+        heading_path = [h[:500] for h in c.heading_path]
+        assert (row.document_id, row.dataset_id, row.kind, row.repo, row.lang, row.symbol, row.heading_path) == \
+            (docs[d.path], ds.pk, "rules", "r", "md", long[:500], heading_path)
+        assert (row.start_line, row.end_line, row.text, row.micro_summary, row.text_hash) == \
+            (c.start_line, c.end_line, c.text, c.micro_summary, text_hash(embed_input(c)))
+        assert (row.ruleset_id, row.book_id, row.section_path, row.page, row.content_kind, row.tags) == \
+            ("srd", "basic", ["Ch. 1", long[:500]], "p. 12", "table", ["t", AWKWARD])
+        assert (row.traits, row.is_rule_bearing, row.meta) == (c.traits, True, c.meta)
+        assert row.terms == document_term_ids(sparse_document_text(text=c.text, path=d.path, symbol=long[:500],
+                                                                   heading_path=heading_path), kind="rules")
+        assert row.created_at is not None
+    queued = list(IndexOutbox.objects.filter(chunk_id__in=[r.pk for r in rows]).order_by("pk")
+                  .values_list("op", "chunk_id"))
+    assert queued == [("upsert", r.pk) for r in rows]  # one per chunk and model, in the chunks' order
