@@ -129,8 +129,9 @@ class Document(models.Model):
 class Chunk(models.Model):
     """A retrievable span. start_line/end_line are 1-based and inclusive."""
 
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
-    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="chunks")
+    # no index of their own: uniq_chunk_ordinal (document, ordinal) and the (dataset, path) indexes lead with them
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks", db_index=False)
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="chunks", db_index=False)
     ordinal = models.PositiveIntegerField(default=0)
     kind = models.CharField(max_length=32, default="code")  # code | web | rules | beir
     repo = models.CharField(max_length=200, blank=True, default="")
@@ -142,13 +143,13 @@ class Chunk(models.Model):
     end_line = models.PositiveIntegerField(default=1)
     text = models.TextField()
     micro_summary = models.TextField(blank=True, default="")
-    text_hash = models.CharField(max_length=64, db_index=True)
+    text_hash = models.CharField(max_length=64)  # indexed in Meta (equality only: no LIKE index)
     # distinct sparse term indices (search.engine.sparse.document_term_ids), set by the ingest runner; triggers turn them
     # into per-dataset document frequencies (search.engine.term_stats, migration 0010)
     terms = ArrayField(models.BigIntegerField(), default=list, blank=True)
     # rulebook enrichment; empty for code/web
-    ruleset_id = models.CharField(max_length=100, blank=True, default="", db_index=True)
-    book_id = models.CharField(max_length=100, blank=True, default="", db_index=True)
+    ruleset_id = models.CharField(max_length=100, blank=True, default="")  # indexed in Meta
+    book_id = models.CharField(max_length=100, blank=True, default="")  # indexed in Meta
     section_path = ArrayField(models.CharField(max_length=500), default=list, blank=True)
     page = models.CharField(max_length=50, blank=True, default="")
     content_kind = models.CharField(max_length=32, blank=True, default="")
@@ -163,7 +164,12 @@ class Chunk(models.Model):
         indexes = [models.Index(fields=["dataset", "path"]),
                    # serves a path glob's literal prefix (`path LIKE 'src/%'`) whatever the database collation
                    models.Index(fields=["dataset", "path"], opclasses=["int8_ops", "varchar_pattern_ops"],
-                                name="chunk_dataset_path_like")]
+                                name="chunk_dataset_path_like"),
+                   # equality and IN only; db_index=True would add a LIKE index beside each, written by every
+                   # chunk and read by no query (search.migrations 0024)
+                   models.Index(fields=["text_hash"], name="chunk_text_hash"),
+                   models.Index(fields=["ruleset_id"], name="chunk_ruleset_id"),
+                   models.Index(fields=["book_id"], name="chunk_book_id")]
 
     def __str__(self) -> str:
         return f"{self.path}:{self.start_line}-{self.end_line}"
@@ -555,8 +561,9 @@ class CodeFile(models.Model):
 class Symbol(models.Model):
     """A definition in a file (search.ingest.symbols.Definition); lines 1-based, inclusive."""
 
-    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+")
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="symbols")
+    # no index of their own: symbol_dataset_name and symbol_document_line lead with them
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+", db_index=False)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="symbols", db_index=False)
     path = models.CharField(max_length=1000)
     lang = models.CharField(max_length=40, blank=True, default="")
     name = models.CharField(max_length=300)
@@ -575,8 +582,9 @@ class SymbolRef(models.Model):
     """A use of a name in a file (search.ingest.symbols.Reference): a call, a reference, an import, a base class.
     Which definition it means is resolved when asked (search.engine.code_graph), never stored."""
 
-    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+")
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="symbol_refs")
+    # no index of their own: symbolref_dataset_name and symbolref_document_kind lead with them
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+", db_index=False)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="symbol_refs", db_index=False)
     path = models.CharField(max_length=1000)
     name = models.CharField(max_length=300)
     kind = models.CharField(max_length=16)  # call | reference | import | inherit
