@@ -62,7 +62,11 @@ def trigrams(text: str) -> list[int]:
     ids = (cps[:-2] << (2 * _SHIFT)) | (cps[1:-1] << _SHIFT) | cps[2:]
     newline = ord("\n")
     keep = (cps[:-2] != newline) & (cps[1:-1] != newline) & (cps[2:] != newline)
-    return np.unique(ids[keep]).tolist()
+    # sorted, then each run kept once: np.unique gives the same ids, but NumPy 2's takes several times longer
+    ids = np.sort(ids[keep])
+    if not ids.size:
+        return []
+    return ids[np.concatenate(([True], ids[1:] != ids[:-1]))].tolist()
 
 
 @dataclass(frozen=True)

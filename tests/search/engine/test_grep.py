@@ -1,6 +1,8 @@
 """Exact and RE2 search over the indexed text (search.engine.grep): trigram narrowing, line hits, bounds."""
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 from config.errors import BadInput
@@ -14,6 +16,24 @@ def test_trigrams_of_a_substring_are_trigrams_of_the_text_casefolded_and_within_
     assert set(trigrams("deduct_cred")) <= set(trigrams(text))
     assert set(trigrams("σας")) <= set(trigrams(text))  # casefold maps each letter alone
     assert not set(trigrams("):\n")) and set(trigrams("t):")) <= set(trigrams(text))
+
+
+def test_trigrams_are_the_sorted_distinct_ids_of_every_lines_casefolded_character_triples():
+    """The ids are stored per file (CodeFile.trigrams) and compared with a fresh build by the reconcile check:
+    the same text must give exactly these ids, in this order, however they are computed."""
+    import ast as ast_module
+
+    from search.engine.grep import trigrams
+
+    def plain(text: str) -> list[int]:
+        folded = text.casefold()
+        return sorted({(ord(a) << 42) | (ord(b) << 21) | ord(c)
+                       for line in folded.split("\n") for a, b, c in zip(line, line[1:], line[2:], strict=False)})
+
+    texts = [pathlib.Path(ast_module.__file__).read_text(encoding="utf-8"), "", "ab", "abc", "\n\n\n\n", "a\nb\nc",
+             "ΣΑΣ σας Straße ﬁne\n\tx = 1\r\n", "aaaa aaaa\n" * 50]
+    for text in texts:
+        assert trigrams(text) == plain(text)
 
 
 def test_required_literals_are_what_every_match_contains():
