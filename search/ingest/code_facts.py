@@ -57,11 +57,10 @@ def _replace(documents: list[tuple[int, int, str, str, str]]) -> dict[str, int]:
     for dataset_id, document_id, path, lang, text in documents:
         f, facts = _file_row(dataset_id=dataset_id, document_id=document_id, path=path, lang=lang, text=text)
         files.append(f)
-        # the Symbol and SymbolRef columns as values: a model instance per fact cost more than its write
-        defs.extend((dataset_id, document_id, path, lang, d.name, d.qualname, d.kind, d.signature, d.start_line,
-                     d.end_line) for d in facts.definitions)
-        refs.extend((dataset_id, document_id, path, r.name, r.kind, r.line, r.qualifier, r.container, r.alias)
-                    for r in facts.references)
+        # the Symbol and SymbolRef columns as values, a fact's fields in their order (a named tuple spread as it
+        # is): a model instance per fact cost more than its write
+        defs.extend((dataset_id, document_id, path, lang, *d) for d in facts.definitions)
+        refs.extend((dataset_id, document_id, path, *r) for r in facts.references)
     for f in files:  # as one literal: psycopg would quote a few thousand ids one by one (config.pgarrays)
         f.trigrams = int_array(f.trigrams)
     copy_insert(model=CodeFile, objs=files)  # one COPY each: no INSERT of thousands of placeholders to parse
@@ -70,9 +69,10 @@ def _replace(documents: list[tuple[int, int, str, str, str]]) -> dict[str, int]:
     return {"files": len(files), "definitions": len(defs), "references": len(refs)}
 
 
-_SYMBOL_COLUMNS = ("dataset", "document", "path", "lang", "name", "qualname", "kind", "signature", "start_line",
-                   "end_line")
-_REF_COLUMNS = ("dataset", "document", "path", "name", "kind", "line", "qualifier", "container", "alias")
+# the Definition and Reference fields in their order after the document's columns (see `_replace`)
+_SYMBOL_COLUMNS = ("dataset", "document", "path", "lang", "start_line", "end_line", "qualname", "name", "kind",
+                   "signature")
+_REF_COLUMNS = ("dataset", "document", "path", "line", "name", "kind", "qualifier", "container", "alias")
 
 
 def write_code_facts(*, dataset: Dataset, drafts: list[DocumentDraft]) -> dict[str, int]:
