@@ -100,6 +100,151 @@ def test_a_file_rebuilt_from_its_chunks_gives_the_same_facts_as_the_file():
 
 GOLDEN = pathlib.Path(__file__).with_name("symbols_golden.json")
 
+_LONG = "x" * 320
+# Python that stresses the scope rules: `global` before and after the binding, targets that bind without being
+# walked, walrus in a nested definition's decorator, defaults and annotations, comprehension and lambda scopes,
+# imports and except names in a function, match captures, long names, qualifiers of every shape, deep nesting
+SNIPPETS = {
+"global_order": """
+def f():
+    x = 1
+    global x
+    y = x + z
+def g():
+    global a
+    a = b
+    def h():
+        nonlocal q
+        q = a
+        return q + r
+    for a in b: pass
+    return a, y
+def k():
+    if c:
+        global m
+    else:
+        m = 2
+    for m in range(3):
+        global n
+    n = m
+    return m, n
+""",
+"annassign": """
+def f(obj):
+    a[(w := 1)]: int = w
+    obj.attr: str = w2
+    self.x: T = u
+    plain: int
+    return plain, w, a, obj
+x: int = 5
+class C:
+    y: List[int] = []
+    (z): int = 3
+""",
+"nested_signature_binds": """
+def outer():
+    @deco(d := 1)
+    def inner(a=(e := 2), *, b: (f := 3) = 4) -> (g := 5):
+        return d + e + f + g + a
+    class K(Base, metaclass=(h := M)):
+        kv = 1
+        global zz
+        def m(self): return kv + h
+    return d, e, f, g, h, kv, K, inner, zz
+""",
+"lambda_comp": """
+def f(xs):
+    g = lambda y, *a, k=(t := 1), **kw: (v := y) + t + a + kw + v
+    r = [i for i in xs if (j := i)]
+    s = {k2: v2 for k2, v2 in d.items()}
+    return g, r, s, i, j, v, t, k2
+class C:
+    h = [q for q in range(3)]
+    lam = lambda self: self.q
+""",
+"imports_except": """
+import os.path, a.b.c as d
+from ..pkg import thing as other
+from ..pkg import *
+from . import sib
+from .......deep import x
+def f():
+    import json.decoder as jd, collections.abc
+    from .rel import *
+    try:
+        pass
+    except (ValueError, mod.Err) as exc:
+        return exc, jd, collections, json
+    except Exception:
+        raise
+    return os.sep, rel
+""",
+"match_async": """
+async def f(cmd):
+    async with lock() as (a, b):
+        async for item in aiter(src):
+            await go(item, a, b)
+    match cmd:
+        case Point(x=0, y=yy) as pt if yy > lim:
+            return pt, yy
+        case [first, *rest]:
+            return first, rest
+        case {"k": kv, **others}:
+            return kv, others
+        case mod.CONST | None:
+            return None
+        case _:
+            del cmd
+""",
+"qualifiers": """
+class A(mod.sub.Base, f().B, Generic[T], *bases, **kw):
+    def m(self) -> "A":
+        "".join(x)
+        ", ".join(y)
+        a[0].b.c()
+        (1).real
+        f().g.h
+        self.a.b.c.d.e.f.g
+        u"uni".upper()
+        (a or b).c
+        x.""" + _LONG + """.y
+        return super().m()
+CONST = {"a": [1, 2,
+   3]}
+A.B = C
+a, (b, *c) = d
+[e, f.g] = h
+""",
+"long_names": """
+class """ + _LONG + """:
+    class """ + _LONG + """:
+        def """ + _LONG + """(self):
+            """ + _LONG + """()
+            return """ + _LONG + """
+""",
+"decorated": """
+@a.b(c)
+@d
+class X:
+    @property
+    def p(self) -> int: return self._p
+    @p.setter
+    def p(self, v: int, /, w=1, *args: str, k: int = 2, **kws: Any) -> None: self._p = v
+    async def q(self, *, x): ...
+def deco(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        nonlocal fn
+        return fn(*args, **kwargs)
+    return wrapper
+""",
+"syntax_error": "def f(:\n",
+"walrus_module": "if (n := len(a)) > 10:\n    print(n)\n[y for x in z if (y := x)]\n",
+"deep": "x = " + "(" * 90 + "1" + ")" * 90 + "\ny = a" + ".b" * 200 + "\n",
+"fstrings": "def f(a):\n    return f'{a!r:>{width}} {b.c} {g(h)}'\n",
+"delete_augassign": "def f():\n    del a, b.c, d[e]\n    x += 1\n    y.z += w\n    return x\n",
+}
+
 
 def test_python_facts_of_real_modules_match_the_recorded_digests():
     """Stored rows carry the digest of the facts as they were extracted; the reconcile check compares them with a
@@ -116,3 +261,16 @@ def test_python_facts_of_real_modules_match_the_recorded_digests():
         facts = extract(path=rel, text=text, lang="python")
         got = {"definitions": len(facts.definitions), "references": len(facts.references), "digest": facts.digest()}
         assert got == {k: want[k] for k in got}, rel
+
+
+def test_python_facts_of_code_that_stresses_the_scope_rules_match_the_recorded_digests():
+    """As above, for the corners a real module may not reach: which names a function binds decides which of its
+    bare names are references, and the digests were recorded from the extractor that walked each function body
+    a second time to find them."""
+    golden = json.loads(GOLDEN.read_text())["snippets"]
+    assert set(golden) == set(SNIPPETS)
+    for name, text in SNIPPETS.items():
+        facts = extract(path="pkg/sub/mod.py", text=text, lang="python")
+        got = {"definitions": len(facts.definitions), "references": len(facts.references), "digest": facts.digest()}
+        assert got == golden[name], name
+    assert golden["global_order"]["references"] and golden["nested_signature_binds"]["references"]
