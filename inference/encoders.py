@@ -288,13 +288,16 @@ def _fill_cache(texts: list[str], *, refresh: bool, load: bool, show_progress: b
     present: set[str] = set()  # cached when looked up (by whichever tenant's write)
     if not refresh:
         for i in range(0, len(keys), _LOOKUP_BATCH):
-            rows = EmbeddingCache.objects.filter(model_id=model_id, text_hash__in=keys[i:i + _LOOKUP_BATCH])
             if load:
+                rows = EmbeddingCache.objects.filter(model_id=model_id, text_hash__in=keys[i:i + _LOOKUP_BATCH])
                 for h, vec in rows.values_list("text_hash", "vector"):
                     found[h] = np.asarray(vec, dtype=np.float32)
                     present.add(h)
-            else:
-                present.update(rows.values_list("text_hash", flat=True))
+            else:  # the hashes as one array parameter, not an IN list of thousands of placeholders to compose
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SELECT text_hash FROM {EmbeddingCache._meta.db_table} "
+                                   "WHERE model_id = %s AND text_hash = ANY(%s)", [model_id, keys[i:i + _LOOKUP_BATCH]])
+                    present.update(h for (h,) in cursor.fetchall())
     reused = present & set(reuse) if reuse is not None else present
     missing = [h for h in keys if h not in reused]
     for i in range(0, len(missing), CACHE_BATCH):
