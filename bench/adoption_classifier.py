@@ -106,15 +106,19 @@ def run_one(*, label: str, beir: str, time_budget: float, seed: int, work: Path)
 
     name = f"{label}-s{seed}"
     t0 = time.perf_counter()
-    call_command("adapt_embeddings", beir=beir, name=name, label_free=True, no_history=True, no_adopt=True,
-                 time_budget=time_budget, seed=seed, no_progress=True)
-    adapt_s = time.perf_counter() - t0
     path = adapted_models_dir() / name
+    if not (path / "manifest.json").exists():  # a run cut short after training resumes from its model
+        call_command("adapt_embeddings", beir=beir, name=name, label_free=True, no_history=True, no_adopt=True,
+                     time_budget=time_budget, seed=seed, no_progress=True)
+    adapt_s = time.perf_counter() - t0
     manifest = json.loads((path / "manifest.json").read_text())
     adopt, why = decide(kinds={"code"}, heldout=manifest["heldout"], judged=None, history=None)
     dataset = Dataset.objects.get(project__slug="eval", name=beir_dataset_name(load_beir(beir)))
     t1 = time.perf_counter()
-    by_type = heldout_by_type(dataset_ids=[dataset.pk], model_path=str(path), seed=seed)
+    saved = work / f"{name}.heldout"
+    by_type = json.loads(saved.read_text()) if saved.exists() else \
+        heldout_by_type(dataset_ids=[dataset.pk], model_path=str(path), seed=seed)
+    saved.write_text(json.dumps(by_type))
     t2 = time.perf_counter()
     test = test_split(beir=beir, model_path=str(path), seed=seed)
     rec = {"collection": label, "seed": seed, "time_budget": time_budget, "model": str(path),
