@@ -27,6 +27,7 @@ from config.errors import BadInput, NotFound
 from projects.models import Project
 from search.engine.access import accessible_dataset_ids
 from search.engine.globs import compile_glob
+from search.engine.module_names import module_of
 from search.models import Dataset, Document, Symbol, SymbolRef
 
 MAX_SYMBOL = 500
@@ -65,16 +66,6 @@ def _module_tails(path: str) -> set[str]:
             parts = path[:m.start()].split("/")
             out.update("/".join(parts[k:]) for k in range(len(parts)))
     return out
-
-
-def module_of(path: str) -> str:
-    """The dotted module a path defines: `billing/ledger.py` -> `billing.ledger`, `pkg/__init__.py` -> `pkg`,
-    `web/util/index.js` -> `web.util`. Ingest names imports with it (search.ingest.symbols) and queries match them."""
-    stem = posixpath.splitext(path)[0]
-    parts = [p for p in stem.split("/") if p]
-    if parts and parts[-1] in ("__init__", "index", "mod"):
-        parts = parts[:-1]
-    return ".".join(parts)
 
 
 # --------------------------------------------------------------------------- which datasets

@@ -50,6 +50,10 @@ class DocumentDraft:
     size_bytes: int = 0  # source bytes; 0: the chunk text's size
     # the file's bytes where a page link should open them (search.ingest.formats.originals); None: no link
     original: bytes | None = field(default=None, repr=False)
+    # a code file's symbol facts, taken while its tree was at hand (search.ingest.symbols.facts_of_chunks):
+    # (the file rebuilt from the chunks it was taken from, the FileSymbols); the writer uses them while the chunks
+    # still rebuild that text, and extracts afresh otherwise. None: none taken.
+    facts: tuple[str, Any] | None = field(default=None, repr=False)
 
 
 def embed_input(chunk: ChunkDraft) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pathspec
 
-from search.ingest import summaries, syntax
+from search.ingest import summaries, symbols, syntax
 from search.ingest.base import MAX_CHUNK_LINES, ChunkDraft, DocumentDraft
 from search.ingest.base import exact_span as _span
 from search.ingest.base import line_windows as _windows
@@ -132,11 +132,11 @@ def walk(root: Path, *, max_bytes: int = MAX_FILE_BYTES, also: frozenset[str] = 
             yield rel, abs_path, reason
 
 
-def chunk_python(text: str, *, path: str) -> tuple[list[ChunkDraft], str] | None:
-    """AST chunks (module header, classes, functions, methods) + macro summary; None on a syntax error."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+def chunk_python(text: str, *, path: str, tree: ast.Module | None = None) -> tuple[list[ChunkDraft], str] | None:
+    """AST chunks (module header, classes, functions, methods) + macro summary; None on a syntax error.
+    `tree`: the text's tree where the caller parsed it already (symbols.python_tree)."""
+    tree = tree if tree is not None else symbols.python_tree(text)
+    if tree is None:
         return None
     lines = text.split("\n")
     chunks: list[ChunkDraft] = []
@@ -242,10 +242,11 @@ def chunk_generic(text: str) -> tuple[list[ChunkDraft], str]:
     return chunks, summaries.generic_macro(text)
 
 
-def chunk_file(*, path: str, text: str, lang: str) -> tuple[list[ChunkDraft], str]:
-    """Python by its AST, languages with a tree-sitter grammar wheel by their syntax tree, the rest by blocks."""
+def chunk_file(*, path: str, text: str, lang: str, tree: ast.Module | None = None) -> tuple[list[ChunkDraft], str]:
+    """Python by its AST, languages with a tree-sitter grammar wheel by their syntax tree, the rest by blocks.
+    `tree`: a Python file's tree where the caller parsed it already."""
     if lang == "python":
-        result = chunk_python(text, path=path)
+        result = chunk_python(text, path=path, tree=tree)
     else:
         grammar = "tsx" if path.lower().endswith(".tsx") else lang
         result = syntax.chunk_syntax(text, lang=grammar, cap=MAX_CHUNK_LINES)
@@ -265,8 +266,11 @@ def code_document(*, rel: str, data: bytes, repo: str) -> tuple[DocumentDraft | 
     lang = detect_lang(rel) or ""
     if is_minified(rel, text):
         return None, "minified"
-    chunks, macro = chunk_file(path=rel, text=text, lang=lang)
+    tree = symbols.python_tree(text) if lang == "python" else None  # one parse for the chunks and the facts
+    chunks, macro = chunk_file(path=rel, text=text, lang=lang, tree=tree)
     for c in chunks:
         c.meta = {**c.meta}
+    facts = symbols.facts_of_chunks(path=rel, lang=lang, text=text, tree=tree,
+                                    spans=[(c.start_line, c.end_line, c.text) for c in chunks])
     return DocumentDraft(path=rel, repo=repo, lang=lang, content_hash=content_hash(data), chunks=chunks,
-                         macro_summary=macro, title=os.path.basename(rel)), ""
+                         macro_summary=macro, title=os.path.basename(rel), facts=facts), ""

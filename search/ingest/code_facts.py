@@ -38,24 +38,28 @@ def facts_of(*, path: str, lang: str, text: str) -> symbols.FileSymbols:
     return symbols.extract(path=path, text=text, lang=lang) if lang in symbols.SYMBOL_LANGS else symbols.FileSymbols()
 
 
-def _file_row(*, dataset_id: int, document_id: int, path: str, lang: str, text: str
-              ) -> tuple[CodeFile, symbols.FileSymbols]:
-    """A document's CodeFile (unsaved) and the facts it digests, extracted once."""
-    facts = facts_of(path=path, lang=lang, text=text)
+def _file_row(*, dataset_id: int, document_id: int, path: str, lang: str, text: str,
+              taken: tuple[str, symbols.FileSymbols] | None = None) -> tuple[CodeFile, symbols.FileSymbols]:
+    """A document's CodeFile (unsaved) and the facts it digests, extracted once. `taken`: facts the reader took
+    (DocumentDraft.facts), used only where they were taken from this very text."""
+    facts = taken[1] if taken is not None and taken[0] == text else facts_of(path=path, lang=lang, text=text)
     return CodeFile(document_id=document_id, dataset_id=dataset_id, path=path, lang=lang,
                     lines=text.count("\n") + 1 if text else 0, trigrams=trigrams(text),
                     symbols_digest=facts.digest()), facts
 
 
-def _replace(documents: list[tuple[int, int, str, str, str]]) -> dict[str, int]:
-    """(dataset_id, document_id, path, lang, text) -> their rows, the old ones dropped first."""
+def _replace(documents: list[tuple[int, int, str, str, str, tuple[str, symbols.FileSymbols] | None]]
+             ) -> dict[str, int]:
+    """(dataset_id, document_id, path, lang, text, facts the reader took or None) -> their rows, the old ones
+    dropped first."""
     ids = [d[1] for d in documents]
     CodeFile.objects.filter(document_id__in=ids).delete()
     Symbol.objects.filter(document_id__in=ids).delete()
     SymbolRef.objects.filter(document_id__in=ids).delete()
     files, defs, refs = [], [], []
-    for dataset_id, document_id, path, lang, text in documents:
-        f, facts = _file_row(dataset_id=dataset_id, document_id=document_id, path=path, lang=lang, text=text)
+    for dataset_id, document_id, path, lang, text, taken in documents:
+        f, facts = _file_row(dataset_id=dataset_id, document_id=document_id, path=path, lang=lang, text=text,
+                             taken=taken)
         files.append(f)
         # the Symbol and SymbolRef columns as values, a fact's fields in their order (a named tuple spread as it
         # is): a model instance per fact cost more than its write
@@ -84,7 +88,7 @@ def write_code_facts(*, dataset: Dataset, drafts: list[DocumentDraft]) -> dict[s
     ids = dict(Document.objects.filter(dataset=dataset, path__in=[d.path for d in drafts])
                .values_list("path", "pk"))
     return _replace([(dataset.pk, ids[d.path], d.path, d.lang,
-                      symbols.indexed_text((c.start_line, c.end_line, c.text) for c in d.chunks))
+                      symbols.indexed_text((c.start_line, c.end_line, c.text) for c in d.chunks), d.facts)
                      for d in drafts if d.path in ids])
 
 
@@ -206,7 +210,7 @@ def repair(*, document_ids: list[int], dataset_ids: list[int] | None = None) -> 
                                              .values_list("document_id", "start_line", "end_line", "text")):
                 spans[doc_id].append((start, end, text))
             docs = Document.objects.filter(pk__in=ids).values_list("pk", "path", "lang")
-            _replace([(ds_id, pk, path, lang, symbols.indexed_text(sorted(spans[pk]))) for pk, path, lang in docs])
+            _replace([(ds_id, pk, path, lang, symbols.indexed_text(sorted(spans[pk])), None) for pk, path, lang in docs])
     scope = {"dataset_id__in": dataset_ids} if dataset_ids is not None else {}
     live = Document.objects.filter(**scope).values("pk")
     for model in (CodeFile, Symbol, SymbolRef):

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from search.engine.code_graph import module_of
+from search.engine.module_names import module_of
 from search.ingest import syntax
 
 if TYPE_CHECKING:
@@ -583,11 +583,61 @@ def _first_line(text: str) -> str:
     return text.split("\n", 1)[0]
 
 
-def _python(*, path: str, text: str) -> FileSymbols:
+def python_tree(text: str) -> ast.Module | None:
+    """A Python file's syntax tree, or None where it does not parse. The chunker and the facts share it
+    (search.ingest.code.code_document): parsing was a third of what the facts cost."""
     try:
-        tree = ast.parse(text)
+        return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def facts_of_chunks(*, path: str, lang: str, text: str, tree: ast.Module | None,
+                    spans: Iterable[tuple[int, int, str]]) -> tuple[str, FileSymbols]:
+    """(the file rebuilt from its chunks, its facts): exactly what `extract(indexed_text(spans))` gives, which is
+    what the writer stores and the reconcile check rebuilds. `tree`: the tree the chunker parsed from `text`,
+    reused where the rebuilt file parses to the same tree (`_same_tree`), so a file is parsed once."""
+    rebuilt = indexed_text(spans)
+    if lang not in SYMBOL_LANGS:
+        return rebuilt, FileSymbols()
+    if lang == "python" and tree is not None and _same_tree(tree=tree, text=text, rebuilt=rebuilt):
+        return rebuilt, _python_facts(path=path, tree=tree)
+    return rebuilt, extract(path=path, text=rebuilt, lang=lang)
+
+
+def _same_tree(*, tree: ast.Module, text: str, rebuilt: str) -> bool:
+    """Whether `rebuilt` parses to the same tree as `text`: every line they differ in is blank or a comment in the
+    original (the chunker leaves out only those) and lies outside every statement at module or class level, so it
+    cannot be a line of a multi-line string. Comments and blank lines between statements are no part of a tree,
+    and the line numbers are the same."""
+    a, b = text.split("\n"), rebuilt.split("\n")
+    differ = [n for n in range(max(len(a), len(b))) if (a[n] if n < len(a) else "") != (b[n] if n < len(b) else "")]
+    if not differ:
+        return True
+    if any(n >= len(a) or (a[n].strip() and not a[n].lstrip().startswith("#")) for n in differ):
+        return False
+    spans: list[tuple[int, int]] = []
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        if isinstance(node, ast.ClassDef) and node.body:
+            first = node.body[0]
+            spans.append((start, min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", [])]) - 1))
+            todo.extend(node.body)
+        else:
+            spans.append((start, node.end_lineno or node.lineno))
+    return not any(s <= n + 1 <= e for n in differ for s, e in spans)
+
+
+def _python(*, path: str, text: str) -> FileSymbols:
+    tree = python_tree(text)
+    if tree is None:
         return FileSymbols()
+    return _python_facts(path=path, tree=tree)
+
+
+def _python_facts(*, path: str, tree: ast.Module) -> FileSymbols:
     visitor = _PyVisitor(path)
     try:
         visitor.visit(tree)

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 from dulwich.repo import Repo
 
 from search.engine.access import accessible_dataset_ids
-from search.engine.code_graph import module_of
 from search.engine.fusion_settings import kind_default
+from search.engine.module_names import module_of
 from search.engine.project_ranking import save_fusion
 from search.ingest import symbols
 from search.models import Chunk, Dataset, Document, Source

@@ -276,3 +276,63 @@ def test_python_facts_of_code_that_stresses_the_scope_rules_match_the_recorded_d
         got = {"definitions": len(facts.definitions), "references": len(facts.references), "digest": facts.digest()}
         assert got == golden[name], name
     assert golden["global_order"]["references"] and golden["nested_signature_binds"]["references"]
+
+
+SHARED_TREE_PY = '''"""A module whose gaps hold comments."""
+import os
+
+# ---------------------------------------------------------------- section
+USAGE = """
+# not a comment: a line of this string
+""" + os.sep
+
+
+class Ledger:
+    # between the class line and its first method
+    def deduct(self, amount):
+        return amount
+
+    # between methods
+    def grant(self, amount):
+        return helper(amount)
+
+
+# a trailing comment
+def helper(value):
+    return value
+'''
+
+
+def test_facts_taken_with_the_chunkers_tree_are_the_facts_of_the_file_rebuilt_from_its_chunks():
+    """The reader parses a Python file once for its chunks and its facts; the facts must be exactly what the writer
+    and the reconcile check get from the file rebuilt from the chunks, comments between statements or not."""
+    from search.ingest.code import code_document
+    from search.ingest.symbols import _same_tree, python_tree
+
+    for text in (SHARED_TREE_PY, SHARED_TREE_PY.replace("# not a comment", "x = 1  # not a comment"), "x = 1\n"):
+        draft, _ = code_document(rel="pkg/ledger.py", data=text.encode(), repo="r")
+        rebuilt = indexed_text((c.start_line, c.end_line, c.text) for c in draft.chunks)
+        assert draft.facts[0] == rebuilt
+        assert draft.facts[1] == extract(path="pkg/ledger.py", text=rebuilt, lang="python")
+    # a line a chunk leaves out inside a statement (here, inside a string) means the trees may differ: no reuse
+    lines = SHARED_TREE_PY.split("\n")
+    inside = lines.index("# not a comment: a line of this string")
+    dropped = "\n".join("" if n == inside else line for n, line in enumerate(lines))
+    assert not _same_tree(tree=python_tree(SHARED_TREE_PY), text=SHARED_TREE_PY, rebuilt=dropped)
+    between = lines.index("    # between methods")
+    assert _same_tree(tree=python_tree(SHARED_TREE_PY), text=SHARED_TREE_PY,
+                      rebuilt="\n".join("" if n == between else line for n, line in enumerate(lines)))
+
+
+def test_the_writer_uses_facts_the_reader_took_only_for_the_text_they_were_taken_from():
+    from search.ingest.code_facts import _file_row
+    from search.ingest.symbols import FileSymbols
+
+    taken_from = "def old_name():\n    return 1\n"
+    stale = (taken_from, extract(path="a.py", text=taken_from, lang="python"))
+    now = "def new_name():\n    return 2\n"  # the chunks changed after the reader took the facts
+    _, facts = _file_row(dataset_id=1, document_id=1, path="a.py", lang="python", text=now, taken=stale)
+    assert [d.name for d in facts.definitions] == ["new_name"]
+    marker = FileSymbols()  # the same text: the taken facts are used as they are, not extracted again
+    _, facts = _file_row(dataset_id=1, document_id=1, path="a.py", lang="python", text=now, taken=(now, marker))
+    assert facts is marker
