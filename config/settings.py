@@ -186,9 +186,10 @@ CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
 INGEST_JOB_MAX_S = env_float("INGEST_JOB_MAX_S", 3600.0)
 INGEST_TENANT_MAX_RUNNING = env_int("INGEST_TENANT_MAX_RUNNING", max(1, CELERY_WORKER_CONCURRENCY - 1))
 INGEST_SLOT_RETRY_S = env_float("INGEST_SLOT_RETRY_S", 5.0)
-# young-generation collections every N allocations while a job or the applier runs (config/gcpolicy.py); 0: off
-GC_BULK_THRESHOLD = env_int("GC_BULK_THRESHOLD", 20_000)
 INGEST_CANCEL_WAIT_S = env_float("INGEST_CANCEL_WAIT_S", 10.0)
+# While an ingest job or an applier pass runs, what lived before is frozen and the garbage collector's young
+# generation is collected every GC_BULK_THRESHOLD allocations instead of 700 (config/gcpolicy.py); 0 turns it off.
+GC_BULK_THRESHOLD = env_int("GC_BULK_THRESHOLD", 20_000)
 # Each worker writes a heartbeat to Redis every WORKER_HEARTBEAT_S (config/heartbeat.py); /healthz reports the worker
 # up while the newest is at most WORKER_HEARTBEAT_STALE_S old (default 3x the interval: two missed beats tolerated).
 WORKER_HEARTBEAT_S = env_float("WORKER_HEARTBEAT_S", 10.0)
