@@ -66,6 +66,8 @@ CATALOGUE: dict[str, str] = {
     "bench_hostile_pdfs.py": "",
     "bench_pdf_readers.py": SRD + " typeset by typeset_srd.py, and " + MANUALS + "; pdfminer.six and pypdf are "
                             "measured only where installed",
+    "adoption_classifier.py": "code collections build_code_collection.py writes (the stdlib, networkx and sympy "
+                              "source trees), and about half an hour of CPU per collection",
     "bench_locate.py": "the public click repository fetched as bench_code_commits.py fetches it (network, once)",
     "latency_probe.py": "nothing; bench_context.py --against REV runs it in each checkout (not run alone)",
 }
