@@ -414,7 +414,8 @@ def paired_ci(per_commit: list[dict[str, Any]], a: str, b: str, metric: str, *, 
 # --------------------------------------------------------------------------- indexing
 def sync_to(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
     """Move the source's branch to `sha`, sync through the product, and make sure the index applied it."""
-    from search.engine.applier import apply_outbox, pending_outbox
+    from search.engine.applier import apply_until_indexed, last_outbox_id
+    from search.engine.index import get_index, model_index
     from search.sources.sync import start_sync
 
     git(clone, "update-ref", f"refs/heads/{BRANCH}", sha)
@@ -422,12 +423,13 @@ def sync_to(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
     job = start_sync(dataset=dataset, run_now=True)
     if job.status != "done":
         raise RuntimeError(f"sync to {sha[:10]} failed: {job.error}")
-    for _ in range(20):
-        if not pending_outbox():
-            break
-        apply_outbox()
-    else:
-        raise RuntimeError("the index outbox did not drain")
+    # the product's own read-your-writes wait (a count of rows past the watermark stays above zero for up to
+    # GAP_GRACE_S while another model's rows sit between this model's: they look like a young gap)
+    dataset.refresh_from_db()
+    index = get_index()
+    store = model_index(index, name=dataset.embedding_model) if dataset.embedding_model else index
+    if not apply_until_indexed(index=index, store=store, through=last_outbox_id(index=store), timeout=300):
+        raise RuntimeError("the index did not take the sync's rows within 300 s")
     return {"s": time.perf_counter() - t, "mode": (job.result or {}).get("mode"),
             "files": (job.result or {}).get("changed_total", 0) + (job.result or {}).get("deleted_total", 0),
             "chunks_written": job.chunks_written, "embeddings": job.embeddings_computed}
