@@ -5,6 +5,7 @@ only the process that holds it (the web process, or a command with its own `path
 """
 from __future__ import annotations
 
+import gc
 import logging
 import shutil
 import threading
@@ -81,7 +82,16 @@ class EdgeIndex:
         path = self.paths[partition]
         path.mkdir(parents=True, exist_ok=True)
         if any(path.iterdir()):
-            return qe.EdgeShard.load(str(path))
+            try:
+                return qe.EdgeShard.load(str(path))
+            except Exception as exc:
+                if "WouldBlock" not in str(exc):
+                    raise
+                # A handle this process dropped without close() keeps the shard's WAL lock until the collector frees
+                # it (a handle and its siblings refer to each other: only the cyclic collector frees them, and a
+                # bulk job defers that collector: config.gcpolicy). Collect now and open once more.
+                gc.collect()
+                return qe.EdgeShard.load(str(path))
         shard = qe.EdgeShard.create(str(path), self._config())
         for name in KEYWORD_FIELDS:
             schema = qe.KeywordIndexParams(prefix=True) if name == "path" else qe.PayloadSchemaType.Keyword
