@@ -427,7 +427,7 @@ def sync_to(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
     # GAP_GRACE_S while another model's rows sit between this model's: they look like a young gap)
     dataset.refresh_from_db()
     index = get_index()
-    store = model_index(index, name=dataset.embedding_model) if dataset.embedding_model else index
+    store = model_index(index, name=dataset.embedding_model)  # "" (the configured model) is `index` itself
     if not apply_until_indexed(index=index, store=store, through=last_outbox_id(index=store), timeout=300):
         raise RuntimeError("the index did not take the sync's rows within 300 s")
     return {"s": time.perf_counter() - t, "mode": (job.result or {}).get("mode"),
