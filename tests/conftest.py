@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import django_ratelimit.core
 import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
@@ -19,6 +20,33 @@ def _clear_cache():
     """Rate-limit counters live in Redis; start each test with none."""
     cache.clear()
     yield
+
+
+class _FrozenClock:
+    """time.time() as it was when the test began, for django-ratelimit's window arithmetic only."""
+
+    def __init__(self) -> None:
+        self._now = time.time()
+
+    def time(self) -> float:
+        return self._now
+
+
+@pytest.fixture(autouse=True)
+def _steady_rate_windows(request, monkeypatch):
+    """django-ratelimit counts in fixed windows with a per-key offset, so a test that fills a bucket over a few
+    seconds can straddle a window's edge and see its count start again (a CI run once logged in after two counted
+    failures). The limiter's clock stands still for the test, so every count lands in one window; a test about
+    windows ending (marked rate_windows_turn) keeps the real clock."""
+    if request.node.get_closest_marker("rate_windows_turn") is None:
+        monkeypatch.setattr(django_ratelimit.core, "time", _FrozenClock())
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _quick_password_hashing(settings):
+    """Passwords hash with one PBKDF2 iteration in the test process (tests/quick_hasher.py says why)."""
+    settings.PASSWORD_HASHERS = ["tests.quick_hasher.QuickPBKDF2PasswordHasher"]
 
 
 @pytest.fixture

@@ -163,6 +163,7 @@ def test_successful_logins_are_not_counted(make_user, limits):
         assert resp.status_code == 302 and _logged_in(client)
 
 
+@pytest.mark.rate_windows_turn
 def test_the_refusal_ends_when_the_window_passes(make_user, limits):
     period = 6
     limits(login_account=f"2/{period}s", login_ip="1000/15m")
