@@ -187,6 +187,11 @@ INGEST_JOB_MAX_S = env_float("INGEST_JOB_MAX_S", 3600.0)
 INGEST_TENANT_MAX_RUNNING = env_int("INGEST_TENANT_MAX_RUNNING", max(1, CELERY_WORKER_CONCURRENCY - 1))
 INGEST_SLOT_RETRY_S = env_float("INGEST_SLOT_RETRY_S", 5.0)
 INGEST_CANCEL_WAIT_S = env_float("INGEST_CANCEL_WAIT_S", 10.0)
+# A code or web job with at least INGEST_READER_MIN_FILES files to read reads them in INGEST_READER_PROCESSES child
+# processes, ahead of its writer (search/ingest/reader_pool.py); 0 processes: it reads in its own. The default gives
+# each worker slot its share of the cores; below the minimum a child's start (about a second) costs more than it saves.
+INGEST_READER_PROCESSES = env_int("INGEST_READER_PROCESSES", max(1, (os.cpu_count() or 1) // CELERY_WORKER_CONCURRENCY))
+INGEST_READER_MIN_FILES = env_int("INGEST_READER_MIN_FILES", 100)
 # While an ingest job or an applier pass runs, what lived before is frozen and the garbage collector's young
 # generation is collected every GC_BULK_THRESHOLD allocations instead of 700 (config/gcpolicy.py); 0 turns it off.
 GC_BULK_THRESHOLD = env_int("GC_BULK_THRESHOLD", 20_000)

@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from django.conf import settings
+
 from search.ingest.base import DocumentDraft
 from search.ingest.code import walk
 from search.ingest.formats import registry
-from search.ingest.formats.documents import read_document
 from search.ingest.jobs import register
+from search.ingest.reader_pool import ToRead, read_files, reader_processes
 from search.ingest.web import refused_report
 from search.ingest.web import walk as web_walk
 from search.ingest.writer import Progress, Skip, sync_documents
@@ -54,11 +56,28 @@ def run_files(*, job: IngestJob, progress: Progress | None) -> None:
 def _file_drafts(*, job: IngestJob, root: Path, refused: dict[str, str]) -> Iterator[DocumentDraft | Skip]:
     """The files of a code or web source as drafts. A file whose bytes hash to its stored content hash is
     skipped before it is parsed (parsing is the expensive part of a re-run). Files no reader takes (binary, too
-    large, a reader's refusal, nothing readable) are added to `refused` with the reason."""
+    large, a reader's refusal, nothing readable) are added to `refused` with the reason. Many files are read in
+    reader processes ahead of the writer (search.ingest.reader_pool); the drafts come in the walk's order either way."""
     repo = job.options.get("repo") or (root.name if root.is_dir() else root.parent.name)
     files = _source_files(job.kind, root)
     IngestJob.objects.filter(pk=job.pk).update(files_total=len(files))
     stored = dict(Document.objects.filter(dataset=job.dataset).values_list("path", "content_hash"))
+    processes = reader_processes() if len(files) >= settings.INGEST_READER_MIN_FILES else 0
+    for read in read_files(items=_to_read(files=files, stored=stored, refused=refused), kind=job.kind, repo=repo,
+                           processes=processes):
+        if not isinstance(read.item, ToRead):
+            yield read.item
+        elif read.draft is None:
+            refused[read.item.name] = read.why or "no readable text"
+            yield Skip(read.item.name)
+        else:
+            read.draft.size_bytes = len(read.item.data)
+            yield read.draft
+
+
+def _to_read(*, files: list[tuple[str, Path, str]], stored: dict[str, str],
+             refused: dict[str, str]) -> Iterator[ToRead | Skip]:
+    """Each walked file's bytes to read, or its Skip: too large, gone since the walk, or unchanged (kept)."""
     for rel, abs_path, reason in files:
         if reason:
             refused[rel] = f"too large (over {registry.max_bytes(rel):,} bytes)" if reason == "oversized" else reason
@@ -73,10 +92,4 @@ def _file_drafts(*, job: IngestJob, root: Path, refused: dict[str, str]) -> Iter
         if stored.get(rel) == hashlib.sha256(data).hexdigest():
             yield Skip(rel, keep=True)
             continue
-        draft, why = read_document(kind=job.kind, data=data, name=rel, repo=repo)
-        if draft is None:
-            refused[rel] = why or "no readable text"
-            yield Skip(rel)
-            continue
-        draft.size_bytes = len(data)
-        yield draft
+        yield ToRead(rel, data)

@@ -1,0 +1,202 @@
+"""Reading a job's files in child processes, ahead of the writer, in the order they were given.
+
+Why: reading and chunking are pure and about a quarter of a first ingest's CPU; the writer is one transaction at a
+time in the job's process. With INGEST_READER_PROCESSES children (search.ingest.reader_child) the files are read on
+other cores while the job writes, so a first ingest goes as fast as its writer instead of reader plus writer.
+
+Why processes started with subprocess and not multiprocessing: a Celery prefork worker's children are daemonic and
+may not start multiprocessing children. The children are started per job and stopped when its files are read, when
+the job stops reading (a cancel, a deadline, an error: the generator is closed) and at the latest when it exits.
+
+Bounds: at most IN_FLIGHT files per child are sent ahead, so memory holds a few files per child, not a tree. A child
+that dies (a reader crashing its interpreter) costs the file it was reading, which is left out with the reason; the
+files queued behind it are read by a fresh child. With 0 processes every file is read in this process, the same way.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from django.conf import settings
+
+from search.ingest.base import DocumentDraft
+from search.ingest.formats.documents import read_document
+from search.ingest.reader_child import _LEN, decode_answer, read_frame, request
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[2]
+CHILD = "search.ingest.reader_child"
+IN_FLIGHT = 4  # files sent ahead to each child
+CRASHED = "the reader process ended while reading this file"
+
+T = TypeVar("T")
+_END = object()
+
+
+@dataclass(frozen=True)
+class ToRead:
+    """A file to read: its path in the dataset and its bytes."""
+
+    name: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Read(Generic[T]):
+    """What became of an item: `item` as given; for a ToRead, its draft or (None, why)."""
+
+    item: T
+    draft: DocumentDraft | None = None
+    why: str = ""
+
+
+def reader_processes() -> int:
+    """INGEST_READER_PROCESSES: how many reader children a job starts (0: it reads in its own process)."""
+    return max(0, int(settings.INGEST_READER_PROCESSES))
+
+
+def read_in_process(*, kind: str, repo: str, name: str, data: bytes) -> tuple[DocumentDraft | None, str]:
+    """One file read here, as a child reads it: a reader's failure leaves the file out with the reason."""
+    try:
+        return read_document(kind=kind, data=data, name=name, repo=repo)
+    except Exception as exc:  # noqa: BLE001 - one unreadable file must not end the job; the report names it
+        log.warning("ingest: reading %s failed: %r", name, exc)
+        return None, f"could not be read: {type(exc).__name__}"
+
+
+class _Child:
+    """One reader process; a thread drains its answers into a queue, so it never blocks writing them while this
+    process is still sending it files (the pipes are small)."""
+
+    def __init__(self, *, kind: str, repo: str) -> None:
+        self.proc = subprocess.Popen(  # our own interpreter and module, the job's environment (its settings)
+            [sys.executable, "-m", CHILD, _options(kind=kind, repo=repo)], cwd=ROOT, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.answers: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.pending: deque[bool] = deque()  # per file sent and not answered yet, in order: did it arrive
+        threading.Thread(target=self._drain, daemon=True, name="reader-child-drain").start()
+
+    def _drain(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        try:
+            while (head := read_frame(out, _LEN.size)) is not None:
+                payload = read_frame(out, _LEN.unpack(head)[0])
+                if payload is None:
+                    break
+                self.answers.put(payload)
+        except (OSError, ValueError):  # the pipe closed under us: the child is gone
+            pass
+        self.answers.put(None)
+
+    def send(self, item: ToRead) -> None:
+        """Queue `item` on this child; a child that is gone is found out when its answer is due."""
+        delivered = True
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(request(name=item.name, data=item.data))
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            delivered = False
+        self.pending.append(delivered)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def _options(*, kind: str, repo: str) -> str:
+    return json.dumps({"kind": kind, "repo": repo})
+
+
+def read_files(*, items: Iterable[T | ToRead], kind: str, repo: str,
+               processes: int | None = None) -> Iterator[Read[T | ToRead]]:
+    """Each item back in the order given: a ToRead with its draft (or None and why), anything else as it came.
+
+    `processes` defaults to reader_processes(). Files are sent to the children in turn, up to IN_FLIGHT each ahead
+    of the item being answered; closing the iterator stops the children."""
+    n = reader_processes() if processes is None else processes
+    if n <= 0:
+        for item in items:
+            if isinstance(item, ToRead):
+                yield Read(item, *read_in_process(kind=kind, repo=repo, name=item.name, data=item.data))
+            else:
+                yield Read(item)
+        return
+    children: list[_Child] = []
+    try:
+        children = [_Child(kind=kind, repo=repo) for _ in range(n)]
+        yield from _ordered(items=iter(items), children=children, kind=kind, repo=repo)
+    finally:
+        for child in children:
+            child.stop()
+
+
+def _ordered(*, items: Iterator[T | ToRead], children: list[_Child], kind: str,
+             repo: str) -> Iterator[Read[T | ToRead]]:
+    order: deque[tuple[T | ToRead, int | None]] = deque()  # each item, and the child reading it (None: not read)
+    turn = 0
+    exhausted = False
+    while True:
+        while not exhausted and sum(len(c.pending) for c in children) < IN_FLIGHT * len(children):
+            item = next(items, _END)
+            if item is _END:
+                exhausted = True
+                break
+            if not isinstance(item, ToRead):
+                order.append((item, None))
+                continue
+            turn = (turn + 1) % len(children)
+            children[turn].send(item)
+            order.append((item, turn))
+        if not order:
+            return
+        item, slot = order.popleft()
+        if slot is None:
+            yield Read(item)
+            continue
+        yield _answer(item=item, slot=slot, children=children, order=order, kind=kind, repo=repo)
+
+
+def _answer(*, item: ToRead, slot: int, children: list[_Child], order: deque, kind: str, repo: str) -> Read:
+    while True:
+        child = children[slot]
+        payload = child.answers.get()
+        delivered = child.pending.popleft()
+        if payload is not None:
+            try:
+                return Read(item, *decode_answer(payload))
+            except ValueError as exc:
+                log.warning("ingest: %s", exc)
+                return Read(item, None, "the reader process answered something that is not a draft")
+        # The child is gone. If it had this file, it died reading it: the file is left out. The files queued
+        # behind it (and this one, if it never arrived) go to a fresh child, in order.
+        fresh = children[slot] = _restart(child, kind=kind, repo=repo)
+        if not delivered:
+            fresh.send(item)
+        for queued, queued_slot in order:
+            if queued_slot == slot:
+                fresh.send(queued)
+        if delivered:
+            log.warning("ingest: the reader process ended while reading %s; the file is left out", item.name)
+            return Read(item, None, CRASHED)
+
+
+def _restart(child: _Child, *, kind: str, repo: str) -> _Child:
+    child.stop()
+    return _Child(kind=kind, repo=repo)

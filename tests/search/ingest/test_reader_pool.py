@@ -1,0 +1,134 @@
+"""Files read in reader processes come back exactly as read in the job's own process, in the order given, with the
+items that are not read passed through in place; a reader process that dies costs at most the file it was reading;
+and a code job with many files reads them in the pool and writes the same rows as one that reads them itself."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from search.ingest import reader_pool
+from search.ingest.code import walk
+from search.ingest.reader_child import decode_answer, encode_answer
+from search.ingest.reader_pool import CRASHED, ToRead, read_files
+from search.ingest.writer import Skip
+
+STDLIB = Path(os.__file__).parent
+SAMPLE = ("json", "email", "http")  # packages of Python and of many definitions, references and chunk kinds
+
+
+def _files() -> list[ToRead]:
+    items = []
+    for package in SAMPLE:
+        root = STDLIB / package
+        items += [ToRead(f"{package}/{rel}", path.read_bytes()) for rel, path, why in walk(root) if not why]
+    items.append(ToRead("notes.md", b"# Notes\n\nSome *prose* in Markdown.\n"))
+    items.append(ToRead("blob.bin", bytes(range(256)) * 4))  # no reader takes it: left out with the reason
+    return items
+
+
+def _mixed(files: list[ToRead]) -> list[ToRead | Skip]:
+    out: list[ToRead | Skip] = []
+    for i, f in enumerate(files):
+        out.append(f)
+        if i % 7 == 0:
+            out.append(Skip(f"kept-{i}.py", keep=True))
+    return out
+
+
+@pytest.fixture(scope="module")
+def read_here() -> list:
+    return list(read_files(items=_mixed(_files()), kind="code", repo="r", processes=0))
+
+
+@pytest.mark.parametrize("processes", [1, 3])
+def test_drafts_from_reader_processes_equal_those_read_here_in_the_order_given(processes, read_here):
+    pooled = list(read_files(items=_mixed(_files()), kind="code", repo="r", processes=processes))
+    assert [r.item for r in pooled] == [r.item for r in read_here]
+    assert [(r.draft, r.why) for r in pooled] == [(r.draft, r.why) for r in read_here]
+    drafts = [r.draft for r in read_here if r.draft is not None]
+    assert any(d.facts is not None for d in drafts) and sum(len(d.chunks) for d in drafts) > 500
+    assert read_here[-1].draft is None and read_here[-1].why  # the binary file, with why it was left out
+
+
+def test_a_draft_survives_the_wire_with_its_original_bytes_and_symbol_facts(read_here):
+    read = next(r.draft for r in read_here if r.draft is not None and r.draft.facts is not None)
+    draft = dataclasses.replace(read, original=b"\x00\xffbytes")
+    assert decode_answer(encode_answer(draft, "")) == (draft, "")
+    with pytest.raises(ValueError):
+        decode_answer(b'{"draft": {"path": "x"}, "why": ""}')
+
+
+def test_a_reader_process_that_dies_costs_at_most_the_file_it_was_reading(monkeypatch, read_here):
+    started: list[reader_pool._Child] = []
+
+    class Watched(reader_pool._Child):
+        def __init__(self, **kwargs) -> None:
+            super().__init__(**kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(reader_pool, "_Child", Watched)
+    results = read_files(items=_mixed(_files()), kind="code", repo="r", processes=1)
+    got = [next(results)]
+    os.kill(started[0].proc.pid, signal.SIGKILL)
+    got += list(results)
+    assert [r.item for r in got] == [r.item for r in read_here]
+    lost = [i for i, (a, b) in enumerate(zip(got, read_here, strict=True)) if (a.draft, a.why) != (b.draft, b.why)]
+    assert len(lost) <= 1 and all(got[i].draft is None and got[i].why == CRASHED for i in lost)
+    assert len(started) == 2 and all(c.proc.poll() is not None for c in started)  # a fresh one, and both stopped
+
+
+def test_closing_the_reader_early_stops_its_processes(monkeypatch):
+    started: list[reader_pool._Child] = []
+
+    class Watched(reader_pool._Child):
+        def __init__(self, **kwargs) -> None:
+            super().__init__(**kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(reader_pool, "_Child", Watched)
+    results = read_files(items=_files(), kind="code", repo="r", processes=2)
+    assert next(results).draft is not None
+    results.close()  # what a cancelled or timed-out job does to its drafts
+    assert len(started) == 2 and all(c.proc.poll() is not None for c in started)
+
+
+@pytest.mark.django_db
+def test_a_code_job_with_many_files_reads_them_in_the_pool_and_writes_the_same_rows(settings, make_user,
+                                                                                    make_project, monkeypatch):
+    from search.ingest.jobs import start_ingest
+    from search.models import Chunk, Dataset, IngestJob, SymbolRef
+
+    project = make_project("reader-pool", make_user())
+    started: list[int] = []
+    real = reader_pool._Child.__init__
+
+    def counted(self, **kwargs) -> None:
+        real(self, **kwargs)
+        started.append(self.proc.pid)
+
+    monkeypatch.setattr(reader_pool._Child, "__init__", counted)
+    rows = {}
+    for processes in (0, 2):
+        settings.INGEST_READER_PROCESSES, settings.INGEST_READER_MIN_FILES = processes, 10
+        ds = Dataset.objects.create(project=project, name=f"email-{processes}", kind="code")
+        job = start_ingest(job=IngestJob(dataset=ds, source=str(STDLIB / "email"), kind="code",
+                                         options={"repo": "email"}), sync=True, apply_index=False)
+        assert job.status == "done", job.error
+        rows[processes] = (list(Chunk.objects.filter(dataset=ds).order_by("path", "ordinal").values_list(
+            "path", "start_line", "end_line", "text", "terms")),
+            SymbolRef.objects.filter(dataset=ds).count())
+    assert len(started) == 2 and rows[0][0] and rows[0] == rows[2]
+
+
+def test_the_reader_process_imports_no_models():
+    code = ("import sys, search.ingest.reader_child; print(sorted(m for m in sys.modules if m.endswith('.models') "
+            "and m.split('.')[0] in {'accounts', 'projects', 'credits', 'search', 'people', 'inference'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"})
+    assert out.stdout.strip() == "[]"
