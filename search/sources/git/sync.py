@@ -59,7 +59,7 @@ from urllib3.util import connection as urllib3_connection
 from config.errors import ApiError, BadInput
 from search.ingest.code import MAX_FILE_BYTES, SKIP_DIRS, gitignore_spec_from, skip_dir, wanted_file
 from search.ingest.formats import registry
-from search.ingest.formats.documents import read_document
+from search.ingest.reader_pool import ToRead, read_files, reader_processes
 from search.ingest.web import is_web_file, refused_report, skip_web_dir
 from search.ingest.writer import Skip, delete_documents, sync_documents
 from search.models import Document, IngestJob
@@ -459,13 +459,6 @@ def _repo_name(url: str) -> str:
     return name[:-4] if name.endswith(".git") else name
 
 
-def _read(*, kind: str, rel: str, data: bytes, repo: str) -> tuple[DocumentDraft | None, str]:
-    draft, why = read_document(kind=kind, data=data, name=rel, repo=repo)
-    if draft is not None:
-        draft.size_bytes = len(data)
-    return draft, why
-
-
 @dataclass(frozen=True)
 class _Checkout:
     """The commit one sync reads: the mirror's object store, the commit's ingestible files (path -> blob id), its
@@ -495,31 +488,44 @@ class _Outcome:
 def _drafts(*, checkout: _Checkout, paths: list[str], stored: dict[str, str] | None,
             outcome: _Outcome) -> Iterator[DocumentDraft | Skip]:
     """Drafts for `paths` of `checkout`; with `stored` (full mode) a blob whose sha256 is the stored content hash is
-    kept without being parsed. What each path came to is collected in `outcome`.
+    kept without being parsed. What each path came to is collected in `outcome`. Many files are read in reader
+    processes ahead of the writer (search.ingest.reader_pool), in the same order."""
+    written, unreadable, skipped = outcome.written, outcome.unreadable, outcome.skipped
+    processes = reader_processes() if len(paths) >= settings.INGEST_READER_MIN_FILES else 0
+    for read in read_files(items=_blobs(checkout=checkout, paths=paths, stored=stored, outcome=outcome),
+                           kind=checkout.kind, repo=checkout.repo, processes=processes):
+        if not isinstance(read.item, ToRead):
+            yield read.item
+            continue
+        rel, draft = read.item.name, read.draft
+        if draft is None:
+            skipped[rel] = read.why or "nothing readable"
+            unreadable.append(rel)
+            yield Skip(rel)
+            continue
+        draft.size_bytes = len(read.item.data)
+        draft.meta = {**draft.meta, "commit": checkout.commit}
+        written.append(rel)
+        yield draft
+
+
+def _blobs(*, checkout: _Checkout, paths: list[str], stored: dict[str, str] | None,
+           outcome: _Outcome) -> Iterator[ToRead | Skip]:
+    """Each path's blob to read, or its Skip: too large or unreadable (noted in `outcome`), or unchanged (kept).
 
     A blob's size is read from its header first: one over MAX_FILE_BYTES is skipped without being inflated."""
-    store, files, kind, repo, commit = checkout.store, checkout.files, checkout.kind, checkout.repo, checkout.commit
-    written, unreadable, skipped = outcome.written, outcome.unreadable, outcome.skipped
     for rel in paths:
-        data, size = read_blob(store, files[rel], limit=registry.max_bytes(rel))
+        data, size = read_blob(checkout.store, checkout.files[rel], limit=registry.max_bytes(rel))
         if data is None:
-            skipped[rel] = f"too large ({size:,} bytes; the limit is {registry.max_bytes(rel):,})" if size is not None \
-                else "unreadable"
-            unreadable.append(rel)
+            outcome.skipped[rel] = f"too large ({size:,} bytes; the limit is {registry.max_bytes(rel):,})" \
+                if size is not None else "unreadable"
+            outcome.unreadable.append(rel)
             yield Skip(rel)
             continue
         if stored is not None and stored.get(rel) == hashlib.sha256(data).hexdigest():
             yield Skip(rel, keep=True)
             continue
-        draft, why = _read(kind=kind, rel=rel, data=data, repo=repo)
-        if draft is None:
-            skipped[rel] = why or "nothing readable"
-            unreadable.append(rel)
-            yield Skip(rel)
-            continue
-        draft.meta = {**draft.meta, "commit": commit}
-        written.append(rel)
-        yield draft
+        yield ToRead(rel, data)
 
 
 def sync_git(*, job: IngestJob, source: Source, progress: Progress | None = None) -> dict[str, Any]:

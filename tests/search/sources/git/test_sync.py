@@ -233,6 +233,22 @@ def test_first_sync_over_file_url_equals_a_fresh_ingest_and_records_the_commit(d
     assert_equals_fresh_ingest(dataset, remote.work)
 
 
+def test_a_sync_that_reads_in_reader_processes_equals_a_fresh_ingest_read_in_one(dataset, remote, settings):
+    settings.INGEST_READER_PROCESSES, settings.INGEST_READER_MIN_FILES = 2, 1  # every sync reads in the pool
+    remote.commit(FIRST_TREE, "first")
+    attach(dataset, remote.url)
+    assert sync(dataset).status == "done"
+    tree = dict(FIRST_TREE)
+    tree["billing/ledger.py"] = LEDGER.replace("wallet.balance -= amount", "wallet.balance -= amount  # debit")
+    tree["billing/blob.py"] = bytes(range(256)) * 4  # binary under a source name: no reader takes it
+    remote.commit(tree, "edit and a binary file")
+    job = sync(dataset)
+    assert job.status == "done", job.error
+    assert job.result["changed"] == ["billing/ledger.py"] and "billing/blob.py" in str(job.result["skipped"])
+    settings.INGEST_READER_PROCESSES = 0  # the fresh ingest reads in its own process
+    assert_equals_fresh_ingest(dataset, remote.work)
+
+
 def test_a_commit_that_edits_renames_and_deletes_is_applied_as_a_diff(dataset, remote):
     first = remote.commit(FIRST_TREE, "first")
     attach(dataset, remote.url)
