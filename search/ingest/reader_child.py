@@ -51,14 +51,21 @@ def decode_answer(payload: bytes) -> tuple[DocumentDraft | None, str]:
         doc = answer["draft"]
         if doc is None:
             return None, why
-        chunks = [ChunkDraft(**dict(zip(_CHUNK_FIELDS, values, strict=True))) for values in doc["chunks"]]
+        width = len(_CHUNK_FIELDS)
+        if any(len(values) != width for values in doc["chunks"]):
+            raise ValueError("a chunk of another shape")
+        chunks = [ChunkDraft(*values) for values in doc["chunks"]]  # the fields in their declared order
         draft = DocumentDraft(chunks=chunks, **{name: doc[name] for name in _DOC_FIELDS})
         if doc["original"] is not None:
             draft.original = base64.b64decode(doc["original"])
         if "facts" in doc:
             text, definitions, references = doc["facts"]
-            draft.facts = (str(text), FileSymbols(definitions=tuple(Definition(*d) for d in definitions),
-                                                  references=tuple(Reference(*r) for r in references)))
+            # _make: a tuple of the given fields without the generated __new__ (a file has thousands of facts)
+            if any(len(d) != len(Definition._fields) for d in definitions) or any(
+                    len(r) != len(Reference._fields) for r in references):
+                raise ValueError("a symbol fact of another shape")
+            draft.facts = (str(text), FileSymbols(definitions=tuple(map(Definition._make, definitions)),
+                                                  references=tuple(map(Reference._make, references))))
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"a reader process answered something that is not a draft: {exc}") from None
     return draft, why
