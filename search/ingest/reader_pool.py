@@ -10,7 +10,8 @@ the job stops reading (a cancel, a deadline, an error: the generator is closed) 
 
 Bounds: at most IN_FLIGHT files per child are sent ahead, so memory holds a few files per child, not a tree. A child
 that dies (a reader crashing its interpreter) costs the file it was reading, which is left out with the reason; the
-files queued behind it are read by a fresh child. With 0 processes every file is read in this process, the same way.
+files queued behind it are read by a fresh child. Children that die MAX_CRASHES_IN_A_ROW times in a row fail the job
+(ReadersFailing) rather than leave every file out. With 0 processes every file is read in this process, the same way.
 """
 from __future__ import annotations
 
@@ -39,9 +40,14 @@ ROOT = Path(__file__).resolve().parents[2]
 CHILD = "search.ingest.reader_child"
 IN_FLIGHT = 4  # files sent ahead to each child
 CRASHED = "the reader process ended while reading this file"
+MAX_CRASHES_IN_A_ROW = 3  # more means the children cannot work here at all: the job fails and says so
 
 T = TypeVar("T")
 _END = object()
+
+
+class ReadersFailing(RuntimeError):
+    """Reader processes die one after another: a broken environment, not one bad file; the job fails with this."""
 
 
 @dataclass(frozen=True)
@@ -150,7 +156,7 @@ def read_files(*, items: Iterable[T | ToRead], kind: str, repo: str,
 def _ordered(*, items: Iterator[T | ToRead], children: list[_Child], kind: str,
              repo: str) -> Iterator[Read[T | ToRead]]:
     order: deque[tuple[T | ToRead, int | None]] = deque()  # each item, and the child reading it (None: not read)
-    turn = 0
+    turn = crashes = 0
     exhausted = False
     while True:
         while not exhausted and sum(len(c.pending) for c in children) < IN_FLIGHT * len(children):
@@ -170,7 +176,12 @@ def _ordered(*, items: Iterator[T | ToRead], children: list[_Child], kind: str,
         if slot is None:
             yield Read(item)
             continue
-        yield _answer(item=item, slot=slot, children=children, order=order, kind=kind, repo=repo)
+        read = _answer(item=item, slot=slot, children=children, order=order, kind=kind, repo=repo)
+        crashes = crashes + 1 if read.why == CRASHED else 0
+        if crashes >= MAX_CRASHES_IN_A_ROW:
+            raise ReadersFailing(f"{crashes} reader processes in a row ended before answering (last: {item.name}); "
+                                 "set INGEST_READER_PROCESSES=0 to read in the job's own process")
+        yield read
 
 
 def _answer(*, item: ToRead, slot: int, children: list[_Child], order: deque, kind: str, repo: str) -> Read:

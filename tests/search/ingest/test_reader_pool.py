@@ -98,6 +98,13 @@ def test_closing_the_reader_early_stops_its_processes(monkeypatch):
     assert len(started) == 2 and all(c.proc.poll() is not None for c in started)
 
 
+def test_reader_processes_that_cannot_work_at_all_fail_the_read_instead_of_leaving_every_file_out(monkeypatch):
+    monkeypatch.setattr(reader_pool, "CHILD", "search.ingest.no_such_reader")  # every child exits at once
+    results = read_files(items=_files(), kind="code", repo="r", processes=1)
+    with pytest.raises(reader_pool.ReadersFailing, match="INGEST_READER_PROCESSES=0"):
+        list(results)
+
+
 @pytest.mark.django_db
 def test_a_code_job_with_many_files_reads_them_in_the_pool_and_writes_the_same_rows(settings, make_user,
                                                                                     make_project, monkeypatch):
