@@ -191,7 +191,7 @@ INGEST_CANCEL_WAIT_S = env_float("INGEST_CANCEL_WAIT_S", 10.0)
 # processes, ahead of its writer (search/ingest/reader_pool.py); 0 processes: it reads in its own. The default gives
 # each worker slot its share of the cores; below the minimum a child's start (about a second) costs more than it saves.
 INGEST_READER_PROCESSES = env_int("INGEST_READER_PROCESSES", max(1, (os.cpu_count() or 1) // CELERY_WORKER_CONCURRENCY))
-INGEST_READER_MIN_FILES = env_int("INGEST_READER_MIN_FILES", 100)
+INGEST_READER_MIN_FILES = env_int("INGEST_READER_MIN_FILES", 300)
 # While an ingest job or an applier pass runs, what lived before is frozen and the garbage collector's young
 # generation is collected every GC_BULK_THRESHOLD allocations instead of 700 (config/gcpolicy.py); 0 turns it off.
 GC_BULK_THRESHOLD = env_int("GC_BULK_THRESHOLD", 20_000)

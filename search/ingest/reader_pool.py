@@ -8,7 +8,8 @@ Why processes started with subprocess and not multiprocessing: a Celery prefork 
 may not start multiprocessing children. The children are started per job and stopped when its files are read, when
 the job stops reading (a cancel, a deadline, an error: the generator is closed) and at the latest when it exits.
 
-Bounds: at most IN_FLIGHT files per child are sent ahead, so memory holds a few files per child, not a tree. A child
+Bounds: at most AHEAD files are sent ahead of the one being answered: two of the writer's batches (FILE_BATCH), so the
+children read the next batch while the job writes this one, and memory holds a few dozen files, not a tree. A child
 that dies (a reader crashing its interpreter) costs the file it was reading, which is left out with the reason; the
 files queued behind it are read by a fresh child. Children that die MAX_CRASHES_IN_A_ROW times in a row fail the job
 (ReadersFailing) rather than leave every file out. With 0 processes every file is read in this process, the same way.
@@ -33,12 +34,13 @@ from django.conf import settings
 from search.ingest.base import DocumentDraft
 from search.ingest.formats.documents import read_document
 from search.ingest.reader_child import _LEN, decode_answer, read_frame, request
+from search.ingest.writer import FILE_BATCH
 
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = "search.ingest.reader_child"
-IN_FLIGHT = 4  # files sent ahead to each child
+AHEAD = 2 * FILE_BATCH  # files sent ahead of the one being answered, over all children
 CRASHED = "the reader process ended while reading this file"
 MAX_CRASHES_IN_A_ROW = 3  # more means the children cannot work here at all: the job fails and says so
 
@@ -81,17 +83,42 @@ def read_in_process(*, kind: str, repo: str, name: str, data: bytes) -> tuple[Do
         return None, f"could not be read: {type(exc).__name__}"
 
 
+class _Sent:
+    """A file handed to a child: whether its bytes reached the child's stdin in full (set by the feeding thread)."""
+
+    __slots__ = ("delivered",)
+
+    def __init__(self) -> None:
+        self.delivered = False
+
+
 class _Child:
-    """One reader process; a thread drains its answers into a queue, so it never blocks writing them while this
-    process is still sending it files (the pipes are small)."""
+    """One reader process, with two threads: one feeds it the files queued for it and one drains its answers into a
+    queue. Why threads: the pipes hold 64 KiB, so a write of the next files would block the job while the child is
+    still reading (the job would wait for the child instead of writing), and a child writing an answer nobody reads
+    yet would stop reading files."""
 
     def __init__(self, *, kind: str, repo: str) -> None:
         self.proc = subprocess.Popen(  # our own interpreter and module, the job's environment (its settings)
             [sys.executable, "-m", CHILD, _options(kind=kind, repo=repo)], cwd=ROOT, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.answers: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self.pending: deque[bool] = deque()  # per file sent and not answered yet, in order: did it arrive
+        self.requests: queue.SimpleQueue[tuple[bytes, _Sent] | None] = queue.SimpleQueue()
+        self.pending: deque[_Sent] = deque()  # the files sent and not answered yet, in order
+        threading.Thread(target=self._feed, daemon=True, name="reader-child-feed").start()
         threading.Thread(target=self._drain, daemon=True, name="reader-child-drain").start()
+
+    def _feed(self) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        while (job := self.requests.get()) is not None:
+            payload, sent = job
+            try:
+                stdin.write(payload)
+                stdin.flush()
+            except (OSError, ValueError):  # the child is gone (or stopped): its answer is the end of its stream
+                return
+            sent.delivered = True
 
     def _drain(self) -> None:
         out = self.proc.stdout
@@ -107,23 +134,22 @@ class _Child:
         self.answers.put(None)
 
     def send(self, item: ToRead) -> None:
-        """Queue `item` on this child; a child that is gone is found out when its answer is due."""
-        delivered = True
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(request(name=item.name, data=item.data))
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            delivered = False
-        self.pending.append(delivered)
+        """Queue `item` for this child; a child that is gone is found out when its answer is due."""
+        sent = _Sent()
+        self.pending.append(sent)
+        self.requests.put((request(name=item.name, data=item.data), sent))
 
     def stop(self) -> None:
+        self.requests.put(None)
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
-                stream.close()
+                try:
+                    stream.close()
+                except (OSError, ValueError):  # the feeding thread's last write failed on it
+                    pass
 
 
 def _options(*, kind: str, repo: str) -> str:
@@ -134,8 +160,8 @@ def read_files(*, items: Iterable[T | ToRead], kind: str, repo: str,
                processes: int | None = None) -> Iterator[Read[T | ToRead]]:
     """Each item back in the order given: a ToRead with its draft (or None and why), anything else as it came.
 
-    `processes` defaults to reader_processes(). Files are sent to the children in turn, up to IN_FLIGHT each ahead
-    of the item being answered; closing the iterator stops the children."""
+    `processes` defaults to reader_processes(). Files are sent to the children in turn, up to AHEAD of the item
+    being answered; closing the iterator stops the children."""
     n = reader_processes() if processes is None else processes
     if n <= 0:
         for item in items:
@@ -159,7 +185,7 @@ def _ordered(*, items: Iterator[T | ToRead], children: list[_Child], kind: str,
     turn = crashes = 0
     exhausted = False
     while True:
-        while not exhausted and sum(len(c.pending) for c in children) < IN_FLIGHT * len(children):
+        while not exhausted and sum(len(c.pending) for c in children) < AHEAD:
             item = next(items, _END)
             if item is _END:
                 exhausted = True
@@ -188,7 +214,7 @@ def _answer(*, item: ToRead, slot: int, children: list[_Child], order: deque, ki
     while True:
         child = children[slot]
         payload = child.answers.get()
-        delivered = child.pending.popleft()
+        delivered = child.pending.popleft().delivered
         if payload is not None:
             try:
                 return Read(item, *decode_answer(payload))
