@@ -98,15 +98,6 @@ class ProjectRanking(models.Model):
         return f"ranking of {self.project_id}"
 
 
-# The chunk, symbol and reference rows name their document and their dataset, and the document names the dataset
-# too. One foreign key on the pair, (document_id, dataset_id) -> search_document (id, dataset_id), added by
-# search.migrations 0025, both keeps the two consistent (a row can only name its document's dataset) and checks
-# both in one lookup. Two single-column keys checked each row twice at commit: about 94,000 checks for a
-# 6,000-chunk first ingest (33,000 reference rows), a third of the writer's database time. The ORM keeps
-# cascading deletes (on_delete) either way; db_constraint=False only says the database key is the pair's.
-IN_DOCUMENT = {"on_delete": models.CASCADE, "db_constraint": False}
-
-
 class Document(models.Model):
     """One source file or page (or rulebook file / BEIR doc) in a dataset."""
 
@@ -128,11 +119,8 @@ class Document(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["dataset", "path"], name="uniq_document_path"),
                        models.UniqueConstraint(fields=["dataset", "external_id"], condition=~models.Q(external_id=""),
-                                               name="uniq_document_external_id"),
-                       # what the per-row tables' (document, dataset) foreign keys reference (IN_DOCUMENT above)
-                       models.UniqueConstraint(fields=["id", "dataset"], name="uniq_document_id_dataset")]
+                                               name="uniq_document_external_id")]
         indexes = [models.Index(fields=["dataset", "content_hash"])]
-
 
     def __str__(self) -> str:
         return self.path
@@ -142,8 +130,8 @@ class Chunk(models.Model):
     """A retrievable span. start_line/end_line are 1-based and inclusive."""
 
     # no index of their own: uniq_chunk_ordinal (document, ordinal) and the (dataset, path) indexes lead with them
-    document = models.ForeignKey(Document, related_name="chunks", db_index=False, **IN_DOCUMENT)
-    dataset = models.ForeignKey("Dataset", related_name="chunks", db_index=False, **IN_DOCUMENT)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks", db_index=False)
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="chunks", db_index=False)
     ordinal = models.PositiveIntegerField(default=0)
     kind = models.CharField(max_length=32, default="code")  # code | web | rules | beir
     repo = models.CharField(max_length=200, blank=True, default="")
@@ -574,8 +562,8 @@ class Symbol(models.Model):
     """A definition in a file (search.ingest.symbols.Definition); lines 1-based, inclusive."""
 
     # no index of their own: symbol_dataset_name and symbol_document_line lead with them
-    dataset = models.ForeignKey("Dataset", related_name="+", db_index=False, **IN_DOCUMENT)
-    document = models.ForeignKey(Document, related_name="symbols", db_index=False, **IN_DOCUMENT)
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+", db_index=False)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="symbols", db_index=False)
     path = models.CharField(max_length=1000)
     lang = models.CharField(max_length=40, blank=True, default="")
     name = models.CharField(max_length=300)
@@ -595,8 +583,8 @@ class SymbolRef(models.Model):
     Which definition it means is resolved when asked (search.engine.code_graph), never stored."""
 
     # no index of their own: symbolref_dataset_name and symbolref_document_kind lead with them
-    dataset = models.ForeignKey("Dataset", related_name="+", db_index=False, **IN_DOCUMENT)
-    document = models.ForeignKey(Document, related_name="symbol_refs", db_index=False, **IN_DOCUMENT)
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+", db_index=False)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="symbol_refs", db_index=False)
     path = models.CharField(max_length=1000)
     name = models.CharField(max_length=300)
     kind = models.CharField(max_length=16)  # call | reference | import | inherit
