@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from search.engine.sparse import document_term_ids, sparse_document_text
+
 
 @dataclass
 class ChunkDraft:
@@ -31,6 +33,9 @@ class ChunkDraft:
     traits: dict[str, Any] = field(default_factory=dict)
     is_rule_bearing: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
+    # the chunk row's sparse term ids (row_term_ids), when a reader process computed them off the job's process
+    # (search.ingest.reader_pool); None: the writer computes them. Not compared: the same chunk either way.
+    terms: list[int] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -66,6 +71,26 @@ def embed_input(chunk: ChunkDraft) -> str:
     leg alone went from nDCG@10 0.426 to 0.511 on the SRD development questions (README, "Rules questions: SRD")."""
     head = chunk.micro_summary or (" > ".join(chunk.heading_path) if chunk.kind == "rules" else "")
     return f"{head}\n{chunk.text}" if head else chunk.text
+
+
+# search.models.Chunk's column widths: the writer stores a chunk's symbol and headings cut to these
+SYMBOL_CHARS = 500
+HEADING_CHARS = 500
+
+
+def row_symbol(chunk: ChunkDraft) -> str:
+    return chunk.symbol[:SYMBOL_CHARS]
+
+
+def row_headings(chunk: ChunkDraft) -> list[str]:
+    return [h[:HEADING_CHARS] for h in chunk.heading_path]
+
+
+def row_term_ids(*, chunk: ChunkDraft, path: str) -> list[int]:
+    """The distinct sparse term ids the chunk's row stores (`terms`, kept as per-dataset document frequencies):
+    the sparse text of the row as written (path, cut symbol, cut headings), analysed as its kind."""
+    return document_term_ids(sparse_document_text(text=chunk.text, path=path, symbol=row_symbol(chunk),
+                                                  heading_path=row_headings(chunk)), kind=chunk.kind)
 
 
 MAX_CHUNK_LINES = 80

@@ -27,9 +27,8 @@ from projects import quotas
 from projects.models import Project
 from search.engine.applier import apply_outbox
 from search.engine.dataset_models import CONFIGURED, model_arg, model_id_of, writing_models
-from search.engine.sparse import document_term_ids, sparse_document_text
 from search.engine.term_stats import lock_dataset_writes
-from search.ingest.base import DocumentDraft, embed_input
+from search.ingest.base import DocumentDraft, embed_input, row_headings, row_symbol, row_term_ids
 from search.ingest.code_facts import write_code_facts
 from search.ingest.job_control import JobStopped
 from search.ingest.maintenance import embed_missing
@@ -166,10 +165,8 @@ def _chunk_rows(*, dataset: Dataset, drafts: list[DocumentDraft], docs: dict[str
     for d in drafts:
         doc_id = docs[d.path][0].pk
         for ordinal, c in enumerate(d.chunks):
-            symbol = c.symbol[:500]
-            heading_path = [h[:500] for h in c.heading_path]
-            terms = document_term_ids(sparse_document_text(text=c.text, path=d.path, symbol=symbol,
-                                                           heading_path=heading_path), kind=c.kind)
+            symbol, heading_path = row_symbol(c), row_headings(c)
+            terms = c.terms if c.terms is not None else row_term_ids(chunk=c, path=d.path)
             yield (next_id(), doc_id, dataset.pk, ordinal, c.kind, d.repo, d.path, d.lang, symbol, heading_path,
                    c.start_line, c.end_line, c.text, c.micro_summary, text_hash(embed_input(c)), int_array(terms),
                    c.ruleset_id, c.book_id, [s[:500] for s in c.section_path], c.page, c.content_kind, c.tags,
