@@ -185,7 +185,9 @@ def _ordered(*, items: Iterator[T | ToRead], children: list[_Child], kind: str,
     turn = crashes = 0
     exhausted = False
     while True:
-        while not exhausted and sum(len(c.pending) for c in children) < AHEAD:
+        # files in flight up to AHEAD, and items of any kind up to a few times that: a run of unchanged files (a
+        # re-sync) flows through as it is hashed, so the job's progress and its deadline checks keep their pace
+        while not exhausted and len(order) < 4 * AHEAD and sum(len(c.pending) for c in children) < AHEAD:
             item = next(items, _END)
             if item is _END:
                 exhausted = True
