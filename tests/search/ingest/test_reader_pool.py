@@ -42,6 +42,20 @@ def _mixed(files: list[ToRead]) -> list[ToRead | Skip]:
     return out
 
 
+@pytest.fixture
+def started(monkeypatch) -> list[reader_pool._Child]:
+    """Every reader process the pool starts during the test, in order."""
+    children: list[reader_pool._Child] = []
+    real = reader_pool._Child.__init__
+
+    def watched(self, **kwargs) -> None:
+        real(self, **kwargs)
+        children.append(self)
+
+    monkeypatch.setattr(reader_pool._Child, "__init__", watched)
+    return children
+
+
 @pytest.fixture(scope="module")
 def read_here() -> list:
     return list(read_files(items=_mixed(_files()), kind="code", repo="r", processes=0))
@@ -69,15 +83,7 @@ def test_a_draft_survives_the_wire_with_its_original_bytes_and_symbol_facts(read
         decode_answer(b'{"draft": {"path": "x"}, "why": ""}')
 
 
-def test_a_reader_process_that_dies_costs_at_most_the_file_it_was_reading(monkeypatch, read_here):
-    started: list[reader_pool._Child] = []
-
-    class Watched(reader_pool._Child):
-        def __init__(self, **kwargs) -> None:
-            super().__init__(**kwargs)
-            started.append(self)
-
-    monkeypatch.setattr(reader_pool, "_Child", Watched)
+def test_a_reader_process_that_dies_costs_at_most_the_file_it_was_reading(started, read_here):
     results = read_files(items=_mixed(_files()), kind="code", repo="r", processes=1)
     got = [next(results)]
     os.kill(started[0].proc.pid, signal.SIGKILL)
@@ -88,15 +94,7 @@ def test_a_reader_process_that_dies_costs_at_most_the_file_it_was_reading(monkey
     assert len(started) == 2 and all(c.proc.poll() is not None for c in started)  # a fresh one, and both stopped
 
 
-def test_closing_the_reader_early_stops_its_processes(monkeypatch):
-    started: list[reader_pool._Child] = []
-
-    class Watched(reader_pool._Child):
-        def __init__(self, **kwargs) -> None:
-            super().__init__(**kwargs)
-            started.append(self)
-
-    monkeypatch.setattr(reader_pool, "_Child", Watched)
+def test_closing_the_reader_early_stops_its_processes(started):
     results = read_files(items=_files(), kind="code", repo="r", processes=2)
     assert next(results).draft is not None
     results.close()  # what a cancelled or timed-out job does to its drafts
@@ -112,19 +110,11 @@ def test_reader_processes_that_cannot_work_at_all_fail_the_read_instead_of_leavi
 
 @pytest.mark.django_db
 def test_a_code_job_with_many_files_reads_them_in_the_pool_and_writes_the_same_rows(settings, make_user,
-                                                                                    make_project, monkeypatch):
+                                                                                    make_project, started):
     from search.ingest.jobs import start_ingest
     from search.models import Chunk, Dataset, IngestJob, SymbolRef
 
     project = make_project("reader-pool", make_user())
-    started: list[int] = []
-    real = reader_pool._Child.__init__
-
-    def counted(self, **kwargs) -> None:
-        real(self, **kwargs)
-        started.append(self.proc.pid)
-
-    monkeypatch.setattr(reader_pool._Child, "__init__", counted)
     rows = {}
     for processes in (0, 2):
         settings.INGEST_READER_PROCESSES, settings.INGEST_READER_MIN_FILES = processes, 10
