@@ -29,6 +29,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -179,8 +180,6 @@ def as_a_job(*, project, name: str, corpus: Path, processes: int) -> dict[str, f
         from search.ingest.reader_pool import ToRead, read_files
     except ImportError:
         return None
-    import resource
-
     from search.ingest.code import walk
     from search.ingest.writer import sync_documents
     from search.models import Chunk, Dataset

@@ -15,9 +15,11 @@ import pytest
 from search.ingest import reader_pool
 from search.ingest.base import row_term_ids
 from search.ingest.code import walk
+from search.ingest.jobs import start_ingest
 from search.ingest.reader_child import decode_answer, encode_answer
 from search.ingest.reader_pool import CRASHED, ToRead, read_files
 from search.ingest.writer import Skip
+from search.models import Chunk, Dataset, IngestJob, SymbolRef
 
 STDLIB = Path(os.__file__).parent
 SAMPLE = ("json", "email", "http")  # packages of Python and of many definitions, references and chunk kinds
@@ -111,9 +113,6 @@ def test_reader_processes_that_cannot_work_at_all_fail_the_read_instead_of_leavi
 @pytest.mark.django_db
 def test_a_code_job_with_many_files_reads_them_in_the_pool_and_writes_the_same_rows(settings, make_user,
                                                                                     make_project, started):
-    from search.ingest.jobs import start_ingest
-    from search.models import Chunk, Dataset, IngestJob, SymbolRef
-
     project = make_project("reader-pool", make_user())
     rows = {}
     for processes in (0, 2):
