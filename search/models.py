@@ -147,6 +147,10 @@ class Chunk(models.Model):
     # distinct sparse term indices (search.engine.sparse.document_term_ids), set by the ingest runner; triggers turn them
     # into per-dataset document frequencies (search.engine.term_stats, migration 0010)
     terms = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    # the BM25 document weight of each of `terms`, in their order (search.ingest.base.row_sparse), which the index
+    # applier sends as the point's sparse vector; null on rows written before there was one (the applier analyses
+    # their text instead)
+    term_weights = ArrayField(models.FloatField(), null=True, blank=True)
     # rulebook enrichment; empty for code/web
     ruleset_id = models.CharField(max_length=100, blank=True, default="")  # indexed in Meta
     book_id = models.CharField(max_length=100, blank=True, default="")  # indexed in Meta

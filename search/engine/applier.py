@@ -39,7 +39,7 @@ from inference.encoders import cached_vectors
 from search.engine.dataset_models import models_in_use
 from search.engine.index import VectorIndex, get_index, model_index
 from search.engine.index_schema import PAYLOAD_LOOKUPS, IndexPoint
-from search.engine.sparse import encode_document, sparse_document_text
+from search.engine.sparse import SparseVec, encode_document, sparse_document_text
 from search.models import Chunk, IndexOutbox, IndexWatermark
 
 log = logging.getLogger(__name__)
@@ -129,23 +129,38 @@ def build_points(chunk_ids: list[int], *, model_id: str,
     if not evaluation:
         qs = qs.filter(dataset__is_evaluation=False)
     # the columns a point needs, as values: a model instance per chunk cost more than the rest of its point
-    rows = list(qs.values_list("pk", "text_hash", "text", "symbol", "heading_path", *PAYLOAD_LOOKUPS.values()))
+    rows = list(qs.values_list("pk", "text_hash", "terms", "term_weights", *PAYLOAD_LOOKUPS.values()))
     vectors = cached_vectors(model_id=model_id, hashes={r[1] for r in rows})
-    points, missing = [], []
-    for pk, hash_, text, symbol, heading_path, *payload_values in rows:
+    points, missing, unweighted = [], [], []
+    for pk, hash_, terms, weights, *payload_values in rows:
         vec = vectors.get(hash_)
         if vec is None:  # never embedded for this model: the ingest runner writes the cache first
             missing.append(pk)
             continue
         payload = dict(zip(PAYLOAD_LOOKUPS, payload_values, strict=True))  # what chunk_payload(chunk) gives
-        sparse = encode_document(sparse_document_text(text=text, path=payload["path"], symbol=symbol,
-                                                      heading_path=heading_path), kind=payload["kind"])
-        points.append(IndexPoint(id=pk, dense=vec, sparse=sparse, payload=payload))
+        point = IndexPoint(id=pk, dense=vec, sparse=SparseVec(terms, weights), payload=payload)
+        if weights is None or len(weights) != len(terms):
+            unweighted.append(point)
+        points.append(point)
+    _analyse(unweighted)
     if missing:
         log.warning("apply_outbox: %d chunks have no %s vector; run ingest again to embed them", len(missing),
                     model_id)
     present = {r[0] for r in rows}
     return points, [i for i in chunk_ids if i not in present]
+
+
+def _analyse(points: list[IndexPoint]) -> None:
+    """Give these points (rows without stored weights: written before chunk rows kept them) the sparse vector their
+    row's text analyses to, as the writer stores it (search.ingest.base.row_sparse), read in one more query."""
+    if not points:
+        return
+    texts = {pk: (text, symbol, heading_path) for pk, text, symbol, heading_path in
+             Chunk.objects.filter(pk__in=[p.id for p in points]).values_list("pk", "text", "symbol", "heading_path")}
+    for p in points:
+        text, symbol, heading_path = texts.get(p.id, ("", "", []))
+        p.sparse = encode_document(sparse_document_text(text=text, path=p.payload["path"], symbol=symbol,
+                                                        heading_path=heading_path), kind=p.payload["kind"])
 
 
 def apply_outbox(*, index: VectorIndex | None = None, max_rows: int | None = None,

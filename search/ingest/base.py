@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from search.engine.sparse import document_term_ids, sparse_document_text
+from search.engine.sparse import SparseVec, encode_document, sparse_document_text
 
 
 @dataclass
@@ -33,9 +33,11 @@ class ChunkDraft:
     traits: dict[str, Any] = field(default_factory=dict)
     is_rule_bearing: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
-    # the chunk row's sparse term ids (row_term_ids), when a reader process computed them off the job's process
-    # (search.ingest.reader_pool); None: the writer computes them. Not compared: the same chunk either way.
+    # the chunk row's sparse vector (row_sparse: its term ids and their weights), when a reader process computed it
+    # off the job's process (search.ingest.reader_pool); None: the writer computes it. Not compared: the same chunk
+    # either way.
     terms: list[int] | None = field(default=None, compare=False, repr=False)
+    weights: list[float] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -86,11 +88,16 @@ def row_headings(chunk: ChunkDraft) -> list[str]:
     return [h[:HEADING_CHARS] for h in chunk.heading_path]
 
 
-def row_term_ids(*, chunk: ChunkDraft, path: str) -> list[int]:
-    """The distinct sparse term ids the chunk's row stores (`terms`, kept as per-dataset document frequencies):
-    the sparse text of the row as written (path, cut symbol, cut headings), analysed as its kind."""
-    return document_term_ids(sparse_document_text(text=chunk.text, path=path, symbol=row_symbol(chunk),
-                                                  heading_path=row_headings(chunk)), kind=chunk.kind)
+def row_sparse(*, chunk: ChunkDraft, path: str) -> SparseVec:
+    """The chunk row's sparse vector: the sparse text of the row as written (path, cut symbol, cut headings),
+    analysed as its kind. Its indices are the row's `terms` (kept as per-dataset document frequencies), its values
+    the row's `term_weights`: the BM25 document weights the index applier sends (search.engine.applier).
+
+    Why on the row: a first ingest analysed every chunk twice, for the writer's term ids and again for the
+    applier's weights, and the applier's analysis was most of its time. Analysed once where the chunk is read
+    (in a reader process, off the job's and the applier's cores), both come from one pass."""
+    return encode_document(sparse_document_text(text=chunk.text, path=path, symbol=row_symbol(chunk),
+                                                heading_path=row_headings(chunk)), kind=chunk.kind)
 
 
 MAX_CHUNK_LINES = 80

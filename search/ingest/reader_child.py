@@ -2,8 +2,8 @@
 
 Why a process: reading (format detection, parsing, chunking, the symbol facts) is pure and takes about a quarter of a
 first ingest's CPU, while the job's own process writes rows one transaction at a time. In children it runs on the
-machine's other cores, ahead of the writer, instead of between its batches. So does the writer's tokenising (each
-chunk row's sparse term ids, search.ingest.base.row_term_ids), which depends on the draft alone.
+machine's other cores, ahead of the writer, instead of between its batches. So does the sparse analysis of each chunk
+row (its term ids and weights, search.ingest.base.row_sparse), which depends on the draft alone.
 
 The wire is length-prefixed frames on stdin and stdout. A request is a file's name and bytes; the answer is JSON, never
 pickle, as for the PDF reader's child: the parent rebuilds the draft from plain values and trusts nothing else this
@@ -20,7 +20,7 @@ import sys
 from dataclasses import fields
 from typing import Any, BinaryIO
 
-from search.ingest.base import ChunkDraft, DocumentDraft, row_term_ids
+from search.ingest.base import ChunkDraft, DocumentDraft, row_sparse
 from search.ingest.formats.documents import read_document
 from search.ingest.symbols import Definition, FileSymbols, Reference
 
@@ -103,8 +103,9 @@ def main() -> None:
             return
         try:
             draft, why = read_document(kind=kind, data=data, name=name, repo=repo)
-            for chunk in draft.chunks if draft is not None else ():  # the writer's tokenising, done here
-                chunk.terms = row_term_ids(chunk=chunk, path=draft.path)
+            for chunk in draft.chunks if draft is not None else ():  # the writer's and applier's analysis, done here
+                sparse = row_sparse(chunk=chunk, path=draft.path)
+                chunk.terms, chunk.weights = sparse.indices, sparse.values
             answer = encode_answer(draft, why)
         except Exception as exc:  # noqa: BLE001 - a file a reader fails on is left out with the reason, as in-process
             answer = encode_answer(None, f"could not be read: {type(exc).__name__}")

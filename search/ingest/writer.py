@@ -20,7 +20,7 @@ from django.db.models import Count, F
 from django.utils import timezone
 
 from config.errors import DependencyDown
-from config.pgarrays import int_array
+from config.pgarrays import float_array, int_array
 from config.pgcopy import copy_values, next_ids
 from inference.encoders import fill_embedding_cache, text_hash
 from projects import quotas
@@ -28,7 +28,7 @@ from projects.models import Project
 from search.engine.applier import apply_outbox
 from search.engine.dataset_models import CONFIGURED, model_arg, model_id_of, writing_models
 from search.engine.term_stats import lock_dataset_writes
-from search.ingest.base import DocumentDraft, embed_input, row_headings, row_symbol, row_term_ids
+from search.ingest.base import DocumentDraft, embed_input, row_headings, row_sparse, row_symbol
 from search.ingest.code_facts import write_code_facts
 from search.ingest.job_control import JobStopped
 from search.ingest.maintenance import embed_missing
@@ -150,7 +150,8 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
 
 # every column of search_chunk, in the order of _chunk_rows' values
 _CHUNK_COLUMNS = ("id", "document_id", "dataset_id", "ordinal", "kind", "repo", "path", "lang", "symbol",
-                  "heading_path", "start_line", "end_line", "text", "micro_summary", "text_hash", "terms", "ruleset_id",
+                  "heading_path", "start_line", "end_line", "text", "micro_summary", "text_hash", "terms", "term_weights",
+                  "ruleset_id",
                   "book_id", "section_path", "page", "content_kind", "tags", "traits", "is_rule_bearing", "meta",
                   "created_at")
 
@@ -158,7 +159,8 @@ _CHUNK_COLUMNS = ("id", "document_id", "dataset_id", "ordinal", "kind", "repo", 
 def _chunk_rows(*, dataset: Dataset, drafts: list[DocumentDraft], docs: dict[str, tuple[Document, bool]],
                 ids: list[int]) -> Iterator[tuple[Any, ...]]:
     """Each draft chunk's row (_CHUNK_COLUMNS), with the values `bulk_create` of Chunk instances would send: JSON as
-    Django's JSONField writes it, the time for created_at (auto_now_add), `terms` the sparse term ids' literal.
+    Django's JSONField writes it, the time for created_at (auto_now_add), `terms` and `term_weights` the sparse
+    vector's literals.
 
     Why values, not instances: building and preparing a model instance per chunk cost more than its COPY."""
     next_id = iter(ids).__next__
@@ -166,11 +168,14 @@ def _chunk_rows(*, dataset: Dataset, drafts: list[DocumentDraft], docs: dict[str
         doc_id = docs[d.path][0].pk
         for ordinal, c in enumerate(d.chunks):
             symbol, heading_path = row_symbol(c), row_headings(c)
-            terms = c.terms if c.terms is not None else row_term_ids(chunk=c, path=d.path)
+            terms, weights = c.terms, c.weights
+            if terms is None or weights is None:  # read in this process: analysed here
+                sparse = row_sparse(chunk=c, path=d.path)
+                terms, weights = sparse.indices, sparse.values
             yield (next_id(), doc_id, dataset.pk, ordinal, c.kind, d.repo, d.path, d.lang, symbol, heading_path,
                    c.start_line, c.end_line, c.text, c.micro_summary, text_hash(embed_input(c)), int_array(terms),
-                   c.ruleset_id, c.book_id, [s[:500] for s in c.section_path], c.page, c.content_kind, c.tags,
-                   _json(c.traits), c.is_rule_bearing, _json(c.meta), timezone.now())
+                   float_array(weights), c.ruleset_id, c.book_id, [s[:500] for s in c.section_path], c.page,
+                   c.content_kind, c.tags, _json(c.traits), c.is_rule_bearing, _json(c.meta), timezone.now())
 
 
 def _json(value: Any) -> str:

@@ -211,6 +211,28 @@ def test_applier_projects_postgres_into_a_client_index(make_project, code_repo):
 
 
 @pytest.mark.django_db
+def test_a_points_sparse_vector_is_its_rows_stored_weights_and_a_row_without_them_is_analysed_alike(
+        make_project, code_repo):
+    """The writer stores each row's sparse weights beside its term ids, so the applier analyses no text; a row
+    written before rows kept them (null weights) gets the very vector its text analyses to."""
+    from inference.encoders import dense_model_id
+    from search.engine.applier import build_points
+    from search.models import Chunk
+
+    ds, _ = ingest(make_project("shop"), "src", code_repo, repo="shop")
+    ids = sorted(Chunk.objects.filter(dataset=ds).values_list("pk", flat=True))
+    rows = {pk: (terms, weights) for pk, terms, weights in
+            Chunk.objects.filter(pk__in=ids).values_list("pk", "terms", "term_weights")}
+    assert len(ids) > 3 and all(weights and len(weights) == len(terms) for terms, weights in rows.values())
+    stored, gone = build_points(ids, model_id=dense_model_id())
+    assert gone == [] and [(p.sparse.indices, p.sparse.values) for p in stored] == [rows[p.id] for p in stored]
+    Chunk.objects.filter(pk__in=ids[::2]).update(term_weights=None)
+    analysed, _ = build_points(ids, model_id=dense_model_id())
+    assert sorted((p.id, p.sparse.indices, p.sparse.values) for p in analysed) == \
+        sorted((p.id, p.sparse.indices, p.sparse.values) for p in stored)
+
+
+@pytest.mark.django_db
 def test_rebuild_reuses_cached_vectors_and_reports_optimize_time(make_project, code_repo, tmp_path):
     from django.core.management import call_command
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from search.ingest import reader_pool
-from search.ingest.base import row_term_ids
+from search.ingest.base import row_sparse
 from search.ingest.code import walk
 from search.ingest.jobs import start_ingest
 from search.ingest.reader_child import decode_answer, encode_answer
@@ -70,10 +70,10 @@ def test_drafts_from_reader_processes_equal_those_read_here_in_the_order_given(p
     assert [(r.draft, r.why) for r in pooled] == [(r.draft, r.why) for r in read_here]
     drafts = [r.draft for r in read_here if r.draft is not None]
     assert any(d.facts is not None for d in drafts) and sum(len(d.chunks) for d in drafts) > 500
-    # the writer's tokenising done in the reader processes: each chunk row's term ids, as the writer would compute
-    assert all(c.terms is None for d in drafts for c in d.chunks)
-    assert [[c.terms for c in r.draft.chunks] for r in pooled if r.draft is not None] == \
-        [[row_term_ids(chunk=c, path=d.path) for c in d.chunks] for d in drafts]
+    # the sparse analysis done in the reader processes: each chunk row's term ids and weights, as the writer would
+    assert all(c.terms is None and c.weights is None for d in drafts for c in d.chunks)
+    assert [[(c.terms, c.weights) for c in r.draft.chunks] for r in pooled if r.draft is not None] == \
+        [[(s.indices, s.values) for s in (row_sparse(chunk=c, path=d.path) for c in d.chunks)] for d in drafts]
     assert read_here[-1].draft is None and read_here[-1].why  # the binary file, with why it was left out
 
 

@@ -6,8 +6,10 @@ import pytest
 from django.db import transaction
 
 from config.pgcopy import copy_insert
-from search.ingest.base import ChunkDraft, DocumentDraft
-from search.ingest.writer import sync_documents, upsert_documents, write_documents
+from inference.encoders import text_hash
+from search.engine.sparse import document_term_ids, encode_document, sparse_document_text
+from search.ingest.base import ChunkDraft, DocumentDraft, embed_input
+from search.ingest.writer import _CHUNK_COLUMNS, sync_documents, upsert_documents, write_documents
 from search.models import Chunk, CodeFile, Dataset, Document, IndexOutbox, Symbol, SymbolRef
 
 pytestmark = pytest.mark.django_db
@@ -82,11 +84,6 @@ def test_a_second_sync_of_the_same_drafts_writes_nothing_and_duplicates_nothing(
 
 
 def test_written_chunk_rows_hold_every_draft_value_and_ids_follow_the_drafts_order(make_user, make_project):
-    from inference.encoders import text_hash
-    from search.engine.sparse import document_term_ids, sparse_document_text
-    from search.ingest.base import embed_input
-    from search.ingest.writer import _CHUNK_COLUMNS
-
     # the writer names every column of the table (a new field must be given its value, not left to chance)
     assert set(_CHUNK_COLUMNS) == {f.attname for f in Chunk._meta.concrete_fields}
     ds = Dataset.objects.create(project=make_project("bulk-rows", make_user()), name="rules", kind="rules")
@@ -112,6 +109,9 @@ def test_written_chunk_rows_hold_every_draft_value_and_ids_follow_the_drafts_ord
         assert (row.ruleset_id, row.book_id, row.section_path, row.page, row.content_kind, row.tags) == \
             ("srd", "basic", ["Ch. 1", long[:500]], "p. 12", "table", ["t", AWKWARD])
         assert (row.traits, row.is_rule_bearing, row.meta) == (c.traits, True, c.meta)
+        sparse = encode_document(sparse_document_text(text=c.text, path=d.path, symbol=long[:500],
+                                                      heading_path=heading_path), kind="rules")
+        assert (row.terms, row.term_weights) == (sparse.indices, sparse.values)  # what the applier sends
         assert row.terms == document_term_ids(sparse_document_text(text=c.text, path=d.path, symbol=long[:500],
                                                                    heading_path=heading_path), kind="rules")
         assert row.created_at is not None
