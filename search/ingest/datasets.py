@@ -18,6 +18,7 @@ from projects import policy
 from projects.deletion import deleting
 from projects.models import Project
 from projects.quotas import Usage
+from search.engine.term_stats import project_chunk_count
 from search.ingest.cancel import stop_dataset_jobs
 from search.models import Chunk, Dataset, Document
 
@@ -106,13 +107,14 @@ def lock_before_delete(*, dataset_ids: Collection[int], project_ids: Collection[
 
 def usage_of(project: Project) -> Usage:
     """projects.quotas' counter: documents, chunks and source bytes over the project's own datasets (two aggregate
-    queries)."""
+    queries).
+
+    The chunks are the datasets' chunk counts that the term statistics keep (search.engine.term_stats, term -1),
+    exact in the writer's own transaction: an ingest checks the quota twice per batch of files, and counting the
+    project's chunk rows each time made a first ingest's checks grow with everything already written."""
     with connection.cursor() as cur:
         cur.execute(f"SELECT count(*), coalesce(sum(d.size_bytes), 0) FROM {Document._meta.db_table} d "
                     f"JOIN {Dataset._meta.db_table} ds ON ds.id = d.dataset_id WHERE ds.project_id = %s",
                     [project.pk])
         docs, size = cur.fetchone()
-        cur.execute(f"SELECT count(*) FROM {Chunk._meta.db_table} c JOIN {Dataset._meta.db_table} ds "
-                    "ON ds.id = c.dataset_id WHERE ds.project_id = %s", [project.pk])
-        chunks = cur.fetchone()[0]
-    return Usage(documents=int(docs), chunks=int(chunks), bytes=int(size))
+    return Usage(documents=int(docs), chunks=project_chunk_count(project_id=project.pk), bytes=int(size))

@@ -13,7 +13,7 @@ import pytest
 
 from search.engine.index_schema import IndexFilter
 from search.engine.sparse import term_index, tokenize
-from search.engine.term_stats import CHUNK_COUNT_TERM, idf_weights
+from search.engine.term_stats import CHUNK_COUNT_TERM, idf_weights, project_chunk_count
 from search.models import Chunk
 from tests.search.ctx_fixtures import code_repo, edge_index, ingest  # noqa: F401
 
@@ -64,6 +64,26 @@ def test_triggers_count_each_datasets_chunks_and_terms_through_writes_and_delete
     dataset_id = ds.pk
     ds.delete()  # the FK cascade removes the chunks; their statistics go with them
     assert dataset_term_counts(dataset_ids=[dataset_id]) == {}
+
+
+def test_a_projects_chunk_count_is_its_datasets_chunk_rows_through_writes_and_deletes(make_project, code_repo):
+    """What the quota checks read twice per batch of an ingest: summed from the statistics, equal to counting rows."""
+    from search.ingest.writer import delete_documents
+
+    shop, other = make_project("shop"), make_project("other")
+    src, _ = ingest(shop, "src", code_repo, repo="shop", apply_index=False)
+    more, _ = ingest(shop, "more", code_repo, repo="shop", apply_index=False)
+    ingest(other, "src", code_repo, repo="other", apply_index=False)
+
+    def rows() -> int:
+        return Chunk.objects.filter(dataset__project=shop).count()
+
+    assert project_chunk_count(project_id=shop.pk) == rows() == 2 * Chunk.objects.filter(dataset=src).count() > 0
+    delete_documents(dataset=more, paths=["billing/ledger.py"])
+    assert project_chunk_count(project_id=shop.pk) == rows() < 2 * Chunk.objects.filter(dataset=src).count()
+    src.delete()
+    assert project_chunk_count(project_id=shop.pk) == rows() == Chunk.objects.filter(dataset=more).count()
+    assert project_chunk_count(project_id=make_project("empty").pk) == 0
 
 
 def _scores(project, ds, q: str) -> dict[str, list[tuple[int, float]]]:
