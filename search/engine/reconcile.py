@@ -109,8 +109,10 @@ def _outbox_top() -> int:
 def scan(*, index: VectorIndex, progress: bool = False, name: str = CONFIGURED) -> Scan:
     """Compare every point with Postgres, then every chunk with the points seen.
 
-    `name`: the dataset model whose collections `index` is (search.engine.dataset_models); an adapted model's
-    store must hold the chunks of the datasets searched or written with it, and only those are expected there.
+    `name`: the dataset model whose collections `index` is (search.engine.dataset_models); a store must hold the
+    chunks of the datasets written with its model, and only those are expected there. Points the configured
+    model's store keeps from before a dataset switched away are not counted as orphans: they are still that
+    dataset's chunks, and a switch back rewrites them.
 
     Why no lock: a scan of a large store takes seconds and the web process's
     queries run the applier; instead, any id that an outbox row written after
@@ -133,8 +135,10 @@ def scan(*, index: VectorIndex, progress: bool = False, name: str = CONFIGURED) 
     bar.close()
     has_vector = Exists(EmbeddingCache.objects.filter(model_id=index.model_id, text_hash=OuterRef("text_hash")))
     live = Chunk.objects.filter(dataset__is_evaluation=False)  # evaluation corpora never enter the live store
-    if name != CONFIGURED:
-        live = live.filter(Q(dataset__embedding_model=name) | Q(dataset__embedding_model_next=name))
+    # the chunks written with this store's model (search.engine.dataset_models.writing_models): a dataset searched
+    # with an adapted model writes its new chunks to that model's collections only
+    live = live.filter(Q(dataset__embedding_model=name) | Q(dataset__embedding_model_next=name) if name != CONFIGURED
+                       else Q(dataset__embedding_model=CONFIGURED))
     rows = live.order_by().annotate(has_vector=has_vector).values_list("pk", "has_vector")
     bar = tqdm(total=live.count(), desc="reconcile: chunks", unit="chunk", disable=not progress)
     for pk, vector in rows.iterator(chunk_size=5000):

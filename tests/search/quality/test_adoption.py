@@ -195,6 +195,26 @@ def test_reconcile_checks_and_repairs_each_models_collections(two_tenants):
     assert all(r.exact for r in fixed) and store.count() == ds_a.chunks.count()
 
 
+def test_chunks_written_after_a_switch_are_expected_only_in_the_adapted_models_collections(two_tenants, tmp_path):
+    """A dataset searched with an adapted model writes its new chunks to that model's collections only: the
+    configured model's check must not count them as missing there, even where the configured model has vectors of
+    their texts (here another tenant holds the same file)."""
+    from search.engine.reconcile import reconcile_all, scan
+
+    a, _, ds_a, _ = two_tenants
+    adoption.switch_model(dataset_ids=[ds_a.pk], name=MODEL, log=lambda m: None)
+    extra = write_repo(tmp_path / "more")
+    (extra / "new_module.py").write_text((extra / "billing" / "ledger.py").read_text())
+    ingest(a, "shop", extra)
+    new_ids = list(Dataset.objects.get(pk=ds_a.pk).chunks.filter(path__endswith="new_module.py")
+                   .values_list("pk", flat=True))
+    assert new_ids and set(IndexOutbox.objects.filter(chunk_id__in=new_ids, op="upsert")
+                           .values_list("model_id", flat=True)) == {MODEL}
+    assert scan(index=get_index()).missing == [] and scan(index=model_index(get_index(), name=MODEL),
+                                                          name=MODEL).missing == []
+    assert all(r.exact for r in reconcile_all(record=False))
+
+
 def test_prose_with_too_few_judged_queries_is_not_adopted_and_the_reason_says_how_many():
     few = {"queries": 20, "gain": -0.013, "gain_lower_95": -0.06}
     decided, why = adoption.decide(kinds={"rules"}, heldout={}, judged=few)
