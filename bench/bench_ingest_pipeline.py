@@ -83,21 +83,18 @@ def read_tree(root: Path) -> list:
     return drafts
 
 
-def tokenise(drafts: list) -> int:
-    """The per-chunk text work the writer and the applier do: sparse terms, the embed input's hash."""
-    from inference.encoders import text_hash
-    from search.engine.sparse import document_term_ids, encode_document, sparse_document_text
-    from search.ingest.base import embed_input
-
-    n = 0
+def analyse(drafts: list) -> bool:
+    """What a reader process does after reading (search.ingest.reader_child): each chunk row's sparse vector, which
+    the writer stores and the applier sends. False in a checkout whose readers leave that to the writer."""
+    try:
+        from search.ingest.base import row_sparse
+    except ImportError:
+        return False
     for d in drafts:
         for c in d.chunks:
-            text = sparse_document_text(text=c.text, path=d.path, symbol=c.symbol, heading_path=c.heading_path)
-            document_term_ids(text, kind=c.kind)
-            encode_document(text, kind=c.kind)
-            text_hash(embed_input(c))
-            n += 1
-    return n
+            sparse = row_sparse(chunk=c, path=d.path)
+            c.terms, c.weights = sparse.indices, sparse.values
+    return True
 
 
 def cold_words() -> None:
@@ -171,11 +168,71 @@ def first_ingest(*, project, name: str, drafts: list, encoder: Encoder) -> dict[
             "applied": applied, "writer_cpu": writer_cpu, "applier_cpu": applier_cpu}
 
 
-def as_a_job(*, project, name: str, corpus: Path, processes: int) -> dict[str, float] | None:
+class ApplierProcess:
+    """The index applier in a process of its own, started before the clock: as the web process's applier thread
+    runs beside a worker's job, it applies the outbox while the job still writes (`--applier`: applier_main).
+
+    The store is embedded, so this process closes its own handle on it first: the applier process owns it."""
+
+    def __init__(self) -> None:
+        from search.engine.index import close_index
+
+        close_index()
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--applier"], cwd=ROOT,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        if (self.proc.stdout.readline().strip() if self.proc.stdout else "") != "ready":
+            raise RuntimeError("the applier process did not start")
+
+    def finish(self, *, points: int) -> dict[str, float]:
+        """Tell it how many new points the job's chunks make; -> once it holds them all, its CPU seconds (its own
+        and its Postgres backend's) since it was ready."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{points}\n")
+        self.proc.stdin.flush()
+        result = json.loads(self.proc.stdout.readline())
+        self.proc.wait()
+        return result
+
+
+def applier_main() -> None:
+    """The applier process: apply the outbox until the store holds the number of new points the parent names."""
+    import threading
+
+    import django
+
+    sys.path.insert(0, str(ROOT))
+    django.setup()
+    from search.engine.applier import apply_outbox
+    from search.engine.index import get_index
+
+    index = get_index()
+    base = index.count()
+    expected: list[int] = []
+    told = threading.Event()
+
+    def listen() -> None:
+        expected.append(int(sys.stdin.readline()))
+        told.set()
+
+    threading.Thread(target=listen, daemon=True).start()
+    c = cpu_seconds()
+    print("ready", flush=True)
+    with job_policy():
+        while not (told.is_set() and index.count() >= base + expected[0]):
+            if not apply_outbox(index=index):
+                time.sleep(0.02)
+    print(json.dumps({"cpu_s": cpu_seconds() - c}), flush=True)
+
+
+def as_a_job(*, project, name: str, corpus: Path, processes: int,
+             applier: ApplierProcess | None = None) -> dict[str, float] | None:
     """Read and write the corpus the way a code job does: the files read through the reader pool
     (search.ingest.reader_pool; `processes` 0: in this process) while this process writes what comes back, so
     reading and writing overlap. -> wall seconds and CPU seconds (this process, its reader processes, its Postgres
-    backend), or None in a checkout without the pool. The encoder is whatever search.inference serves (cached)."""
+    backend), or None in a checkout without the pool. The encoder is whatever search.inference serves (cached).
+
+    With `applier` (started before the clock) the outbox is applied at the same time, and the result also has the
+    wall seconds until the store holds every chunk (`applied_s`) and the applier's CPU seconds."""
     try:
         from search.ingest.reader_pool import ToRead, read_files
     except ImportError:
@@ -197,7 +254,11 @@ def as_a_job(*, project, name: str, corpus: Path, processes: int) -> dict[str, f
                   if r.draft is not None)
         sync_documents(dataset=dataset, drafts=drafts, delete_missing=True)
     wall, cpu = time.perf_counter() - t, cpu_seconds() - c + children_cpu() - k
-    return {"chunks": Chunk.objects.filter(dataset=dataset).count(), "wall_s": wall, "cpu_s": cpu}
+    out = {"chunks": Chunk.objects.filter(dataset=dataset).count(), "wall_s": wall, "cpu_s": cpu}
+    if applier is not None:
+        applier_cpu = applier.finish(points=out["chunks"])["cpu_s"]
+        out.update(applied_s=time.perf_counter() - t, applier_cpu_s=applier_cpu)
+    return out
 
 
 def job_policy():
@@ -223,12 +284,9 @@ def side(*, corpus: Path, cpu_sample: int, out: Path) -> None:
     t, c = time.perf_counter(), time.process_time()
     with job_policy():
         drafts = read_tree(corpus)
+        analysed = analyse(drafts)
     read_s, read_cpu = time.perf_counter() - t, time.process_time() - c
     n_chunks = sum(len(d.chunks) for d in drafts)
-    t, c = time.perf_counter(), time.process_time()
-    with job_policy():
-        tokenise(drafts)
-    tok_s, tok_cpu = time.perf_counter() - t, time.process_time() - c
     cold_words()
 
     # (a) the encoder on the CPU, on the smallest files up to `cpu_sample` chunks
@@ -261,9 +319,17 @@ def side(*, corpus: Path, cpu_sample: int, out: Path) -> None:
     for processes in sorted({0, max(1, os.cpu_count() or 1) - 1}):
         project = Project.objects.create(slug=f"bench-job-{processes}", name=f"Job {processes}")  # nothing held yet
         jobs[str(processes)] = as_a_job(project=project, name="job", corpus=corpus, processes=processes)
+    # all at once, as the product runs a first ingest: the job with its reader processes, and the applier
+    pipelined = None
+    if jobs.get("0") is not None:
+        processes = max(1, os.cpu_count() or 1) - 1
+        project = Project.objects.create(slug="bench-pipelined", name="Pipelined")
+        pipelined = as_a_job(project=project, name="job", corpus=corpus, processes=processes,
+                             applier=ApplierProcess())
+        pipelined["processes"] = processes
     encoders._embed_with_retry = real
-    out.write_text(json.dumps({"jobs": jobs, "files": len(drafts), "chunks": n_chunks, "read_s": read_s, "tokenise_s": tok_s,
-                               "read_cpu": read_cpu, "tokenise_cpu": tok_cpu, "cpu": cpu, "cached": cached,
+    out.write_text(json.dumps({"jobs": jobs, "pipelined": pipelined, "files": len(drafts), "chunks": n_chunks, "read_s": read_s,
+                               "read_cpu": read_cpu, "analysed": analysed, "cpu": cpu, "cached": cached,
                                "load": os.getloadavg()}))
 
 
@@ -293,7 +359,7 @@ def rates(r: dict) -> dict[str, float]:
     c = r["cached"]
     n = c["chunks"]
     total = r["read_s"] + c["writer_s"] + c["encoder_s"] + c["applier_s"]
-    return {"read": r["chunks"] / r["read_s"], "tokenise": r["chunks"] / r["tokenise_s"],
+    return {"read": r["chunks"] / r["read_s"],
             "writer": n / c["writer_s"], "applier": c["applied"] / c["applier_s"], "end": n / total}
 
 
@@ -302,7 +368,7 @@ def cpu_rates(r: dict) -> dict[str, float]:
     c = r["cached"]
     n = c["chunks"]
     total = r["read_cpu"] + c["writer_cpu"] + c["applier_cpu"]  # the cached encoder's lookups are in writer_cpu
-    return {"read": r["chunks"] / r["read_cpu"], "tokenise": r["chunks"] / r["tokenise_cpu"],
+    return {"read": r["chunks"] / r["read_s"],
             "writer": n / c["writer_cpu"], "applier": c["applied"] / c["applier_cpu"], "end": n / total}
 
 
@@ -312,9 +378,13 @@ def main() -> None:
     ap.add_argument("--cpu-sample", type=int, default=300, help="chunks embedded on the CPU in run (a)")
     ap.add_argument("--before", default="", help="a git revision to measure in a worktree beside this checkout")
     ap.add_argument("--side", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--applier", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--corpus", default="", help=argparse.SUPPRESS)
     ap.add_argument("--out", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.applier:
+        applier_main()
+        return
     if args.side:
         side(corpus=Path(args.corpus), cpu_sample=args.cpu_sample, out=Path(args.out))
         return
@@ -333,8 +403,7 @@ def main() -> None:
             subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT, check=False)
     names = list(sides)
     r = {k: rates(v) for k, v in sides.items()}
-    labels = {"read": "walk + read + chunk",
-              "tokenise": "tokenise (the writer's term ids, the applier's weights, hashes; timed alone)",
+    labels = {"read": "walk + read + chunk + sparse analysis (a reader process's work)",
               "writer": "writer (chunks, cache rows, code facts, outbox; encoder's time left out)",
               "applier": "applier (outbox -> index points)", "end": "end to end (read + writer + applier)"}
     with_cpu = all("read_cpu" in v for v in sides.values())
@@ -356,6 +425,14 @@ def main() -> None:
                 "es" if processes != "1" else "")
             job_rows.append([k, f"read {how}, written by the job", f"{j['chunks']:,}", f"{j['chunks'] / j['wall_s']:,.0f}",
                              f"{j['chunks'] / j['cpu_s']:,.0f}"])
+    pipe_rows = []
+    for k in names:
+        pipe = sides[k].get("pipelined")
+        if pipe:
+            cpu = pipe["cpu_s"] + pipe["applier_cpu_s"]
+            pipe_rows.append([k, pipe["processes"], f"{pipe['chunks']:,}", f"{pipe['applied_s']:.1f}",
+                              f"{pipe['chunks'] / pipe['applied_s']:,.0f}", f"{cpu:.1f}", f"{pipe['chunks'] / cpu:,.0f}"])
+    unanalysed = [k for k in names if not sides[k].get("analysed")]
     text = "\n".join([
         f"## A first ingest without the encoder: {a['cached']['chunks']:,} chunks of {a['files']} standard "
         f"library files, chunks/s per stage", "",
@@ -365,7 +442,17 @@ def main() -> None:
         "A GPU encoder does about 2,000 chunks/s: every stage must reach that for the GPU not to wait. "
         "Chunks per CPU second: the chunks over the CPU time the stage took in this process, plus, for the writer "
         "and the applier, in its Postgres backend; on a loaded machine wall time grows with the load average, "
-        "the CPU a stage needs does not (with one core per stage it is the rate an idle machine reaches).", "",
+        "the CPU a stage needs does not (with one core per stage it is the rate an idle machine reaches)."
+        + (f" In {', '.join(unanalysed)} the readers do not analyse: the read row is reading only, and the writer "
+           "and the applier each analyse the chunks' text." if unanalysed else ""), "",
+        "## Read, written and applied at once: a first ingest as the product runs it (encoder cached)", "",
+        table(["checkout", "reader processes", "chunks", "seconds until the store holds every chunk", "chunks/s",
+               "CPU s (all processes)", "chunks per CPU s"], pipe_rows) if pipe_rows else "(not measured)", "",
+        "The job (its walk, its reader processes, its writer) in one process and the index applier in another, "
+        "started together, as a worker's job and the web process's applier thread run; the clock stops when the "
+        "store holds a point for every chunk. CPU seconds: the job's process, its reader processes, the applier's "
+        "process and both Postgres backends. This is what this machine's cores sustain with every stage "
+        "competing for them.", "",
         "## Read and written as a code job does it (encoder cached, applier not included)", "",
         table(["checkout", "how the files are read", "chunks", "chunks/s", "chunks per CPU s"], job_rows)
         if job_rows else "(no reader pool in these checkouts)", "",
