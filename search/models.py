@@ -144,8 +144,8 @@ class Chunk(models.Model):
     text = models.TextField()
     micro_summary = models.TextField(blank=True, default="")
     text_hash = models.CharField(max_length=64)  # indexed in Meta (equality only: no LIKE index)
-    # distinct sparse term indices (search.engine.sparse.document_term_ids), set by the ingest runner; triggers turn them
-    # into per-dataset document frequencies (search.engine.term_stats, migration 0010)
+    # distinct sparse term indices (the indices of search.ingest.base.row_sparse), set by the ingest runner; triggers
+    # turn them into per-dataset document frequencies (search.engine.term_stats, migration 0010)
     terms = ArrayField(models.BigIntegerField(), default=list, blank=True)
     # the BM25 document weight of each of `terms`, in their order (search.ingest.base.row_sparse), which the index
     # applier sends as the point's sparse vector; null on rows written before there was one (the applier analyses

@@ -94,7 +94,7 @@ def row_sparse(*, chunk: ChunkDraft, path: str) -> SparseVec:
     the row's `term_weights`: the BM25 document weights the index applier sends (search.engine.applier).
 
     Why on the row: a first ingest analysed every chunk twice, for the writer's term ids and again for the
-    applier's weights, and the applier's analysis was most of its time. Analysed once where the chunk is read
+    applier's weights, and the applier's analysis was about half its time. Analysed once where the chunk is read
     (in a reader process, off the job's and the applier's cores), both come from one pass."""
     return encode_document(sparse_document_text(text=chunk.text, path=path, symbol=row_symbol(chunk),
                                                 heading_path=row_headings(chunk)), kind=chunk.kind)
