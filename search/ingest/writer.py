@@ -150,10 +150,9 @@ def write_documents(*, dataset: Dataset, drafts: list[DocumentDraft], job: Inges
 
 # every column of search_chunk, in the order of _chunk_rows' values
 _CHUNK_COLUMNS = ("id", "document_id", "dataset_id", "ordinal", "kind", "repo", "path", "lang", "symbol",
-                  "heading_path", "start_line", "end_line", "text", "micro_summary", "text_hash", "terms", "term_weights",
-                  "ruleset_id",
-                  "book_id", "section_path", "page", "content_kind", "tags", "traits", "is_rule_bearing", "meta",
-                  "created_at")
+                  "heading_path", "start_line", "end_line", "text", "micro_summary", "text_hash", "terms",
+                  "term_weights", "ruleset_id", "book_id", "section_path", "page", "content_kind", "tags", "traits",
+                  "is_rule_bearing", "meta", "created_at")
 
 
 def _chunk_rows(*, dataset: Dataset, drafts: list[DocumentDraft], docs: dict[str, tuple[Document, bool]],
