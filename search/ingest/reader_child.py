@@ -20,6 +20,7 @@ import sys
 from dataclasses import fields
 from typing import Any, BinaryIO
 
+from config.gcpolicy import bulk_work
 from search.ingest.base import ChunkDraft, DocumentDraft, row_sparse
 from search.ingest.formats.documents import read_document
 from search.ingest.symbols import Definition, FileSymbols, Reference
@@ -95,6 +96,12 @@ def main() -> None:
     options = json.loads(sys.argv[1])
     kind, repo = str(options["kind"]), str(options.get("repo", ""))
     src, out = sys.stdin.buffer, sys.stdout.buffer
+    with bulk_work():  # the job's collector policy (config/gcpolicy.py): reading is most of an ingest's allocations
+        serve(kind=kind, repo=repo, src=src, out=out)
+
+
+def serve(*, kind: str, repo: str, src: BinaryIO, out: BinaryIO) -> None:
+    """Answer each request frame on `src` with a frame on `out` until `src` ends."""
     while (head := read_frame(src, _NAME_DATA.size)) is not None:
         name_len, data_len = _NAME_DATA.unpack(head)
         name = (read_frame(src, name_len) or b"").decode()
