@@ -126,12 +126,22 @@ class Document(models.Model):
         return self.path
 
 
+# A document's rows. A chunk, a symbol, a reference and a code file belong to one document and also carry its
+# dataset, for the indexes that lead with it (a dataset's paths, names, symbols). Only the document's foreign key is
+# a constraint in the database: the row cannot outlive its document nor point at a missing one, and the document's
+# own constraint ties it to its dataset. A second check per row against the dataset was about two fifths of the
+# foreign-key checks a first ingest's writer paid at commit (docs/benchmarks/context.md). The dataset key is still
+# a foreign key to Django: deleting a dataset deletes these rows (its collector cascades), as before.
+
+
 class Chunk(models.Model):
     """A retrievable span. start_line/end_line are 1-based and inclusive."""
 
     # no index of their own: uniq_chunk_ordinal (document, ordinal) and the (dataset, path) indexes lead with them
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks", db_index=False)
-    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="chunks", db_index=False)
+    # no constraint in the database: the document's guards the row (see "A document's rows" above)
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="chunks", db_index=False,
+                                db_constraint=False)
     ordinal = models.PositiveIntegerField(default=0)
     kind = models.CharField(max_length=32, default="code")  # code | web | rules | beir
     repo = models.CharField(max_length=200, blank=True, default="")
@@ -172,8 +182,10 @@ class Chunk(models.Model):
                    # equality and IN only; db_index=True would add a LIKE index beside each, written by every
                    # chunk and read by no query (search.migrations 0024)
                    models.Index(fields=["text_hash"], name="chunk_text_hash"),
-                   models.Index(fields=["ruleset_id"], name="chunk_ruleset_id"),
-                   models.Index(fields=["book_id"], name="chunk_book_id")]
+                   # rulebook chunks only: every other chunk has none, and an entry per chunk of '' was written by
+                   # every code and web chunk and read by no query (a lookup names a ruleset or a book)
+                   models.Index(fields=["ruleset_id"], name="chunk_ruleset_id", condition=~Q(ruleset_id="")),
+                   models.Index(fields=["book_id"], name="chunk_book_id", condition=~Q(book_id=""))]
 
     def __str__(self) -> str:
         return f"{self.path}:{self.start_line}-{self.end_line}"
@@ -549,7 +561,8 @@ class CodeFile(models.Model):
     text; `manage.py reconcile_code` proves it and the symbol rows equal a fresh build from the chunks."""
 
     document = models.OneToOneField(Document, on_delete=models.CASCADE, related_name="code_file")
-    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+")
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+",
+                                db_constraint=False)  # the document's guards the row ("A document's rows")
     path = models.CharField(max_length=1000)
     lang = models.CharField(max_length=40, blank=True, default="")
     lines = models.PositiveIntegerField(default=0)
@@ -566,7 +579,8 @@ class Symbol(models.Model):
     """A definition in a file (search.ingest.symbols.Definition); lines 1-based, inclusive."""
 
     # no index of their own: symbol_dataset_name and symbol_document_line lead with them
-    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+", db_index=False)
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+", db_index=False,
+                                db_constraint=False)  # the document's guards the row ("A document's rows")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="symbols", db_index=False)
     path = models.CharField(max_length=1000)
     lang = models.CharField(max_length=40, blank=True, default="")
@@ -587,7 +601,8 @@ class SymbolRef(models.Model):
     Which definition it means is resolved when asked (search.engine.code_graph), never stored."""
 
     # no index of their own: symbolref_dataset_name and symbolref_document_kind lead with them
-    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+", db_index=False)
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="+", db_index=False,
+                                db_constraint=False)  # the document's guards the row ("A document's rows")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="symbol_refs", db_index=False)
     path = models.CharField(max_length=1000)
     name = models.CharField(max_length=300)
