@@ -1,6 +1,6 @@
 """A document's rows (chunks, symbols, references, code files) are guarded in the database by their document's key
-alone, still leave with their dataset, and the rulebook indexes hold rulebook chunks only while still serving a
-lookup by ruleset or book."""
+alone and still leave with their dataset; the rulebook indexes hold rulebook chunks only while still serving a
+lookup by ruleset or book; chunk rows up to a page and trigram arrays are stored without compression."""
 from __future__ import annotations
 
 import textwrap
@@ -93,3 +93,22 @@ def test_code_chunks_write_no_rulebook_index_entries_and_a_ruleset_lookup_still_
             cur.execute("RESET enable_seqscan")
     assert "chunk_ruleset_id" in plans[0] and "chunk_book_id" in plans[1]
     assert list(Chunk.objects.filter(ruleset_id="srd").values_list("ordinal", flat=True)) == [99]
+
+
+def test_a_chunk_row_of_a_few_kilobytes_and_a_files_trigrams_are_stored_uncompressed(make_user, make_project) -> None:
+    body = "\n".join(f"    value_{i} = compute_something_rather_long(argument_number_{i}, other_argument_{i} * {i})"
+                     for i in range(30))
+    source = f"def long_function():\n{body}\n    return value_0\n"
+    ds = Dataset.objects.create(project=make_project("wide", make_user()), name="code", kind="code")
+    draft, why = read_document(kind="code", data=source.encode(), name="pkg/wide.py", repo="r")
+    assert draft is not None, why
+    write_documents(dataset=ds, drafts=[draft])
+    with connection.cursor() as cur:
+        cur.execute("SELECT octet_length(text), pg_column_compression(text), pg_column_compression(term_weights) "
+                    "FROM search_chunk WHERE dataset_id = %s", [ds.pk])
+        (size, text_method, weights_method), = cur.fetchall()
+        cur.execute("SELECT cardinality(trigrams), pg_column_compression(trigrams) FROM search_codefile "
+                    "WHERE dataset_id = %s", [ds.pk])
+        (trigrams, trigram_method), = cur.fetchall()
+    assert size > 2500 and trigrams * 8 > 2100  # past the 2 KB at which Postgres compresses by default
+    assert (text_method, weights_method, trigram_method) == (None, None, None)
