@@ -6,9 +6,11 @@ ordinals, hashes, embeddings and the outbox in one transaction.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from config.pgarrays import float_array, int_array
 from search.engine.sparse import SparseVec, encode_document, sparse_document_text
 
 
@@ -33,11 +35,11 @@ class ChunkDraft:
     traits: dict[str, Any] = field(default_factory=dict)
     is_rule_bearing: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
-    # the chunk row's sparse vector (row_sparse: its term ids and their weights), when a reader process computed it
-    # off the job's process (search.ingest.reader_pool); None: the writer computes it. Not compared: the same chunk
-    # either way.
-    terms: list[int] | None = field(default=None, compare=False, repr=False)
-    weights: list[float] | None = field(default=None, compare=False, repr=False)
+    # the chunk row's sparse vector as the row's array literals (row_sparse_arrays: its term ids and their weights),
+    # when a reader process computed it off the job's process (search.ingest.reader_pool); None: the writer computes
+    # it. Not compared: the same chunk either way.
+    terms: str | None = field(default=None, compare=False, repr=False)
+    weights: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -98,6 +100,27 @@ def row_sparse(*, chunk: ChunkDraft, path: str) -> SparseVec:
     (in a reader process, off the job's and the applier's cores), both come from one pass."""
     return encode_document(sparse_document_text(text=chunk.text, path=path, symbol=row_symbol(chunk),
                                                 heading_path=row_headings(chunk)), kind=chunk.kind)
+
+
+def row_sparse_arrays(*, chunk: ChunkDraft, path: str) -> tuple[str, str]:
+    """The row's `terms` and `term_weights` (row_sparse) as the array literals the writer's COPY sends
+    (config.pgarrays).
+
+    Why literals: a reader process computes them, and the lists crossed the wire as JSON numbers, to be parsed back
+    in the job's process and turned into these same literals there; as two strings they cost the job neither."""
+    sparse = row_sparse(chunk=chunk, path=path)
+    return int_array(sparse.indices), float_array(sparse.values)
+
+
+_INT_ARRAY = re.compile(r"\{(?:\d{1,10}(?:,\d{1,10})*)?\}")
+_FLOAT_ARRAY = re.compile(r"\{(?:\d+(?:\.\d+)?(?:e[-+]?\d+)?(?:,\d+(?:\.\d+)?(?:e[-+]?\d+)?)*)?\}")
+
+
+def sparse_arrays_ok(*, terms: str, weights: str) -> bool:
+    """Whether `terms` and `weights` are what row_sparse_arrays gives: a literal of unsigned term ids and one of as
+    many non-negative decimal weights (what the parent checks of a reader process's answer)."""
+    return (_INT_ARRAY.fullmatch(terms) is not None and _FLOAT_ARRAY.fullmatch(weights) is not None
+            and terms.count(",") == weights.count(",") and (terms == "{}") == (weights == "{}"))
 
 
 MAX_CHUNK_LINES = 80

@@ -3,7 +3,8 @@
 Why a process: reading (format detection, parsing, chunking, the symbol facts) is pure and takes about a quarter of a
 first ingest's CPU, while the job's own process writes rows one transaction at a time. In children it runs on the
 machine's other cores, ahead of the writer, instead of between its batches. So does the sparse analysis of each chunk
-row (its term ids and weights, search.ingest.base.row_sparse), which depends on the draft alone.
+row (its term ids and weights, as the row's array literals: search.ingest.base.row_sparse_arrays), which depends on
+the draft alone.
 
 The wire is length-prefixed frames on stdin and stdout. A request is a file's name and bytes; the answer is JSON, never
 pickle, as for the PDF reader's child: the parent rebuilds the draft from plain values and trusts nothing else this
@@ -21,7 +22,7 @@ from dataclasses import fields
 from typing import Any, BinaryIO
 
 from config.gcpolicy import bulk_work
-from search.ingest.base import ChunkDraft, DocumentDraft, row_sparse
+from search.ingest.base import ChunkDraft, DocumentDraft, row_sparse_arrays, sparse_arrays_ok
 from search.ingest.formats.documents import read_document
 from search.ingest.symbols import Definition, FileSymbols, Reference
 
@@ -57,6 +58,9 @@ def decode_answer(payload: bytes) -> tuple[DocumentDraft | None, str]:
         if any(len(values) != width for values in doc["chunks"]):
             raise ValueError("a chunk of another shape")
         chunks = [ChunkDraft(*values) for values in doc["chunks"]]  # the fields in their declared order
+        if not all(c.terms is None and c.weights is None or isinstance(c.terms, str) and isinstance(c.weights, str)
+                   and sparse_arrays_ok(terms=c.terms, weights=c.weights) for c in chunks):
+            raise ValueError("a chunk's sparse arrays of another shape")
         draft = DocumentDraft(chunks=chunks, **{name: doc[name] for name in _DOC_FIELDS})
         if doc["original"] is not None:
             draft.original = base64.b64decode(doc["original"])
@@ -111,8 +115,7 @@ def serve(*, kind: str, repo: str, src: BinaryIO, out: BinaryIO) -> None:
         try:
             draft, why = read_document(kind=kind, data=data, name=name, repo=repo)
             for chunk in draft.chunks if draft is not None else ():  # the writer's and applier's analysis, done here
-                sparse = row_sparse(chunk=chunk, path=draft.path)
-                chunk.terms, chunk.weights = sparse.indices, sparse.values
+                chunk.terms, chunk.weights = row_sparse_arrays(chunk=chunk, path=draft.path)
             answer = encode_answer(draft, why)
         except Exception as exc:  # noqa: BLE001 - a file a reader fails on is left out with the reason, as in-process
             answer = encode_answer(None, f"could not be read: {type(exc).__name__}")

@@ -20,7 +20,6 @@ from django.db.models import Count, F
 from django.utils import timezone
 
 from config.errors import DependencyDown
-from config.pgarrays import float_array, int_array
 from config.pgcopy import copy_values, next_ids
 from inference.encoders import fill_embedding_cache, text_hash
 from projects import quotas
@@ -28,7 +27,7 @@ from projects.models import Project
 from search.engine.applier import apply_outbox
 from search.engine.dataset_models import CONFIGURED, model_arg, model_id_of, writing_models
 from search.engine.term_stats import lock_dataset_writes
-from search.ingest.base import DocumentDraft, embed_input, row_headings, row_sparse, row_symbol
+from search.ingest.base import DocumentDraft, embed_input, row_headings, row_sparse_arrays, row_symbol
 from search.ingest.code_facts import write_code_facts
 from search.ingest.job_control import JobStopped
 from search.ingest.maintenance import embed_missing
@@ -169,11 +168,10 @@ def _chunk_rows(*, dataset: Dataset, drafts: list[DocumentDraft], docs: dict[str
             symbol, heading_path = row_symbol(c), row_headings(c)
             terms, weights = c.terms, c.weights
             if terms is None or weights is None:  # read in this process: analysed here
-                sparse = row_sparse(chunk=c, path=d.path)
-                terms, weights = sparse.indices, sparse.values
+                terms, weights = row_sparse_arrays(chunk=c, path=d.path)
             yield (next_id(), doc_id, dataset.pk, ordinal, c.kind, d.repo, d.path, d.lang, symbol, heading_path,
-                   c.start_line, c.end_line, c.text, c.micro_summary, text_hash(embed_input(c)), int_array(terms),
-                   float_array(weights), c.ruleset_id, c.book_id, [s[:500] for s in c.section_path], c.page,
+                   c.start_line, c.end_line, c.text, c.micro_summary, text_hash(embed_input(c)), terms,
+                   weights, c.ruleset_id, c.book_id, [s[:500] for s in c.section_path], c.page,
                    c.content_kind, c.tags, _json(c.traits), c.is_rule_bearing, _json(c.meta), timezone.now())
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from search.ingest import reader_pool
-from search.ingest.base import row_sparse
+from search.ingest.base import row_sparse_arrays, sparse_arrays_ok
 from search.ingest.code import walk
 from search.ingest.jobs import start_ingest
 from search.ingest.reader_child import decode_answer, encode_answer
@@ -73,7 +73,7 @@ def test_drafts_from_reader_processes_equal_those_read_here_in_the_order_given(p
     # the sparse analysis done in the reader processes: each chunk row's term ids and weights, as the writer would
     assert all(c.terms is None and c.weights is None for d in drafts for c in d.chunks)
     assert [[(c.terms, c.weights) for c in r.draft.chunks] for r in pooled if r.draft is not None] == \
-        [[(s.indices, s.values) for s in (row_sparse(chunk=c, path=d.path) for c in d.chunks)] for d in drafts]
+        [[row_sparse_arrays(chunk=c, path=d.path) for c in d.chunks] for d in drafts]
     assert read_here[-1].draft is None and read_here[-1].why  # the binary file, with why it was left out
 
 
@@ -83,6 +83,31 @@ def test_a_draft_survives_the_wire_with_its_original_bytes_and_symbol_facts(read
     assert decode_answer(encode_answer(draft, "")) == (draft, "")
     with pytest.raises(ValueError):
         decode_answer(b'{"draft": {"path": "x"}, "why": ""}')
+
+
+@pytest.mark.parametrize("terms, weights", [
+    ("{1,2}", "{0.5}"),  # fewer weights than terms
+    ("{1,2}", None),  # one of the two
+    ("{1,2); DROP", "{0.5,1.0}"),  # not an array of ids
+    ("{1,2}", "{0.5,NaN}"),  # not a weight
+    ("{-1}", "{0.5}"),  # a term id is unsigned
+    ([1, 2], [0.5, 1.0]),  # lists: the wire carries the row's literals
+])
+def test_an_answer_whose_chunk_has_sparse_arrays_of_another_shape_is_refused(read_here, terms, weights):
+    read = next(r.draft for r in read_here if r.draft is not None)
+    chunks = [dataclasses.replace(read.chunks[0], terms=terms, weights=weights), *read.chunks[1:]]
+    with pytest.raises(ValueError, match="sparse arrays"):
+        decode_answer(encode_answer(dataclasses.replace(read, chunks=chunks), ""))
+
+
+def test_the_sparse_arrays_a_reader_sends_are_the_ones_it_computed_and_pass_the_check(read_here):
+    draft = next(r.draft for r in read_here if r.draft is not None)
+    terms, weights = row_sparse_arrays(chunk=draft.chunks[0], path=draft.path)
+    assert sparse_arrays_ok(terms=terms, weights=weights) and terms.count(",") > 5
+    sent = [dataclasses.replace(c, terms=terms, weights=weights) for c in draft.chunks]
+    back, _ = decode_answer(encode_answer(dataclasses.replace(draft, chunks=sent), ""))
+    assert [(c.terms, c.weights) for c in back.chunks] == [(terms, weights)] * len(sent)
+    assert sparse_arrays_ok(terms="{}", weights="{}") and sparse_arrays_ok(terms="{7}", weights="{1e-05}")
 
 
 def test_a_reader_process_that_dies_costs_at_most_the_file_it_was_reading(started, read_here):
