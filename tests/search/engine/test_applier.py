@@ -115,6 +115,24 @@ def test_the_pass_reads_past_a_young_gap_and_wait_until_indexed_sees_it(make_use
     assert edge_index.count() == Chunk.objects.count()
 
 
+def test_another_models_rows_between_this_stores_are_no_gap_and_do_not_hold_its_watermark(
+        make_user, make_project, code_repo, edge_index):
+    from search.models import IndexOutbox, IndexWatermark
+
+    _ingest_unapplied(make_project("shop", make_user()), code_repo)
+    rows = list(IndexOutbox.objects.order_by("pk"))
+    assert len(rows) >= 4
+    # two of the ids now hold another model's rows, as a dataset written with two models interleaves them
+    IndexOutbox.objects.filter(pk__in=[rows[1].pk, rows[2].pk]).update(model_id="another-model")
+    apply_outbox(index=edge_index)
+    assert _watermark(edge_index) == rows[-1].pk
+    # a real gap (an id no visible row holds, young) still holds it, right before the gap
+    IndexOutbox.objects.filter(pk=rows[1].pk).delete()
+    IndexWatermark.objects.filter(store=edge_index.store_key).update(last_outbox_id=rows[0].pk)
+    apply_outbox(index=edge_index)
+    assert _watermark(edge_index) == rows[0].pk
+
+
 @pytest.mark.slow
 def test_background_applier_indexes_what_a_worker_writes_without_any_query(
         transactional_db, celery_worker_proc, make_user, make_project, code_repo, edge_index):
