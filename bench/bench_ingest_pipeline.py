@@ -341,6 +341,7 @@ def side(*, corpus: Path, cpu_sample: int, out: Path) -> None:
     if jobs.get("0") is not None:
         # the jobs above left their outbox rows unapplied: the store catches up first, as a live applier keeps it,
         # so the applier below applies this ingest's chunks and not a backlog of earlier ones
+        # imported here as everywhere in this script: Django is set up at run time (setup_django), not on import
         from search.engine.applier import apply_outbox
         from search.engine.index import get_index
 
