@@ -1,7 +1,7 @@
 """A repository's history as training pairs and as the adoption check of an adapted embedding model.
 
 Why history: every non-trivial commit of a followed repository is a message a person wrote about what had to
-change, paired with the exact functions that changed (search.quality.history_pairs picks the commits, with the
+change, paired with the exact functions that changed (search.sources.git.history picks the commits, with the
 commit benchmark's rules). That is the task a coding agent asks ("where do I change this?"), which the label-free
 pairs (docstrings, comments, names: search.quality.adaptation) only approach.
 
@@ -10,7 +10,7 @@ query) -> each function or method it changed, as the index embeds that function 
 that holds it: search.ingest.maintenance.chunk_embed_input). A merge on the first-parent line is one change
 under its pull request's title (a repository that merges pull requests has most of its first-parent history as
 merges); a file the history names at a path the tree has since moved (a package moved under src/) is found by its
-path's tail (history_pairs.moved_path_resolver). A function the synced tree no longer holds is left out. Each pair trains against one hard negative, in turn: another function of the same file (the near miss a
+path's tail (history.moved_path_resolver). A function the synced tree no longer holds is left out. Each pair trains against one hard negative, in turn: another function of the same file (the near miss a
 file-level hit still makes) or a passage the served retriever ranks high for the message that is not in a changed
 file (search.quality.hard_negatives: the mistakes the platform makes now).
 
@@ -43,11 +43,11 @@ from dulwich.repo import Repo
 from search.engine.dataset_models import model_arg
 from search.ingest.code import MAX_FILE_BYTES
 from search.models import Chunk, Source, Symbol
-from search.quality import history_pairs as hp
 from search.quality.fusion_choice import MIN_GAIN
 from search.quality.hard_negatives import hard_negatives
 from search.quality.metrics import BOOTSTRAP, lower_bound_95
 from search.quality.runs import served_ranking
+from search.sources.git import history as hp
 from search.sources.git.objects import read_blob
 from search.sources.git.sync import mirror_path
 

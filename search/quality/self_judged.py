@@ -11,7 +11,7 @@ Why commit messages too: docstrings are one kind of query. On encode/httpx the s
 dense 0.7 / sparse 0.3, +0.016 on held-out docstrings) lost on commit-message queries (bench/bench_code_commits.py,
 file recall@10 0.917 -> 0.892): docstrings paraphrase and favour the dense leg, commit messages name identifiers
 and favour the sparse one. So where a dataset follows a git source, its history gives a second kind
-(search.quality.history_pairs: message -> the source files the commit modified, walked back from the commit the
+(search.sources.git.history: message -> the source files the commit modified, walked back from the commit the
 dataset holds, in the source's mirror), searched over the project's live datasets (search_store) and judged per
 file. Fusion choice's rule then runs with both (fusion_choice.choose_agreed): one pick on the pick halves (each
 kind weighing the same), adopted only when the confirm half of every kind with at least `min_queries` queries
@@ -39,7 +39,6 @@ from search.engine.module_names import module_of
 from search.engine.project_ranking import save_fusion
 from search.ingest import symbols
 from search.models import Chunk, Dataset, Document, Source
-from search.quality import history_pairs
 from search.quality.docstring_pairs import Pair, pairs_from_sources, unique_pairs
 from search.quality.fusion_choice import (
     MIN_GAIN,
@@ -51,13 +50,14 @@ from search.quality.fusion_choice import (
     run_legs,
 )
 from search.quality.runs import ingest_beir, search_store, throwaway_index
+from search.sources.git import history
 from search.sources.git.sync import mirror_path
 
 if TYPE_CHECKING:
     from projects.models import Project
 
 MAX_PAIRS = 1500  # enough for a confident choice; more only costs embedding time
-MAX_COMMITS = history_pairs.MAX_PAIRS
+MAX_COMMITS = history.MAX_PAIRS
 
 
 def project_pairs(*, project: Project, max_pairs: int = MAX_PAIRS) -> list[Pair]:
@@ -99,7 +99,7 @@ def _code_dataset_ids(project: Project) -> list[int]:
 def project_history(*, project: Project, max_commits: int = MAX_COMMITS
                     ) -> tuple[dict[str, set[tuple[int, str]]], list[dict[str, Any]]]:
     """Commit message -> the files it changed, {(dataset id, path)}, from the git history of the project's code
-    datasets that follow a git source (search.quality.history_pairs), walked back from the commit each dataset
+    datasets that follow a git source (search.sources.git.history), walked back from the commit each dataset
     holds, in its source's mirror; the newest `max_commits` in all. -> (queries, per source: what was read or
     why nothing was). A query text two datasets share is one query with both gold sets."""
     out: dict[str, set[tuple[int, str]]] = {}
@@ -117,7 +117,7 @@ def project_history(*, project: Project, max_commits: int = MAX_COMMITS
         paths = set(Document.objects.filter(dataset_id=source.dataset_id).values_list("path", flat=True))
         skipped: dict[str, int] = {}
         with Repo(str(path), bare=True) as repo:
-            pairs = history_pairs.history_pairs(repo.object_store, row["commit"],
+            pairs = history.history_pairs(repo.object_store, row["commit"],
                                                 subdir=source.config.get("subdir", ""), keep=paths.__contains__,
                                                 max_pairs=max(0, max_commits - len(out)), skipped=skipped)
         row.update({"commits": len(pairs), "skipped": skipped})

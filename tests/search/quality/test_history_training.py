@@ -14,9 +14,9 @@ import pytest
 
 from search.quality import adaptation as ad
 from search.quality import history_training as ht
-from search.quality.history_pairs import changed_definitions, changed_old_lines
+from search.sources.git.history import changed_definitions, changed_old_lines
 from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture
-from tests.search.quality.test_history_pairs import History
+from tests.search.sources.git.test_history import History
 
 # ------------------------------------------------------------------------------------------ the changed functions
 OLD = '''class Wallet:

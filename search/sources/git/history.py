@@ -154,6 +154,7 @@ class Walk:
     max_walk: int = MAX_WALK
     deadline: float | None = None
     merges: bool = False
+    known: frozenset[str] = frozenset()  # commits already read: the walk ends at the first (skipped["known"] = 1)
 
 
 MERGE_SUBJECT = re.compile(r"^\s*merge (pull request|branch|remote-tracking branch|tag)\b", re.I)
@@ -225,6 +226,9 @@ def history_pairs(store: object, head: str | bytes, *, subdir: str = "",
         except KeyError:  # a shallow mirror: history ends here
             break
         if not isinstance(commit, Commit):
+            break
+        if commit.id.decode() in walk.known:
+            skipped["known"] = 1
             break
         if not commit.parents or (len(commit.parents) > 1 and not walk.merges):
             skipped["merge or root"] = skipped.get("merge or root", 0) + 1

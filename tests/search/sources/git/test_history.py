@@ -17,7 +17,8 @@ from dulwich.repo import Repo
 
 from search.engine.fusion_settings import DEFAULT
 from search.quality.fusion_choice import JudgedSet, choose, choose_agreed, score_setting
-from search.quality.history_pairs import (
+from search.quality.metrics import ndcg as ndcg10
+from search.sources.git.history import (
     Walk,
     clean_query,
     history_pairs,
@@ -26,7 +27,6 @@ from search.quality.history_pairs import (
     merge_message,
     moved_path_resolver,
 )
-from search.quality.metrics import ndcg as ndcg10
 from tests.search.ctx_fixtures import edge_index  # noqa: F401
 from tests.search.quality.test_fusion_choice import _sparse_knows_legs
 
