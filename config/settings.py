@@ -251,6 +251,10 @@ SOURCES_GIT_MAX_TREE_ENTRIES = env_int("SOURCES_GIT_MAX_TREE_ENTRIES", 200_000)
 SOURCES_GIT_MAX_DEPTH = env_int("SOURCES_GIT_MAX_DEPTH", 64)
 SOURCES_GIT_MAX_FILES = env_int("SOURCES_GIT_MAX_FILES", 20_000)
 SOURCES_GIT_MAX_HISTORY = env_int("SOURCES_GIT_MAX_HISTORY", 10_000)
+# A code dataset's past commits, remembered by its syncs for `locate` (search/sources/git/commit_memory.py): the
+# newest qualifying commits kept per dataset (0: none), and the time one sync may spend reading and embedding them.
+SOURCES_GIT_COMMIT_MEMORY = env_int("SOURCES_GIT_COMMIT_MEMORY", 1000)
+SOURCES_GIT_COMMIT_MEMORY_S = env_float("SOURCES_GIT_COMMIT_MEMORY_S", 120.0)
 # sources whose next sync is due get a sync job; see search/sources/sync.py
 CELERY_BEAT_SCHEDULE["enqueue-due-syncs"] = {"task": "search.tasks.enqueue_due_syncs",
                                              "schedule": timedelta(seconds=SOURCES_SCHEDULER_INTERVAL_S)}

@@ -12,6 +12,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
+from pgvector.django import VectorField
 
 
 class Dataset(models.Model):
@@ -316,6 +317,35 @@ class Source(models.Model):
     @property
     def has_secret(self) -> bool:
         return bool(self.secret)
+
+
+class CommitMemory(models.Model):
+    """One qualifying commit of a git-followed code dataset: its message, the source files it changed, and the
+    message's embedding. `locate` asks which past commits read like the task and votes for the files they changed
+    (search.engine.history_vote): on click, httpx and seaborn that vote ranks the gold files of a later commit
+    about as well as the chunks do, and the two miss different files (docs/benchmarks/code-localisation.md).
+
+    Why rows and not a walk at query time: reading a repository's history takes seconds to minutes; the sync that
+    moves the dataset to a commit adds that commit's history once (search.sources.git.commit_memory), so a
+    query reads only what the synced tree's past holds, never a later commit. Paths are relative to the source's
+    subdir, as the commit wrote them; a file since moved or removed simply matches no candidate. Ids follow the
+    history (each sync inserts its new commits oldest first), so the newest are the highest ids."""
+
+    dataset = models.ForeignKey("Dataset", on_delete=models.CASCADE, related_name="commit_memory")
+    sha = models.CharField(max_length=40)
+    committed_at = models.DateTimeField()
+    subject = models.CharField(max_length=300)
+    query = models.TextField()  # the message as a query (trailers and PR refs out): what is embedded
+    files = ArrayField(models.TextField())  # the source files it modified or deleted
+    model_id = models.CharField(max_length=200)  # the dense model that embedded `query`
+    embedding = VectorField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["dataset", "sha"], name="commit_memory_unique_sha")]
+        indexes = [models.Index(fields=["dataset", "model_id"], name="commit_memory_dataset_model")]
+
+    def __str__(self) -> str:
+        return f"{self.sha[:12]} {self.subject}"
 
 
 class StagedContent(models.Model):

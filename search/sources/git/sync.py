@@ -64,6 +64,7 @@ from search.ingest.web import is_web_file, refused_report, skip_web_dir
 from search.ingest.writer import Skip, delete_documents, sync_documents
 from search.models import Document, IngestJob
 from search.sources import netguard
+from search.sources.git import commit_memory
 from search.sources.git.objects import PackScanner, bounded_writer, declared_size, read_blob
 from search.sources.secrets import source_token
 
@@ -581,7 +582,8 @@ def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | No
     state = {"commit": new_sha, "ref": ref_name}
     result: dict[str, Any] = {"mode": "unchanged", "from": old_sha or None, "to": new_sha}
     if old_sha == new_sha:
-        _report(job, result, _Plan(mode="unchanged"), files_total=0)
+        _report(job, result | _remember(source=source, store=store, head=new_sha, kind=kind),
+                _Plan(mode="unchanged"), files_total=0)
         return state
 
     repo = job.options.get("repo") or _repo_name(url)
@@ -615,12 +617,27 @@ def _sync(*, job: IngestJob, source: Source, token: str, progress: Progress | No
     skipped.update(dict.fromkeys(refused, "refused by the project's quota"))
     not_written = set(refused)
     plan.write = [p for p in written if p not in not_written]
-    _report(job, result | {"mode": plan.mode} | _skipped_report(skipped), plan, files_total=None)
     if refused:  # the dataset is not the new tree yet: the next sync diffs from the same commit and retries them
         state = {"commit": old_sha, "ref": ref_name}
+    else:
+        result |= _remember(source=source, store=store, head=new_sha, kind=kind)
+    _report(job, result | {"mode": plan.mode} | _skipped_report(skipped), plan, files_total=None)
     log.info("git sync of source %s: %s %s..%s, %d written, %d deleted", source.pk, plan.mode, old_sha[:12] or "-",
              new_sha[:12], len(written), len(plan.delete))
     return state
+
+
+def _remember(*, source: Source, store: Any, head: str, kind: str) -> dict[str, Any]:
+    """A code dataset's commit memory brought to `head` (search.sources.git.commit_memory), as the result's
+    "history". The tree is synced either way: a memory that cannot be read or embedded now is said, not raised,
+    and the next sync tries again."""
+    if kind != "code":
+        return {}
+    try:
+        return {"history": commit_memory.refresh(source=source, store=store, head=head)}
+    except ApiError as exc:  # the encoder is down or misconfigured (DependencyDown): the sync itself succeeded
+        log.warning("commit memory of source %s not refreshed: %s", source.pk, exc.detail)
+        return {"history": {"error": str(exc.detail)}}
 
 
 def _skipped_report(skipped: dict[str, str]) -> dict[str, Any]:
