@@ -19,7 +19,7 @@ Method, per repository (a local git directory, bare or not; nothing here touches
    setup.py, ...), at least one of them modified or deleted, whose subject has >= 4 words and is not a
    release/bump/typo/format/lint/merge/pre-commit message. The newest `--commits` of them, run oldest first.
    Query: subject + body, trailers (Signed-off-by, Co-authored-by, ...) and `(#123)` / `#123` refs stripped.
-   The rules are the product's (search.quality.history_pairs.judge, which the label-free fusion choice also
+   The rules are the product's (search.sources.git.history.judge, which the label-free fusion choice also
    uses on a git source's history); this script only reads the log and diffs with the git binary.
 2. Index: one Project and one code Dataset whose git source (file:// URL, local) follows a branch `bench` of a
    local bare clone (hard-linked objects); before each commit the branch is moved to the commit's parent and the
@@ -99,6 +99,9 @@ TOP_K = 50
 CANDIDATES = 100
 BUDGET = 64_000
 FN_K = 10
+SWEEP_K = (10.0, 60.0)  # --history-sweep: the reciprocal-rank constants tried
+SWEEP_WEIGHT = (0.25, 0.5, 1.0, 2.0)  # and the weights of the vote
+SWEEP_AGGREGATIONS = ("max", "top3")  # and the chunk aggregations they merge with
 GOLD_FN_KINDS = ("function", "method", "class")
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
@@ -146,10 +149,12 @@ def old_side_lines(repo: Path, parent: str, sha: str, path: str) -> list[tuple[i
     return out
 
 
-def select_commits(repo: Path, *, n: int, parsed_langs: set[str]) -> tuple[list[Commit], dict[str, int]]:
-    """The newest n qualifying first-parent commits, oldest first; -> (commits, why others were skipped)."""
+def select_commits(repo: Path, *, n: int, parsed_langs: set[str], skip_newest: int = 0
+                   ) -> tuple[list[Commit], dict[str, int]]:
+    """The newest n qualifying first-parent commits after the newest `skip_newest` (a development window before the
+    reported commits), oldest first; -> (commits, why others were skipped)."""
     # the product's commit filters, one copy; imported after setup_django (the module reaches the models)
-    from search.quality.history_pairs import SKIPS, Verdict, judge
+    from search.sources.git.history import SKIPS, Verdict, judge
     log = git(repo, "log", "--first-parent", "--format=%x1e%H%x1f%P%x1f%ct%x1f%B", "HEAD")
     skipped = dict.fromkeys(SKIPS, 0)
     picked: list[Commit] = []
@@ -173,9 +178,9 @@ def select_commits(repo: Path, *, n: int, parsed_langs: set[str]) -> tuple[list[
                    gold_files=gold, other_source=list(v.added), changed_other=v.other)
         c.old_lines = {p: old_side_lines(repo, c.parent, sha, p) for p in gold}
         picked.append(c)
-        if len(picked) >= n:
+        if len(picked) >= n + skip_newest:
             break
-    return picked[::-1], skipped
+    return picked[skip_newest:][::-1], skipped
 
 
 # --------------------------------------------------------------------------- gold and metrics
@@ -268,6 +273,8 @@ class Row:
     self_judged: bool = False  # run with the fusion `choose_fusion --self-judged` picks at the first parent
     group: str = ""  # "locate": the product's locate(); an aggregation name: the fused candidates regrouped by it
     adapted: bool = False  # on the project whose dataset is searched with the model adapted before the cut-off
+    history: bool = True  # locate rows: with the vote of similar past commits (search.engine.history_vote)
+    vote: tuple[float, float] | None = None  # a sweep row: the regrouped candidates merged with (rank_k, weight)
 
 
 def measure(*, row: Row, project: Any, commit: Commit, gold_files: list[str], gold_fns: list[dict[str, Any]]
@@ -331,7 +338,7 @@ def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[
     if row.group == "locate":
         res = locate(user=None, project=project, spec=QuerySpec(q=commit.query, top_k=FN_K, candidates=CANDIDATES,
                                                                 graph=False, log=False),
-                     top_files=MAX_TOP_FILES, top_functions=MAX_TOP_FUNCTIONS)
+                     top_files=MAX_TOP_FILES, top_functions=MAX_TOP_FUNCTIONS, history=row.history)
         files = [f["path"] for f in res.files]
         defs = [(f["path"], f["start_line"], f["end_line"]) for f in res.functions]
         models: list[str] = []
@@ -341,9 +348,15 @@ def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[
                          **row.spec)
         run = execute(spec=spec, project=project, stages=row.stages)
         cands = [c for c in run.cands if c.chunk is not None]
-        files = [f["path"] for f in rank_files(cands=cands, aggregation=row.group, top=MAX_TOP_FILES)]
+        vote: dict[str, Any] = {}
+        if row.vote is not None:  # the sweep: the same candidates and past commits, merged with other constants
+            from search.engine.history_vote import similar_commits
+
+            vote = {"past": similar_commits(dataset_ids=run.flt.dataset_ids, task=commit.query),
+                    "rank_k": row.vote[0], "weight": row.vote[1]}
+        files = [f["path"] for f in rank_files(cands=cands, aggregation=row.group, top=MAX_TOP_FILES, **vote)]
         defs = [(d.path, d.start_line, d.end_line)
-                for d, _, _ in rank_definitions(cands=cands, aggregation=row.group, top=MAX_TOP_FUNCTIONS)]
+                for d, _, _ in rank_definitions(cands=cands, aggregation=row.group, top=MAX_TOP_FUNCTIONS, **vote)]
         models, reranker = run.embedding_models, run.reranker_name
     ms = (time.perf_counter() - t) * 1000
     gold = set(gold_files)
@@ -475,8 +488,8 @@ def check_exact(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
             "symbols_differ": differ, "reconcile_code_exact": code.exact, "reconcile_index_exact": index.exact}
 
 
-def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool = True
-                   ) -> tuple[list[Row], list[str], list[str]]:
+def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool = True,
+                   sweep: bool = False) -> tuple[list[Row], list[str], list[str]]:
     """The rows this checkout can run, a TODO line for each it cannot yet, and what the product's default does.
 
     The dense, sparse and fused rows run without graph expansion and without the graph boost whatever the
@@ -525,6 +538,14 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
         rows += [Row(f"fused, regrouped by {m}" + (" (locate's default)" if m == DEFAULT else ""), dict(off), base,
                      group=m) for m in AGGREGATIONS]
         rows.append(Row("locate", {}, STAGES, group="locate"))
+        if importlib.util.find_spec("search.engine.history_vote") is not None:
+            rows.append(Row("locate without history", {}, STAGES, group="locate", history=False))
+            if sweep:  # the merge's constants, for choosing them on commits before the reported ones
+                rows += [Row(f"fused by {m} + history vote, k={k:g} w={w:g}", dict(off), base, group=m,
+                             vote=(k, w)) for m in SWEEP_AGGREGATIONS for k in SWEEP_K for w in SWEEP_WEIGHT]
+        else:
+            todo.append("locate without history: TODO, not measured (no search.engine.history_vote in this "
+                        "checkout)")
     else:
         todo.append("locate and the aggregations: TODO, not measured (no search.engine.locate in this checkout)")
     history = history_adaptation()
@@ -543,7 +564,7 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
 
 def history_adaptation() -> bool:
     """Does this checkout's adaptation mine (commit message -> changed function) pairs from a git source's history,
-    beside the label-free ones? (search.quality.adaptation reading search.quality.history_pairs.)"""
+    beside the label-free ones? (search.quality.adaptation reading search.sources.git.history.)"""
     import dataclasses
 
     from search.quality.adaptation import AdaptConfig
@@ -601,7 +622,7 @@ def start_adapted(*, dataset: Any, label: str, clone: Path, cutoff: str, steps: 
             project, ds)
 
 
-def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: set[str],
+def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: set[str], skip_newest: int = 0,
                adapt_steps: int = 0, adapt_budget_s: float = 600.0,
                checkpoint: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     from tqdm import tqdm
@@ -614,7 +635,7 @@ def bench_repo(*, path: Path, n: int, rows: list[Row], tmp: Path, parsed_langs: 
     label = repo_label(path)
     name = label.rsplit("/", 1)[-1]
     t0 = time.perf_counter()
-    commits, skipped = select_commits(path, n=n, parsed_langs=parsed_langs)
+    commits, skipped = select_commits(path, n=n, parsed_langs=parsed_langs, skip_newest=skip_newest)
     select_s = time.perf_counter() - t0
     print(f"{label}: {len(commits)} commits selected in {select_s:.1f} s (skipped {skipped})", file=sys.stderr)
     clone = tmp / f"{name}.git"
@@ -945,6 +966,12 @@ def main() -> None:
                          "is AdaptConfig.steps)")
     ap.add_argument("--adapt-budget-s", type=float, default=600.0,
                     help="mining and training time budget per repository")
+    ap.add_argument("--skip-newest", type=int, default=0,
+                    help="leave out the newest N qualifying commits: measure the N before them (a development "
+                         "window for choosing constants, never the reported commits)")
+    ap.add_argument("--history-sweep", action="store_true",
+                    help="add rows merging the fused candidates with the history vote at each (k, weight) of the "
+                         "sweep grid")
     ap.add_argument("--pool", action="append", default=[],
                     help="measure nothing: write one report pooling these earlier runs' JSON files (repeatable)")
     opts = ap.parse_args()
@@ -966,7 +993,7 @@ def main() -> None:
 
     parsed_langs = {"python", *GRAMMARS}
     rows, todo, defaults = rows_available(self_judged=not opts.no_self_judged, adapt=opts.adapt,
-                                          graph=not opts.no_graph)
+                                          graph=not opts.no_graph, sweep=opts.history_sweep)
     tmp = Path(tempfile.mkdtemp(prefix="bench-commits-"))
     settings.SOURCES_GIT_DIR = tmp / "mirrors"
     reports: list[dict[str, Any]] = []
@@ -984,6 +1011,7 @@ def main() -> None:
     try:
         for p in paths:
             reports.append(bench_repo(path=p, n=opts.commits, rows=rows, tmp=tmp, parsed_langs=parsed_langs,
+                                      skip_newest=opts.skip_newest,
                                       adapt_steps=opts.adapt_steps, adapt_budget_s=opts.adapt_budget_s,
                                       checkpoint=checkpoint))
     finally:
@@ -1008,6 +1036,8 @@ def run_command(opts: argparse.Namespace, rows: list[Row]) -> str:
             + (f" --adapt-steps {opts.adapt_steps} --adapt-budget-s {opts.adapt_budget_s:g}"
                if any(r.adapted for r in rows) else "")
             + (" --no-self-judged" if opts.no_self_judged else "") + (" --no-graph" if opts.no_graph else "")
+            + (f" --skip-newest {opts.skip_newest}" if opts.skip_newest else "")
+            + (" --history-sweep" if opts.history_sweep else "")
             + f" --name {opts.name}")
 
 

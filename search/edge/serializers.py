@@ -623,6 +623,8 @@ class LocateRequestSerializer(InputSerializer):
     fusion = serializers.ChoiceField(choices=list(FUSIONS), required=False,
                                      help_text="As for the context query.")
     rerank = FlagField(required=False, allow_null=True, default=None, help_text="As for the context query.")
+    history = FlagField(default=True, help_text="Let the past commits whose messages read like the task vote for "
+                                                "the files they changed (datasets that follow git).")
 
     def spec(self, *, source: str = "api") -> QuerySpec:
         """The context query's spec for the task, logged as kind `locate`: the ranking is search's own."""
@@ -644,6 +646,16 @@ class LocateEvidenceSerializer(serializers.Serializer):
     span = serializers.CharField(help_text="path:start-end")
 
 
+class LocatePastCommitSerializer(serializers.Serializer):
+    sha = serializers.CharField()
+    subject = serializers.CharField(allow_blank=True)
+    similarity = serializers.FloatField(help_text="Cosine of the commit's message and the task.")
+
+
+class LocateVoterSerializer(LocatePastCommitSerializer):
+    files = serializers.ListField(child=serializers.CharField(), help_text="The source files it changed.")
+
+
 class LocateFileSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
     path = serializers.CharField()
@@ -651,8 +663,10 @@ class LocateFileSerializer(serializers.Serializer):
     lang = serializers.CharField(allow_blank=True)
     dataset_id = serializers.IntegerField()
     document_id = serializers.IntegerField()
-    score = serializers.FloatField(help_text="Aggregated from its chunks (the request's `aggregation`).")
+    score = serializers.FloatField(help_text="Aggregated from its chunks (the request's `aggregation`); where "
+                                             "past commits voted, the merged reciprocal-rank score.")
     chunks = LocateEvidenceSerializer(many=True, help_text="The chunks that support it, best first (at most 5).")
+    history = LocatePastCommitSerializer(many=True, help_text="Similar past commits that changed it (at most 3).")
 
 
 class LocateNeighbourSerializer(serializers.Serializer):
@@ -690,3 +704,6 @@ class LocateResponseSerializer(serializers.Serializer):
     candidates = serializers.IntegerField(help_text="Chunks the files and functions were aggregated from.")
     timings_ms = serializers.DictField()
     reranker = serializers.CharField(allow_null=True)
+    history = LocateVoterSerializer(many=True, help_text="The past commits most like the task (at most 5), whose "
+                                                         "changed files voted; empty with `history` off or no git "
+                                                         "history remembered.")

@@ -4,8 +4,9 @@ Why several: an agent asks "which file do I edit?", while the pipeline ranks chu
 one strong piece of evidence (`max`: the file is as good as its best chunk), as a little corroboration
 (`top3`: the sum of its three best scores, so a file matched in several places climbs) or by rank alone
 (`rrf`: the sum of 1/(k + rank) over its chunks, which needs no score scale, so it behaves the same whether the
-scores came from a fusion or a reranker). Measured on real commits (bench/bench_locate.py, docs/context.md): `max`
-ranks the most gold files in the top 5, `top3` in the top 10; `DEFAULT` is `max`, for the few an agent reads first.
+scores came from a fusion or a reranker). `DEFAULT` is `top3`: chosen with the history vote's constants
+(search.engine.history_vote) on the 15 commits of click, httpx and seaborn before the reported ones, where, merged
+with the vote, it ranked the most gold files and functions in the top 10 (docs/benchmarks/code-localisation.md).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 AGGREGATIONS = ("max", "top3", "rrf")
-DEFAULT = "max"
+DEFAULT = "top3"
 RRF_K = 60
 TOP_N = 3  # chunks summed by `top3`
 

@@ -6,15 +6,19 @@ regroups its candidates: files by `search.engine.aggregation` over their chunks,
 function, method or class (the code tools' Symbol rows) each chunk overlaps. The graph neighbours of the top
 definitions (callers and callees, `search.engine.code_graph`) say what else a change may touch; they are bounded
 (NEIGHBOUR_TOP definitions, MAX_NEIGHBOURS each) and only uses that resolve to one definition are named.
+Where the searched datasets follow git, the past commits whose messages read like the task vote for the files they
+changed (search.engine.history_vote); files and definitions are ranked by the chunks and that vote together.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from config import deadlines
 from search.engine.aggregation import DEFAULT, aggregate
 from search.engine.code_graph import Def, LineSpan, find_references, resolved_uses
+from search.engine.history_vote import RANK_K, WEIGHT, PastCommit, evidence, file_votes, merge, similar_commits
 from search.engine.pipeline import QuerySpec, run_query
 from search.models import Symbol
 
@@ -42,11 +46,12 @@ class LocateResult:
     candidates: int
     timings: dict[str, float]
     reranker: str | None
+    history: list[dict[str, Any]]
 
     def as_dict(self) -> dict[str, Any]:
         return {"search_session_id": self.session_id, "aggregation": self.aggregation, "files": self.files,
                 "functions": self.functions, "candidates": self.candidates, "timings_ms": self.timings,
-                "reranker": self.reranker}
+                "reranker": self.reranker, "history": self.history}
 
 
 def _score(c: Candidate) -> float:
@@ -99,22 +104,32 @@ def _neighbours(*, project: Project, d: Def) -> dict[str, Any]:
     return {"callers": callers, "callees": callees}
 
 
-def rank_files(*, cands: list[Candidate], aggregation: str = DEFAULT, top: int = 10) -> list[dict[str, Any]]:
-    """The files of the loaded candidates (best first), scored from their chunks by `aggregation`."""
+def rank_files(*, cands: list[Candidate], aggregation: str = DEFAULT, top: int = 10,
+               past: list[PastCommit] | None = None, rank_k: float = RANK_K,
+               weight: float = WEIGHT) -> list[dict[str, Any]]:
+    """The files of the loaded candidates (best first), scored from their chunks by `aggregation`; with `past`
+    (the similar past commits), merged with their vote (search.engine.history_vote) and `score` is the merged
+    one. Each file lists its chunks and the past commits that changed it."""
+    groups = aggregate(ranked=[((c.chunk.dataset_id, c.chunk.path), _score(c)) for c in cands], method=aggregation)
+    ranked = [(g, g.score) for g in groups]
+    if past:
+        ranked = merge(ranked=groups, file_of=lambda g: g.key, votes=file_votes(past), rank_k=rank_k, weight=weight)
     files = []
-    for g in aggregate(ranked=[((c.chunk.dataset_id, c.chunk.path), _score(c)) for c in cands],
-                       method=aggregation)[:top]:
+    for g, score in ranked[:top]:
         ch = cands[g.ranks[0]].chunk
         files.append({"rank": len(files) + 1, "path": ch.path, "repo": ch.repo, "lang": ch.lang,
-                      "dataset_id": ch.dataset_id, "document_id": ch.document_id, "score": g.score,
-                      "chunks": _evidence(cands, g.ranks)})
+                      "dataset_id": ch.dataset_id, "document_id": ch.document_id, "score": score,
+                      "chunks": _evidence(cands, g.ranks),
+                      "history": evidence(past or [], dataset_id=ch.dataset_id, path=ch.path)})
     return files
 
 
-def rank_definitions(*, cands: list[Candidate], aggregation: str = DEFAULT,
-                     top: int = 10) -> list[tuple[Def, float, list[int]]]:
+def rank_definitions(*, cands: list[Candidate], aggregation: str = DEFAULT, top: int = 10,
+                     past: list[PastCommit] | None = None, rank_k: float = RANK_K,
+                     weight: float = WEIGHT) -> list[tuple[Def, float, list[int]]]:
     """(definition, score, the ranks of its chunks in `cands`) for the innermost functions, methods and classes the
-    code candidates overlap, scored from those chunks by `aggregation`; one query for the definitions."""
+    code candidates overlap, scored from those chunks by `aggregation` (with `past`, merged with their file's
+    vote); one query for the definitions."""
     defs_of = _definitions_by_document({c.chunk.document_id for c in cands if c.chunk.kind == "code"})
     by_id: dict[int, Def] = {}
     ranked: list[tuple[int, float]] = []
@@ -125,19 +140,28 @@ def rank_definitions(*, cands: list[Candidate], aggregation: str = DEFAULT,
             by_id[d.id] = d
             ranked.append((d.id, _score(c)))
             entry_rank.append(i)
-    return [(by_id[g.key], g.score, sorted({entry_rank[r] for r in g.ranks}))
-            for g in aggregate(ranked=ranked, method=aggregation, positions=entry_rank)[:top]]
+    groups = aggregate(ranked=ranked, method=aggregation, positions=entry_rank)
+    scored = [(g, g.score) for g in groups]
+    if past:
+        scored = merge(ranked=groups, file_of=lambda g: (by_id[g.key].dataset_id, by_id[g.key].path),
+                       votes=file_votes(past), rank_k=rank_k, weight=weight)
+    return [(by_id[g.key], score, sorted({entry_rank[r] for r in g.ranks})) for g, score in scored[:top]]
 
 
 def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: int = 10, top_functions: int = 10,
-           aggregation: str = DEFAULT) -> LocateResult:
-    """Rank files and definitions for `spec.q` from the candidates the query pipeline ranked (and logged). The
-    caller has authorised `project` (membership) and built `spec` (its `kind` says how it is logged)."""
+           aggregation: str = DEFAULT, history: bool = True) -> LocateResult:
+    """Rank files and definitions for `spec.q` from the candidates the query pipeline ranked (and logged), with
+    the vote of the searched datasets' similar past commits unless `history` is off. The caller has authorised
+    `project` (membership) and built `spec` (its `kind` says how it is logged)."""
     res = run_query(user=user, project=project, spec=spec)
     cands = [c for c in res.candidates if c.chunk is not None]
-    files = rank_files(cands=cands, aggregation=aggregation, top=top_files)
+    t = time.perf_counter()
+    past = similar_commits(dataset_ids=res.dataset_ids, task=spec.q) if history and cands else []
+    res.timings["history_ms"] = round((time.perf_counter() - t) * 1000, 2)
+    files = rank_files(cands=cands, aggregation=aggregation, top=top_files, past=past)
     functions = []
-    for d, score, chunk_ranks in rank_definitions(cands=cands, aggregation=aggregation, top=top_functions):
+    for d, score, chunk_ranks in rank_definitions(cands=cands, aggregation=aggregation, top=top_functions,
+                                                  past=past):
         deadlines.check()
         out = {"rank": len(functions) + 1, "symbol": d.qualname, "name": d.name, "full_name": d.full_name,
                "kind": d.kind, "signature": d.signature, "path": d.path, "dataset_id": d.dataset_id,
@@ -149,4 +173,5 @@ def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: i
             out.update({"callers": [], "callees": []})
         functions.append(out)
     return LocateResult(session_id=res.session_id, files=files, functions=functions, aggregation=aggregation,
-                        candidates=len(cands), timings=res.timings, reranker=res.reranker)
+                        candidates=len(cands), timings=res.timings, reranker=res.reranker,
+                        history=[c.as_dict() for c in past[:MAX_EVIDENCE]])

@@ -27,8 +27,9 @@ class LocateView(APIView):
                    responses={200: s.LocateResponseSerializer, **ERROR_RESPONSES}, tags=["context"],
                    description="Where to change something: the files (scored from their chunks) and the functions, "
                                "methods and classes (with their spans and, for the top ones, callers and callees "
-                               "from the code graph) that the context query ranks for a task in words. Logged as "
-                               "a query of kind `locate`.")
+                               "from the code graph) that the context query ranks for a task in words, with the "
+                               "vote of similar past commits where the datasets follow git. Logged as a query of "
+                               "kind `locate`.")
     def post(self, request: Request, slug: str) -> Response:
         enforce(request, group="context_query")
         project = project_for_member(user=request.user, slug=slug)
@@ -36,5 +37,5 @@ class LocateView(APIView):
         ser.is_valid(raise_exception=True)
         d = ser.validated_data
         result = locate(user=request.user, project=project, spec=ser.spec(), top_files=d["top_files"],
-                        top_functions=d["top_functions"], aggregation=d["aggregation"])
+                        top_functions=d["top_functions"], aggregation=d["aggregation"], history=d["history"])
         return Response(s.LocateResponseSerializer(result.as_dict()).data)

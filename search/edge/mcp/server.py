@@ -354,25 +354,31 @@ async def locate(  # noqa: PLR0913 - the parameters are the MCP tool's input sch
     lang: Annotated[str | list[str] | None, Field(description="Only these language(s), e.g. python.")] = None,
     dataset: Annotated[str | list[str] | None,
                        Field(description="Only these dataset(s), by name or id (list_datasets shows them).")] = None,
-    aggregation: Annotated[str | None, Field(description="A file's score from its chunks: max (default), top3 "
-                                                         "or rrf.")] = None,
+    aggregation: Annotated[str | None, Field(description="A file's score from its chunks: top3 (default), "
+                                                         "max or rrf.")] = None,
+    history: Annotated[bool | None, Field(description="Let similar past commits vote for the files they changed "
+                                                      "(default true; datasets that follow git).")] = None,
 ) -> CallToolResult:
-    """Where to make a change: the files ranked by their chunks' scores, and the functions, methods and classes
-    with their file:line spans, the chunks that support each and, for the top ones, their callers and callees."""
+    """Where to make a change: the files ranked by their chunks' scores and the vote of similar past commits, and
+    the functions, methods and classes with their file:line spans, the chunks that support each and, for the top
+    ones, their callers and callees."""
     def work() -> CallToolResult:
         caller = _authorised("query", "context_query")
         proj = project_for_member(user=caller.user, slug=project)
         filters = _drop_none({"repo": repo, "path": path, "lang": lang, "dataset": dataset})
         ser = LocateRequestSerializer(data=_drop_none({"task": task, "filters": filters or None,
                                                        "top_files": top_files, "top_functions": top_functions,
-                                                       "aggregation": aggregation}))
+                                                       "aggregation": aggregation, "history": history}))
         ser.is_valid(raise_exception=True)
         d = ser.validated_data
         out = locate_in(user=caller.user, project=proj, spec=ser.spec(source="mcp"), top_files=d["top_files"],
-                        top_functions=d["top_functions"], aggregation=d["aggregation"]).as_dict()
+                        top_functions=d["top_functions"], aggregation=d["aggregation"],
+                        history=d["history"]).as_dict()
         lines = [f"search_session_id: {out['search_session_id']}", f"{len(out['files'])} file(s):"]
-        lines += [f"{f['rank']}. {f['path']}  score={f['score']:.4f}  "
-                  + ", ".join(c["span"] for c in f["chunks"]) for f in out["files"]]
+        for f in out["files"]:
+            lines.append(f"{f['rank']}. {f['path']}  score={f['score']:.4f}  "
+                         + ", ".join(c["span"] for c in f["chunks"]))
+            lines += [f"   changed by {c['sha'][:12]} {c['subject']}" for c in f["history"]]
         lines.append(f"{len(out['functions'])} function(s):")
         for fn in out["functions"]:
             lines.append(f"{fn['rank']}. {fn['span']}  {fn['kind']} {fn['symbol']}  score={fn['score']:.4f}")

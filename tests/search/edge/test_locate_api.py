@@ -13,8 +13,8 @@ TASK = "take credits from a wallet, refuse to go below zero"
 
 
 def test_locate_names_the_file_and_the_function_with_their_spans_and_callers(code_world, client_for):
-    resp = client_for(code_world["alice"]).post(URL, {"task": TASK, "top_files": 3, "top_functions": 5},
-                                                format="json")
+    resp = client_for(code_world["alice"]).post(URL, {"task": TASK, "top_files": 3, "top_functions": 5,
+                                                      "aggregation": "max"}, format="json")
     assert resp.status_code == 200, resp.content
     body = resp.json()
     start = line_of("billing/ledger.py", "def deduct_credits")
@@ -30,6 +30,13 @@ def test_locate_names_the_file_and_the_function_with_their_spans_and_callers(cod
     assert any(c["start_line"] <= start + 5 and start <= c["end_line"] for c in fn["chunks"])
     assert {c["name"] for c in fn["callers"]} == {"Checkout.pay"}
     assert all(c["path"] == "shop/service.py" and c["relation"] == "call" for c in fn["callers"])
+
+
+def test_the_default_aggregation_sums_a_files_three_best_chunks(code_world, client_for):
+    body = client_for(code_world["alice"]).post(URL, {"task": TASK, "history": False}, format="json").json()
+    assert body["aggregation"] == "top3"
+    for f in body["files"]:
+        assert f["score"] == pytest.approx(sum(sorted((c["score"] for c in f["chunks"]), reverse=True)[:3]))
 
 
 def test_the_query_is_logged_once_as_locate_from_the_api(code_world, client_for):
@@ -61,7 +68,7 @@ def test_filters_narrow_the_files(code_world, client_for):
     ({}, "task"), ({"task": ""}, "task"), ({"task": "x" * 2001}, "task"), ({"task": "x", "top_files": 0}, "top_files"),
     ({"task": "x", "top_functions": 51}, "top_functions"), ({"task": "x", "aggregation": "mean"}, "aggregation"),
     ({"task": "x", "filters": {"colour": "red"}}, "filters.colour"),
-    ({"task": "x", "filters": {"dataset": "nope"}}, "filters.dataset"),
+    ({"task": "x", "filters": {"dataset": "nope"}}, "filters.dataset"), ({"task": "x", "history": "maybe"}, "history"),
 ])
 def test_bad_input_is_a_400_naming_the_field_and_logs_nothing(code_world, client_for, body, field):
     resp = client_for(code_world["alice"]).post(URL, body, format="json")
@@ -100,3 +107,55 @@ def test_locate_shares_searchs_rate_limit(code_world, client_for, settings):
              client.post("/api/projects/shop/query", {"q": TASK}, format="json").status_code,
              client.post(URL, {"task": TASK}, format="json").status_code]
     assert codes == [200, 200, 429]
+
+
+def _remember(dataset, message: str, files: list[str]) -> None:
+    from datetime import UTC, datetime
+
+    from inference.encoders import dense_model_id, embed_cached
+    from search.models import CommitMemory
+
+    CommitMemory.objects.create(dataset=dataset, sha=f"{dataset.pk:x}{len(message)}".ljust(40, "a"),
+                                subject=message, query=message, files=files, model_id=dense_model_id(),
+                                embedding=embed_cached([message])[0].tolist(), committed_at=datetime.now(tz=UTC))
+
+
+def test_a_past_commit_like_the_task_lifts_the_file_it_changed_with_the_commit_as_evidence(code_world, client_for):
+    client = client_for(code_world["alice"])
+    before = client.post(URL, {"task": TASK, "history": False}, format="json").json()
+    assert before["history"] == [] and all(f["history"] == [] for f in before["files"])
+    last = before["files"][-1]["path"]
+    assert len(before["files"]) > 1 and last != before["files"][0]["path"]
+    _remember(code_world["dataset"], TASK, [last])
+    after = client.post(URL, {"task": TASK}, format="json").json()
+    assert after["files"][0]["path"] == last, [f["path"] for f in after["files"]]
+    assert after["files"][0]["history"][0]["subject"] == TASK
+    assert after["files"][0]["history"][0]["similarity"] == pytest.approx(1.0, abs=1e-3)
+    assert after["history"][0]["files"] == [last] and after["functions"][0]["path"] == last
+    assert {f["path"] for f in after["files"]} == {f["path"] for f in before["files"]}  # reordered, none added
+    off = client.post(URL, {"task": TASK, "history": False}, format="json").json()
+    assert [f["path"] for f in off["files"]] == [f["path"] for f in before["files"]] and off["history"] == []
+
+
+def test_another_projects_commit_memory_never_votes(code_world, client_for, tmp_path):
+    from tests.search.code_fixtures import write_code_repo
+    from tests.search.ctx_fixtures import ingest
+
+    client = client_for(code_world["alice"])
+    before = [f["path"] for f in client.post(URL, {"task": TASK}, format="json").json()["files"]]
+    theirs, _ = ingest(code_world["other"], "theirs", write_code_repo(tmp_path / "theirs"), repo="app")
+    _remember(theirs, TASK, [before[-1]])
+    after = client.post(URL, {"task": TASK}, format="json").json()
+    assert [f["path"] for f in after["files"]] == before and after["history"] == []
+
+
+def test_a_filter_on_another_dataset_keeps_this_datasets_memory_out(code_world, client_for, tmp_path):
+    from tests.search.code_fixtures import write_code_repo
+    from tests.search.ctx_fixtures import ingest
+
+    client = client_for(code_world["alice"])
+    second, _ = ingest(code_world["project"], "second", write_code_repo(tmp_path / "second"), repo="second")
+    _remember(code_world["dataset"], TASK, ["shop/jobs.py"])
+    body = client.post(URL, {"task": TASK, "filters": {"dataset": "second"}}, format="json").json()
+    assert body["files"] and {f["dataset_id"] for f in body["files"]} == {second.pk}
+    assert body["history"] == [] and all(f["history"] == [] for f in body["files"])

@@ -94,6 +94,7 @@ def test_tools_are_listed_with_their_arguments(shop):
     schema = tools["search_context"].input_schema
     assert {"project", "q"} <= set(schema["required"])
     assert {"repo", "path", "lang", "dataset", "top_k", "budget_tokens", "graph"} <= set(schema["properties"])
+    assert {"task", "aggregation", "history"} <= set(tools["locate"].input_schema["properties"])
 
 
 def test_search_context_finds_the_function_and_read_span_returns_its_exact_lines(shop):
@@ -174,6 +175,30 @@ def test_locate_names_the_file_and_function_logs_as_mcp_and_refuses_like_the_api
 
     body = _in_process(_key(shop["alice"], scopes=["ingest"]), no_scope)
     assert body["code"] == "insufficient_scope" and body["status"] == 403
+
+
+def test_locate_shows_the_past_commits_that_voted_and_history_off_leaves_them_out(shop):
+    from datetime import UTC, datetime
+
+    from inference.encoders import dense_model_id, embed_cached
+    from search.models import CommitMemory, Dataset
+
+    message = "Refuse to take more credits than the wallet holds"
+    CommitMemory.objects.create(dataset=Dataset.objects.get(project=shop["project"], name="src"), sha="c0ffee" * 6
+                                + "abcd", subject=message, query=message, files=["billing/ledger.py"],
+                                model_id=dense_model_id(), embedding=embed_cached([message])[0].tolist(),
+                                committed_at=datetime.now(tz=UTC))
+
+    async def script(client):
+        return (await client.call_tool("locate", {"project": "shop", "task": Q}),
+                await client.call_tool("locate", {"project": "shop", "task": Q, "history": False}))
+
+    voted, off = _in_process(_key(shop["alice"]), script)
+    data = _ok(voted)
+    assert data["history"][0]["subject"] == message and data["history"][0]["files"] == ["billing/ledger.py"]
+    assert data["files"][0]["path"] == "billing/ledger.py" and data["files"][0]["history"][0]["sha"].startswith("c0ffee")
+    assert f"changed by c0ffeec0ffee {message}" in voted.content[0].text
+    assert _ok(off)["history"] == [] and "changed by" not in off.content[0].text
 
 
 def test_feedback_records_a_judgment_on_a_served_result(shop):
