@@ -20,6 +20,7 @@ from search.ingest.locks import JobBusy
 from search.ingest.recovery import recover_stalled_ingests
 from search.models import IngestJob
 from search.quality.online import aggregate_day
+from search.quality.schedule import enqueue_due_adaptations as enqueue_adaptations
 from search.sources.sync import enqueue_due_syncs as enqueue
 
 if TYPE_CHECKING:
@@ -99,6 +100,13 @@ def aggregate_query_metrics(day: str | None = None) -> int:
 def reindex_collection() -> dict:
     """Rebuild a Qdrant server's collection from Postgres (the embedded store rebuilds in its owner process)."""
     return rebuild() if settings.QDRANT_URL else {}
+
+
+@shared_task
+def enqueue_due_adaptations() -> list[str]:
+    """Beat's hook for re-adaptation: a project whose history grew enough gets a pending adaptation job, which the
+    web process runs (search/quality/schedule.py)."""
+    return enqueue_adaptations()
 
 
 @shared_task

@@ -39,6 +39,7 @@ from search.quality.fusion_choice import choose_for_project
 from search.quality.judged import CHECK_MAX, judged_split
 from search.quality.progress import reporting_to
 from search.quality.runs import EvalOptions, evaluate_beir, evaluate_rules, search_store
+from search.quality.schedule import SCHEDULE, memory_mark
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -125,8 +126,9 @@ def check_options(*, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         # split (search.quality.judged.check_size), as `adapt_embeddings --judged-max`
         judged_max = CHECK_MAX if options.get("judged_max") in (None, "") else _count(options["judged_max"],
                                                                                       field="judged_max")
-        return {"project": _project(options.get("project")).slug, "name": name, "steps": steps,
-                "activate": bool(options.get("activate", True)), "judged_max": judged_max}
+        out = {"project": _project(options.get("project")).slug, "name": name, "steps": steps,
+               "activate": bool(options.get("activate", True)), "judged_max": judged_max}
+        return out | ({"trigger": SCHEDULE} if options.get("trigger") == SCHEDULE else {})
     raise BadInput(f"Unknown job kind; choose from {', '.join(QualityJob.Kind.values)}.", field="kind")
 
 
@@ -188,6 +190,7 @@ def _choose_fusion(job: QualityJob) -> dict[str, Any]:
 def _adapt_embeddings(job: QualityJob) -> dict[str, Any]:
     """Adapt, then (with `activate`) let the adoption rule decide and switch the project's datasets if it holds."""
     project = _project(job.options["project"])
+    mark = memory_mark(project=project)  # the commits remembered so far: a scheduled re-run counts from here
     dataset_ids = list(Dataset.objects.filter(project=project).values_list("id", flat=True))
     split = judged_split(dataset_ids=dataset_ids, project=project,  # the check's queries never train
                          check_max=job.options.get("judged_max", CHECK_MAX))
@@ -200,7 +203,8 @@ def _adapt_embeddings(job: QualityJob) -> dict[str, Any]:
            "history": {k: v for k, v in result.manifest["data"]["history"].items() if k in (
                "used", "why", "commits", "train_commits", "check_commits", "train_functions")},
            "verdict": ("confirmed on the held-out code pairs" if h["confirmed"] else "not confirmed") + "; compare "
-                      f"with evaluate --model-id {result.path}"}
+                      f"with evaluate --model-id {result.path}",
+           "memory_mark": mark, "trigger": job.options.get("trigger", "operator")}
     if job.options.get("activate", True):
         outcome = adopt_if_confirmed(name=result.name, dataset_ids=dataset_ids, manifest=result.manifest,
                                      split=split, log=log.info, history=result.history)
@@ -270,11 +274,13 @@ def _finish(job: QualityJob, *, status: str, result: dict[str, Any] | None = Non
 
 def fail_interrupted() -> list[str]:
     """Mark failed every job whose process stopped: running with its lock free, or pending since before this
-    process started (a pending job of this process is queued behind the running one). A job is re-run by
+    process started (a pending job of this process is queued behind the running one). A job the schedule queued
+    belongs to no process: it waits for a web process's poller, whenever that starts. A job is re-run by
     submitting it again, not resumed: its work is one computation."""
     failed = []
     stale = (QualityJob.objects.filter(status=QualityJob.Status.RUNNING)
-             | QualityJob.objects.filter(status=QualityJob.Status.PENDING, created_at__lt=_STARTED))
+             | QualityJob.objects.filter(status=QualityJob.Status.PENDING, created_at__lt=_STARTED)
+             .exclude(options__contains={"trigger": SCHEDULE}))  # a key lookup is NULL without the key
     for job in stale:
         with hold_job_lock(job.pk) as got:
             if got and QualityJob.objects.filter(pk=job.pk, status=job.status).update(
@@ -282,3 +288,70 @@ def fail_interrupted() -> list[str]:
                     error="interrupted: the process running it stopped; submit it again"):
                 failed.append(str(job.pk))
     return failed
+
+
+# ------------------------------------------------------------------------------------------------ the schedule
+def run_scheduled() -> list[str]:
+    """Run the jobs the schedule queued (search.quality.schedule), oldest first, one at a time behind any job
+    this process runs; -> the ids it found."""
+    ids = [str(pk) for pk in QualityJob.objects.filter(status=QualityJob.Status.PENDING,
+                                                       options__contains={"trigger": SCHEDULE})
+           .order_by("created_at").values_list("pk", flat=True)]
+    for job_id in ids:
+        run(job_id=job_id)
+    return ids
+
+
+class QualityPoller:
+    """A daemon thread of the web process that runs what the schedule queued every `poll_s` seconds."""
+
+    def __init__(self, *, poll_s: float) -> None:
+        self.poll_s = poll_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="quality-poller", daemon=True)
+
+    def start(self) -> QualityPoller:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            try:
+                run_scheduled()
+            except Exception:  # a broken pass (the database restarting) is logged; the next one tries again
+                log.exception("quality poller pass failed")
+            finally:
+                close_old_connections()
+
+
+_poller: QualityPoller | None = None
+_poller_lock = threading.Lock()
+
+
+def start_quality_poller(*, poll_s: float | None = None) -> QualityPoller | None:
+    """Start this process's poller once (idempotent); None when QUALITY_POLL_S is 0. Called by the web entry
+    points (console/wsgi.py, console/asgi.py), beside the index applier."""
+    global _poller
+    poll_s = settings.QUALITY_POLL_S if poll_s is None else poll_s
+    if poll_s <= 0:
+        return None
+    with _poller_lock:
+        if _poller is None or not _poller.alive:
+            _poller = QualityPoller(poll_s=poll_s).start()
+        return _poller
+
+
+def stop_quality_poller() -> None:
+    global _poller
+    with _poller_lock:
+        if _poller is not None:
+            _poller.stop()
+            _poller = None
