@@ -99,9 +99,14 @@ TOP_K = 50
 CANDIDATES = 100
 BUDGET = 64_000
 FN_K = 10
-SWEEP_K = (10.0, 60.0)  # --history-sweep: the reciprocal-rank constants tried
-SWEEP_WEIGHT = (0.25, 0.5, 1.0, 2.0)  # and the weights of the vote
-SWEEP_AGGREGATIONS = ("max", "top3")  # and the chunk aggregations they merge with
+# --history-sweep: the vote's constants tried, on the commits before the reported ones (--skip-newest). The first
+# sweep (2026-12-06) tried k 10 and 60, weights 0.25 to 2 and both aggregations with 20 voters, and chose top3,
+# k 10, w 0.5 (docs/benchmarks/code-localisation.md); this grid then tried the voters and the files outside.
+SWEEP_AGGREGATIONS = ("top3",)
+SWEEP_K = (10.0,)
+SWEEP_WEIGHT = (0.5,)
+SWEEP_VOTERS = (10, 20, 40)
+SWEEP_OUTSIDE = (False, True)
 GOLD_FN_KINDS = ("function", "method", "class")
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
@@ -274,7 +279,7 @@ class Row:
     group: str = ""  # "locate": the product's locate(); an aggregation name: the fused candidates regrouped by it
     adapted: bool = False  # on the project whose dataset is searched with the model adapted before the cut-off
     history: bool = True  # locate rows: with the vote of similar past commits (search.engine.history_vote)
-    vote: tuple[float, float] | None = None  # a sweep row: the regrouped candidates merged with (rank_k, weight)
+    vote: dict[str, Any] | None = None  # a sweep row: the regrouped candidates merged with the vote's constants
 
 
 def measure(*, row: Row, project: Any, commit: Commit, gold_files: list[str], gold_fns: list[dict[str, Any]]
@@ -349,12 +354,17 @@ def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[
         run = execute(spec=spec, project=project, stages=row.stages)
         cands = [c for c in run.cands if c.chunk is not None]
         vote: dict[str, Any] = {}
+        outside: list[dict[str, Any]] = []
         if row.vote is not None:  # the sweep: the same candidates and past commits, merged with other constants
-            from search.engine.history_vote import similar_commits
+            from search.engine.history_vote import file_votes, similar_commits, voted_documents
 
-            vote = {"past": similar_commits(dataset_ids=run.flt.dataset_ids, task=commit.query),
-                    "rank_k": row.vote[0], "weight": row.vote[1]}
-        files = [f["path"] for f in rank_files(cands=cands, aggregation=row.group, top=MAX_TOP_FILES, **vote)]
+            past = similar_commits(dataset_ids=run.flt.dataset_ids, task=commit.query, voters=row.vote["voters"])
+            vote = {"past": past, "rank_k": row.vote["rank_k"], "weight": row.vote["weight"]}
+            if row.vote["outside"]:
+                outside = voted_documents(votes=file_votes(past), flt=run.flt,
+                                          exclude={(c.chunk.dataset_id, c.chunk.path) for c in cands})
+        files = [f["path"] for f in rank_files(cands=cands, aggregation=row.group, top=MAX_TOP_FILES,
+                                               outside=outside, **vote)]
         defs = [(d.path, d.start_line, d.end_line)
                 for d, _, _ in rank_definitions(cands=cands, aggregation=row.group, top=MAX_TOP_FUNCTIONS, **vote)]
         models, reranker = run.embedding_models, run.reranker_name
@@ -541,8 +551,11 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
         if importlib.util.find_spec("search.engine.history_vote") is not None:
             rows.append(Row("locate without history", {}, STAGES, group="locate", history=False))
             if sweep:  # the merge's constants, for choosing them on commits before the reported ones
-                rows += [Row(f"fused by {m} + history vote, k={k:g} w={w:g}", dict(off), base, group=m,
-                             vote=(k, w)) for m in SWEEP_AGGREGATIONS for k in SWEEP_K for w in SWEEP_WEIGHT]
+                rows += [Row(f"fused by {m} + history vote, k={k:g} w={w:g}, {n} voters"
+                             + (", voted files outside the candidates" if out else ""), dict(off), base, group=m,
+                             vote={"rank_k": k, "weight": w, "voters": n, "outside": out})
+                         for m in SWEEP_AGGREGATIONS for k in SWEEP_K for w in SWEEP_WEIGHT for n in SWEEP_VOTERS
+                         for out in SWEEP_OUTSIDE]
         else:
             todo.append("locate without history: TODO, not measured (no search.engine.history_vote in this "
                         "checkout)")
@@ -839,7 +852,8 @@ def repo_section(r: dict[str, Any]) -> list[str]:
 
 
 def paired_lines(pooled: list[dict[str, Any]], rows: list[Row]) -> list[str]:
-    """Each row's paired difference from the default (fused) and the baselines', and the adapted locate's from locate."""
+    """Each row's paired difference from the default (fused) and the baselines', the adapted locate's from locate,
+    and locate's from locate without history."""
     cis = []
     for other in ("dense", "sparse"):
         for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
@@ -856,11 +870,12 @@ def paired_lines(pooled: list[dict[str, Any]], rows: list[Row]) -> list[str]:
                                f"{ci[2]:+.3f}, {ci[3]} commits)")
     base = next((r for r in rows if r.name.startswith("locate") and not r.adapted), None)
     for r in rows:
-        if r.adapted and r.group == "locate" and base is not None:
+        if (r.adapted and r.group == "locate" and base is not None) or (r.group == "locate" and not r.history):
             for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
-                ci = paired_ci(pooled, r.name, base.name, metric)
+                a, b = (base.name, r.name) if not r.history else (r.name, base.name)
+                ci = paired_ci(pooled, a, b, metric)
                 if ci:
-                    cis.append(f"{r.name} − {base.name}, {label}: {ci[0]:+.3f} (95 % paired bootstrap {ci[1]:+.3f} "
+                    cis.append(f"{a} − {b}, {label}: {ci[0]:+.3f} (95 % paired bootstrap {ci[1]:+.3f} "
                                f"to {ci[2]:+.3f}, {ci[3]} commits)")
     return cis
 

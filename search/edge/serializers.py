@@ -665,7 +665,8 @@ class LocateFileSerializer(serializers.Serializer):
     document_id = serializers.IntegerField()
     score = serializers.FloatField(help_text="Aggregated from its chunks (the request's `aggregation`); where "
                                              "past commits voted, the merged reciprocal-rank score.")
-    chunks = LocateEvidenceSerializer(many=True, help_text="The chunks that support it, best first (at most 5).")
+    chunks = LocateEvidenceSerializer(many=True, help_text="The chunks that support it, best first (at most 5); "
+                                                           "none for a file only past commits voted for.")
     history = LocatePastCommitSerializer(many=True, help_text="Similar past commits that changed it (at most 3).")
 
 

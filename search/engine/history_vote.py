@@ -28,7 +28,8 @@ from typing import TypeVar
 from pgvector.django import CosineDistance
 
 from inference.encoders import dense_model_id, embed_query
-from search.models import CommitMemory
+from search.engine.index_schema import IndexFilter
+from search.models import CommitMemory, Document
 
 VOTERS = 20    # the most similar past commits that vote
 RANK_K = 10    # the reciprocal-rank constant of both rankings
@@ -77,6 +78,29 @@ def file_votes(commits: Sequence[PastCommit]) -> dict[tuple[int, str], float]:
         for path in c.files:
             votes[(c.dataset_id, path)] = votes.get((c.dataset_id, path), 0.0) + max(c.similarity, 0.0)
     return votes
+
+
+def voted_documents(*, votes: dict[tuple[int, str], float], flt: IndexFilter,
+                    exclude: set[tuple[int, str]]) -> list[dict[str, object]]:
+    """The voted files not in `exclude` that the searched datasets hold and the query's filter admits (its
+    repositories, languages, path prefix and paths), most voted first: files no chunk of the query reached."""
+    wanted = {key for key in votes if key not in exclude and key[0] in set(flt.dataset_ids)}
+    if not wanted:
+        return []
+    docs = Document.objects.filter(dataset_id__in=sorted({d for d, _ in wanted}),
+                                   path__in=sorted({p for _, p in wanted}))
+    if flt.repo:
+        docs = docs.filter(repo__in=flt.repo)
+    if flt.lang:
+        docs = docs.filter(lang__in=flt.lang)
+    if flt.path_prefix:
+        docs = docs.filter(path__startswith=flt.path_prefix)
+    if flt.paths is not None:
+        docs = docs.filter(path__in=flt.paths)
+    found = [{"dataset_id": d, "document_id": pk, "path": p, "repo": repo, "lang": lang}
+             for d, pk, p, repo, lang in docs.values_list("dataset_id", "pk", "path", "repo", "lang")
+             if (d, p) in wanted]
+    return sorted(found, key=lambda f: (-votes[(f["dataset_id"], f["path"])], f["path"]))
 
 
 def evidence(commits: Sequence[PastCommit], *, dataset_id: int, path: str) -> list[dict[str, object]]:

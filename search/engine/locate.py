@@ -18,7 +18,16 @@ from typing import TYPE_CHECKING, Any
 from config import deadlines
 from search.engine.aggregation import DEFAULT, aggregate
 from search.engine.code_graph import Def, LineSpan, find_references, resolved_uses
-from search.engine.history_vote import RANK_K, WEIGHT, PastCommit, evidence, file_votes, merge, similar_commits
+from search.engine.history_vote import (
+    RANK_K,
+    WEIGHT,
+    PastCommit,
+    evidence,
+    file_votes,
+    merge,
+    similar_commits,
+    voted_documents,
+)
 from search.engine.pipeline import QuerySpec, run_query
 from search.models import Symbol
 
@@ -105,23 +114,24 @@ def _neighbours(*, project: Project, d: Def) -> dict[str, Any]:
 
 
 def rank_files(*, cands: list[Candidate], aggregation: str = DEFAULT, top: int = 10,
-               past: list[PastCommit] | None = None, rank_k: float = RANK_K,
-               weight: float = WEIGHT) -> list[dict[str, Any]]:
+               past: list[PastCommit] | None = None, outside: list[dict[str, Any]] | None = None,
+               rank_k: float = RANK_K, weight: float = WEIGHT) -> list[dict[str, Any]]:
     """The files of the loaded candidates (best first), scored from their chunks by `aggregation`; with `past`
     (the similar past commits), merged with their vote (search.engine.history_vote) and `score` is the merged
-    one. Each file lists its chunks and the past commits that changed it."""
-    groups = aggregate(ranked=[((c.chunk.dataset_id, c.chunk.path), _score(c)) for c in cands], method=aggregation)
-    ranked = [(g, g.score) for g in groups]
-    if past:
-        ranked = merge(ranked=groups, file_of=lambda g: g.key, votes=file_votes(past), rank_k=rank_k, weight=weight)
-    files = []
-    for g, score in ranked[:top]:
+    one. `outside`: voted files no candidate chunk is in (history_vote.voted_documents), ranked after every
+    candidate file before the merge. Each file lists its chunks and the past commits that changed it."""
+    entries = []
+    for g in aggregate(ranked=[((c.chunk.dataset_id, c.chunk.path), _score(c)) for c in cands], method=aggregation):
         ch = cands[g.ranks[0]].chunk
-        files.append({"rank": len(files) + 1, "path": ch.path, "repo": ch.repo, "lang": ch.lang,
-                      "dataset_id": ch.dataset_id, "document_id": ch.document_id, "score": score,
-                      "chunks": _evidence(cands, g.ranks),
-                      "history": evidence(past or [], dataset_id=ch.dataset_id, path=ch.path)})
-    return files
+        entries.append(({"path": ch.path, "repo": ch.repo, "lang": ch.lang, "dataset_id": ch.dataset_id,
+                         "document_id": ch.document_id, "chunks": _evidence(cands, g.ranks)}, g.score))
+    entries += [({**f, "chunks": []}, 0.0) for f in outside or []]
+    if past:
+        entries = merge(ranked=[e for e, _ in entries], file_of=lambda e: (e["dataset_id"], e["path"]),
+                        votes=file_votes(past), rank_k=rank_k, weight=weight)
+    return [{"rank": rank, **entry, "score": score,
+             "history": evidence(past or [], dataset_id=entry["dataset_id"], path=entry["path"])}
+            for rank, (entry, score) in enumerate(entries[:top], start=1)]
 
 
 def rank_definitions(*, cands: list[Candidate], aggregation: str = DEFAULT, top: int = 10,
@@ -156,9 +166,12 @@ def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: i
     res = run_query(user=user, project=project, spec=spec)
     cands = [c for c in res.candidates if c.chunk is not None]
     t = time.perf_counter()
-    past = similar_commits(dataset_ids=res.dataset_ids, task=spec.q) if history and cands else []
+    flt = res.flt
+    past = similar_commits(dataset_ids=flt.dataset_ids, task=spec.q) if history and cands and flt else []
+    outside = voted_documents(votes=file_votes(past), flt=flt, exclude={(c.chunk.dataset_id, c.chunk.path)
+                                                                         for c in cands}) if past and flt else []
     res.timings["history_ms"] = round((time.perf_counter() - t) * 1000, 2)
-    files = rank_files(cands=cands, aggregation=aggregation, top=top_files, past=past)
+    files = rank_files(cands=cands, aggregation=aggregation, top=top_files, past=past, outside=outside)
     functions = []
     for d, score, chunk_ranks in rank_definitions(cands=cands, aggregation=aggregation, top=top_functions,
                                                   past=past):

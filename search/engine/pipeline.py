@@ -62,7 +62,7 @@ class QueryResult:
     fusion_source: str = "default"  # request | project (adopted from its feedback) | default
     fusion_params: dict[str, Any] = field(default_factory=dict)
     embedding_models: list[str] = field(default_factory=list)  # the dense models that ran (per-dataset models)
-    dataset_ids: list[int] = field(default_factory=list)  # the datasets searched: accessible, narrowed by filters
+    flt: IndexFilter | None = None  # what was searched: the accessible datasets, narrowed by the filters
 
     def as_dict(self) -> dict[str, Any]:
         return {"search_session_id": self.session_id, "results": self.results, "pack": self.pack,
@@ -566,7 +566,7 @@ def run_query(*, user: User | None, project: Project, spec: QuerySpec, index: Ve
                        session_id=session_id, candidates=run.cands, fusion=run.setting.method,
                        fusion_source=run.fusion_source, fusion_params=run.setting.as_dict(),
                        embedding_models=run.embedding_models,
-                       dataset_ids=list(run.flt.dataset_ids) if run.flt is not None else [])
+                       flt=run.flt)
 
 
 def fusion_for(*, project: Project, fusion: str | None, kinds: frozenset[str]) -> tuple[FusionSetting, str]:

@@ -159,3 +159,16 @@ def test_a_filter_on_another_dataset_keeps_this_datasets_memory_out(code_world, 
     body = client.post(URL, {"task": TASK, "filters": {"dataset": "second"}}, format="json").json()
     assert body["files"] and {f["dataset_id"] for f in body["files"]} == {second.pk}
     assert body["history"] == [] and all(f["history"] == [] for f in body["files"])
+
+
+def test_a_voted_file_no_candidate_reached_is_listed_without_chunks_unless_a_filter_excludes_it(code_world,
+                                                                                               client_for):
+    client = client_for(code_world["alice"])
+    few = client.post(URL, {"task": TASK, "candidates": 1, "history": False}, format="json").json()
+    assert [f["path"] for f in few["files"]] == ["billing/ledger.py"]
+    _remember(code_world["dataset"], TASK, ["web/routes.js"])
+    voted = client.post(URL, {"task": TASK, "candidates": 1}, format="json").json()
+    routes = next(f for f in voted["files"] if f["path"] == "web/routes.js")
+    assert routes["chunks"] == [] and routes["history"][0]["subject"] == TASK and routes["lang"] == "javascript"
+    narrowed = client.post(URL, {"task": TASK, "candidates": 1, "filters": {"lang": "python"}}, format="json").json()
+    assert "web/routes.js" not in {f["path"] for f in narrowed["files"]} and narrowed["history"]

@@ -83,3 +83,32 @@ def test_the_nearest_messages_come_first_and_only_from_the_datasets_asked(rememb
 def test_rows_another_model_embedded_never_vote(remembered):
     CommitMemory.objects.filter(dataset=remembered["mine"]).update(model_id="another-model")
     assert similar_commits(dataset_ids=[remembered["mine"].pk], task="refund a cancelled order") == []
+
+
+def test_voted_files_outside_the_candidates_are_those_the_searched_datasets_hold_and_the_filter_admits(
+        db, make_project):
+    from search.engine.history_vote import voted_documents
+    from search.engine.index_schema import IndexFilter
+    from search.models import Document
+
+    project = make_project("outside")
+    mine = Dataset.objects.create(project=project, name="mine", kind="code")
+    other = Dataset.objects.create(project=project, name="other", kind="code")
+    for ds, path, repo, lang in [(mine, "src/a.py", "app", "python"), (mine, "src/b.js", "app", "javascript"),
+                                 (mine, "docs/c.py", "app", "python"), (mine, "src/d.py", "lib", "python"),
+                                 (other, "src/a.py", "app", "python")]:
+        Document.objects.create(dataset=ds, path=path, repo=repo, lang=lang, content_hash=path)
+    votes = {(mine.pk, p): v for p, v in [("src/a.py", 0.5), ("src/b.js", 0.9), ("docs/c.py", 0.7),
+                                          ("src/d.py", 0.6), ("src/gone.py", 2.0)]} | {(other.pk, "src/a.py"): 3.0}
+
+    def paths(**narrow) -> list[str]:
+        flt = IndexFilter(dataset_ids=[mine.pk], **narrow)
+        return [f["path"] for f in voted_documents(votes=votes, flt=flt, exclude={(mine.pk, "src/d.py")})]
+
+    assert paths() == ["src/b.js", "docs/c.py", "src/a.py"]  # most voted first; gone, excluded, other's: out
+    assert paths(lang=["python"]) == ["docs/c.py", "src/a.py"]
+    assert paths(path_prefix="src/") == ["src/b.js", "src/a.py"]
+    assert paths(paths=["src/a.py"]) == ["src/a.py"]
+    assert paths(repo=["lib"]) == []
+    found = voted_documents(votes=votes, flt=IndexFilter(dataset_ids=[mine.pk]), exclude=set())[0]
+    assert found["document_id"] == Document.objects.get(dataset=mine, path="src/b.js").pk
