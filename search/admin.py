@@ -30,6 +30,7 @@ from search.ingest.reembedding import start_reembed
 from search.ingest.sharing import revoke_share_row
 from search.models import (
     Chunk,
+    CommitMemory,
     DailyMetric,
     Dataset,
     Document,
@@ -245,6 +246,26 @@ class ChunkAdmin(ReadOnlyAdmin):
     @admin.display(description="file:lines")
     def span(self, obj: Chunk) -> str:
         return f"{obj.path}:{obj.start_line}-{obj.end_line}"
+
+
+@admin.register(CommitMemory)
+class CommitMemoryAdmin(ReadOnlyAdmin):
+    """The past commits `locate` lets vote (search.engine.history_vote), as the syncs remembered them."""
+
+    list_display = ("short_sha", "subject", "dataset", "changed", "committed_at", "model_id")
+    list_filter = ("dataset",)
+    search_fields = ("sha", "subject", "query", "dataset__name", "dataset__project__slug")
+    list_select_related = ("dataset",)
+    exclude = ("embedding",)
+    ordering = ("-pk",)
+
+    @admin.display(description="commit")
+    def short_sha(self, obj: CommitMemory) -> str:
+        return obj.sha[:12]
+
+    @admin.display(description="files changed")
+    def changed(self, obj: CommitMemory) -> str:
+        return ", ".join(obj.files)
 
 
 @admin.register(IndexOutbox)
