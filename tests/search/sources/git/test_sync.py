@@ -310,8 +310,10 @@ def test_an_unchanged_re_sync_writes_nothing(dataset, remote):
     before = rows(dataset), list(Chunk.objects.filter(dataset=dataset).values_list("pk", flat=True))
     job = sync(dataset)
     assert job.status == "done"
+    history = job.result.pop("history")  # the commit memory, brought to the same commit: nothing new
     assert job.result == {"mode": "unchanged", "from": sha, "to": sha, "changed": [], "deleted": [], "renamed": [],
                           "changed_total": 0, "deleted_total": 0, "renamed_total": 0}
+    assert (history["added"], history["rebuilt"]) == (0, False)
     assert job.chunks_written == 0 and job.embeddings_computed == 0 and job.files_total == 0
     assert (rows(dataset), list(Chunk.objects.filter(dataset=dataset).values_list("pk", flat=True))) == before
 
