@@ -157,6 +157,13 @@ def summarize_result(result: dict[str, Any] | None) -> str:
             parts.append(f"{result[key]} {label}")
     if result.get("stopped"):
         parts.append(f"stopped: {result['stopped']}")
+    history = result.get("history")
+    if isinstance(history, dict) and isinstance(history.get("remembered"), int):
+        parts.append(f"history: {history['remembered']} commits remembered (+{history.get('added', 0)}"
+                     + (", rebuilt" if history.get("rebuilt") else "")
+                     + (f", stopped: {history['stopped']}" if history.get("stopped") else "") + ")")
+    elif isinstance(history, dict) and history.get("error"):
+        parts.append(f"history not read: {history['error']}")
     return "; ".join(parts)
 
 

@@ -41,10 +41,9 @@ def _rows(*, store: Any, dataset_id: int, pairs: list[history.HistoryPair], mode
         vectors = embed_cached([p.query for p in batch])
         for pair, vector in zip(batch, vectors, strict=True):
             commit = store[pair.sha.encode()]
-            message = commit.message.decode("utf-8", errors="replace") if isinstance(commit, Commit) else ""
-            rows.append(CommitMemory(
+            rows.append(CommitMemory(  # the subject: the query's first line (a merge's: its pull request's title)
                 dataset_id=dataset_id, sha=pair.sha, query=pair.query, files=list(pair.gold),
-                subject=history.subject_of(message)[:300], model_id=model_id, embedding=vector.tolist(),
+                subject=pair.query.splitlines()[0][:300], model_id=model_id, embedding=vector.tolist(),
                 committed_at=datetime.fromtimestamp(getattr(commit, "commit_time", 0), tz=UTC)))
     return rows, False
 

@@ -238,6 +238,12 @@ def test_describe_and_summarize_show_the_commit_and_what_changed_never_the_token
     assert crawl == ("crawl; 9 indexed (https://s/a, https://s/b, ...); 1 removed (https://s/gone); 12 fetched; "
                      "3 not modified; 2 unchanged; 0 errors")
     assert sync.summarize_result({}) == ""
+    remembered = sync.summarize_result({"mode": "diff", "from": "a" * 40, "to": "c" * 40, "changed": [],
+                                        "history": {"added": 2, "remembered": 475, "rebuilt": True,
+                                                    "stopped": "time budget"}})
+    assert remembered.endswith("; history: 475 commits remembered (+2, rebuilt, stopped: time budget)")
+    unread = sync.summarize_result({"mode": "unchanged", "to": "c" * 40, "history": {"error": "encoder down"}})
+    assert unread.endswith("; history not read: encoder down")
 
 
 # --------------------------------------------------------------------------- manage.py sync

@@ -29,7 +29,7 @@ def _history(remote) -> list[str]:
     shas.append(remote.commit({**FIRST_TREE, "billing/ledger.py": LEDGER + "\n# negative amounts refused\n"},
                               f"{REFUSE}\n\nSigned-off-by: Someone <s@example.com>"))
     shas.append(remote.commit({**remote.files, "util/text.py": UTILS + "\n# punctuation stripped\n"},
-                              f"{SLUGS} (#12)"))
+                              f"{SLUGS} (#12)\n\nThe body says more."))
     shas.append(remote.commit({**remote.files, "util/text.py": UTILS + "\n# punctuation stripped twice\n"}, "wip"))
     return shas
 
