@@ -310,6 +310,8 @@ for _name, _value in (("EMBEDDING_DEVICE", EMBEDDING_DEVICE), ("EMBEDDING_QUERY_
 # ADAPT_HISTORY_MIN_COMMITS qualifying commits (a changed function the synced tree holds), its history trains and its
 # newest commits (a fifth, at least ADAPT_HISTORY_MIN_CHECK, never trained on) decide adoption; fewer: label-free
 # pairs and the held-out rule, and the evidence says so
+ADAPT_HISTORY_MIN_COMMITS = max(2, env_int("ADAPT_HISTORY_MIN_COMMITS", 40))
+ADAPT_HISTORY_MIN_CHECK = max(2, env_int("ADAPT_HISTORY_MIN_CHECK", 20))
 # Re-adaptation on a schedule (search/quality/schedule.py): a project adapted before gets a new adaptation job once
 # its git-followed code datasets remember this many new qualifying commits (0: off); beat looks every
 # ADAPT_SCHEDULER_INTERVAL_S, and the web process runs what was queued every QUALITY_POLL_S (0: never).
@@ -318,8 +320,6 @@ ADAPT_SCHEDULER_INTERVAL_S = env_int("ADAPT_SCHEDULER_INTERVAL_S", 3600)
 QUALITY_POLL_S = env_float("QUALITY_POLL_S", 30.0)
 CELERY_BEAT_SCHEDULE["enqueue-due-adaptations"] = {"task": "search.tasks.enqueue_due_adaptations",
                                                    "schedule": timedelta(seconds=ADAPT_SCHEDULER_INTERVAL_S)}
-ADAPT_HISTORY_MIN_COMMITS = max(2, env_int("ADAPT_HISTORY_MIN_COMMITS", 40))
-ADAPT_HISTORY_MIN_CHECK = max(2, env_int("ADAPT_HISTORY_MIN_CHECK", 20))
 
 # --- LLM (OpenAI-compatible; optional) ------------------------------------
 # inference/llm.py is the one reader. Both OPENAI_BASE_URL and LLM_MODEL set: query parsing, why-matched and answers
