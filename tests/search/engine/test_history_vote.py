@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from inference.encoders import dense_model_id, embed_cached
-from search.engine.history_vote import PastCommit, evidence, file_votes, merge, similar_commits
-from search.models import CommitMemory, Dataset
+from search.engine.history_vote import PastCommit, evidence, file_votes, merge, similar_commits, voted_documents
+from search.engine.index_schema import IndexFilter
+from search.models import CommitMemory, Dataset, Document
 
 
 def _commit(dataset_id: int, sha: str, similarity: float, *files: str) -> PastCommit:
@@ -87,10 +88,6 @@ def test_rows_another_model_embedded_never_vote(remembered):
 
 def test_voted_files_outside_the_candidates_are_those_the_searched_datasets_hold_and_the_filter_admits(
         db, make_project):
-    from search.engine.history_vote import voted_documents
-    from search.engine.index_schema import IndexFilter
-    from search.models import Document
-
     project = make_project("outside")
     mine = Dataset.objects.create(project=project, name="mine", kind="code")
     other = Dataset.objects.create(project=project, name="other", kind="code")
