@@ -15,7 +15,7 @@ import pytest
 from search.quality import adaptation as ad
 from search.quality import history_training as ht
 from search.sources.git.history import changed_definitions, changed_old_lines
-from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture
+from tests.search.ctx_fixtures import edge_index, settled_applier  # noqa: F401 - fixtures
 from tests.search.sources.git.test_history import History
 
 # ------------------------------------------------------------------------------------------ the changed functions
@@ -125,7 +125,7 @@ def sync(dataset) -> None:
 
 
 @pytest.fixture
-def followed(repo, make_user, make_project, edge_index, settings, tmp_path):
+def followed(repo, make_user, make_project, edge_index, settled_applier, settings, tmp_path):
     """A code project whose dataset follows the repository's main branch, synced through the product, with a
     time split of 12 commits: the newest 3 check (a fifth, at least 3), the 9 older ones train."""
     from search.models import Dataset

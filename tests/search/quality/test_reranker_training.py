@@ -16,7 +16,7 @@ from django.core.management.base import CommandError
 
 from search.engine.project_ranking import reranker_of, save_reranker
 from search.quality import reranker_training as rt
-from tests.search.ctx_fixtures import edge_index  # noqa: F401 - fixture
+from tests.search.ctx_fixtures import edge_index, settled_applier  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 
@@ -197,7 +197,7 @@ def test_too_few_training_queries_is_a_clear_error_and_writes_nothing(edge_index
 
 
 @pytest.fixture
-def toy_project(make_user, make_project, edge_index, collection):
+def toy_project(make_user, make_project, edge_index, settled_applier, collection):
     """A project owning the toy collection as its own dataset (no feedback yet)."""
     from search.engine.applier import apply_outbox
     from search.engine.index import get_index

@@ -27,7 +27,7 @@ from search.sources.git.history import (
     merge_message,
     moved_path_resolver,
 )
-from tests.search.ctx_fixtures import edge_index  # noqa: F401
+from tests.search.ctx_fixtures import edge_index, settled_applier  # noqa: F401 - fixtures
 from tests.search.quality.test_fusion_choice import _sparse_knows_legs
 
 
@@ -198,7 +198,7 @@ def test_a_path_moved_under_src_or_out_of_a_folder_resolves_to_where_the_tree_ho
 
 
 @pytest.fixture
-def synced_shop(history, make_user, make_project, edge_index, settings, tmp_path):
+def synced_shop(history, make_user, make_project, edge_index, settled_applier, settings, tmp_path):
     """A code project whose one dataset follows the history's main branch, synced through the product."""
     from search.engine.applier import apply_outbox, pending_outbox
     from search.models import Dataset
