@@ -84,7 +84,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,12 +101,18 @@ BUDGET = 64_000
 FN_K = 10
 # --history-sweep: the vote's constants tried, on the commits before the reported ones (--skip-newest). The first
 # sweep (2026-12-06) tried k 10 and 60, weights 0.25 to 2 and both aggregations with 20 voters, and chose top3,
-# k 10, w 0.5 (docs/benchmarks/code-localisation.md); this grid then tried the voters and the files outside.
+# k 10, w 0.5 (docs/benchmarks/code-localisation.md); a second grid tried the voters (10, 20, 40) and the files
+# outside the candidates, and chose 20 with them; a third tried the second look inside the top files
+# (search.engine.locate.focus_candidates: 1, 3, 5 files, weights 0.5 to 2) and chose 3 files, w 1; a fourth the
+# definitions' own vote (history_vote.FUNCTION_WEIGHT 0.5 to 4) beside the second look, and this grid both
+# together, which chose 3 files, w 1 and a function weight of 2.
 SWEEP_AGGREGATIONS = ("top3",)
 SWEEP_K = (10.0,)
 SWEEP_WEIGHT = (0.5,)
-SWEEP_VOTERS = (10, 20, 40)
-SWEEP_OUTSIDE = (False, True)
+SWEEP_VOTERS = (20,)
+SWEEP_OUTSIDE = (True,)
+SWEEP_FOCUS = ((3, 0.5), (3, 1.0), (3, 2.0), (5, 1.0))
+SWEEP_FUNCTION_WEIGHT = (1.0, 2.0, 3.0)
 GOLD_FN_KINDS = ("function", "method", "class")
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
@@ -279,6 +285,8 @@ class Row:
     group: str = ""  # "locate": the product's locate(); an aggregation name: the fused candidates regrouped by it
     adapted: bool = False  # on the project whose dataset is searched with the model adapted before the cut-off
     history: bool = True  # locate rows: with the vote of similar past commits (search.engine.history_vote)
+    focus: bool = True  # locate rows: with the second look inside the top files (search.engine.locate)
+    functions: bool = True  # locate rows: with the vote of past commits for the definitions they changed
     vote: dict[str, Any] | None = None  # a sweep row: the regrouped candidates merged with the vote's constants
 
 
@@ -335,15 +343,24 @@ def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[
     Function recall: a gold definition is one of the top definitions (same file and span). Tokens: the listed
     definitions' spans (their source at the parent) read in rank order, until every gold file has one listed and
     until every gold function is listed."""
-    from search.engine.locate import MAX_TOP_FILES, MAX_TOP_FUNCTIONS, locate, rank_definitions, rank_files
+    from search.engine.locate import (
+        MAX_TOP_FILES,
+        MAX_TOP_FUNCTIONS,
+        Ranking,
+        locate,
+        rank_definitions,
+        rank_files,
+    )
     from search.engine.packing import count_tokens
     from search.engine.pipeline import QuerySpec, execute
 
     t = time.perf_counter()
     if row.group == "locate":
+        ranking = replace(Ranking(), history=row.history, **({} if row.focus else {"focus_files": 0}),
+                          **({} if row.functions else {"function_weight": 0.0}))
         res = locate(user=None, project=project, spec=QuerySpec(q=commit.query, top_k=FN_K, candidates=CANDIDATES,
                                                                 graph=False, log=False),
-                     top_files=MAX_TOP_FILES, top_functions=MAX_TOP_FUNCTIONS, history=row.history)
+                     top_files=MAX_TOP_FILES, top_functions=MAX_TOP_FUNCTIONS, ranking=ranking)
         files = [f["path"] for f in res.files]
         defs = [(f["path"], f["start_line"], f["end_line"]) for f in res.functions]
         models: list[str] = []
@@ -353,20 +370,30 @@ def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[
                          **row.spec)
         run = execute(spec=spec, project=project, stages=row.stages)
         cands = [c for c in run.cands if c.chunk is not None]
+        ranking = Ranking(aggregation=row.group)
         vote: dict[str, Any] = {}
         outside: list[dict[str, Any]] = []
         if row.vote is not None:  # the sweep: the same candidates and past commits, merged with other constants
             from search.engine.history_vote import file_votes, similar_commits, voted_documents
 
             past = similar_commits(dataset_ids=run.flt.dataset_ids, task=commit.query, voters=row.vote["voters"])
-            vote = {"past": past, "rank_k": row.vote["rank_k"], "weight": row.vote["weight"]}
+            vote = {"past": past}
+            ranking = replace(ranking, rank_k=row.vote["rank_k"], vote_weight=row.vote["weight"],
+                              focus_weight=row.vote["focus_weight"], function_weight=row.vote["function_weight"])
             if row.vote["outside"]:
                 outside = voted_documents(votes=file_votes(past), flt=run.flt,
                                           exclude={(c.chunk.dataset_id, c.chunk.path) for c in cands})
-        files = [f["path"] for f in rank_files(cands=cands, aggregation=row.group, top=MAX_TOP_FILES,
-                                               outside=outside, **vote)]
+        ranked_files = rank_files(cands=cands, top=MAX_TOP_FILES, ranking=ranking, outside=outside, **vote)
+        files = [f["path"] for f in ranked_files]
+        focus: dict[str, Any] = {}
+        if row.vote is not None and row.vote.get("focus"):
+            from search.engine.locate import focus_candidates
+
+            focus = {"focus": focus_candidates(user=None, project=project, spec=spec, flt=run.flt,
+                                               files=ranked_files, top=row.vote["focus"])}
         defs = [(d.path, d.start_line, d.end_line)
-                for d, _, _ in rank_definitions(cands=cands, aggregation=row.group, top=MAX_TOP_FUNCTIONS, **vote)]
+                for d, _, _ in rank_definitions(cands=cands, top=MAX_TOP_FUNCTIONS, ranking=ranking, **vote,
+                                                **focus)]
         models, reranker = run.embedding_models, run.reranker_name
     ms = (time.perf_counter() - t) * 1000
     gold = set(gold_files)
@@ -550,12 +577,19 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
         rows.append(Row("locate", {}, STAGES, group="locate"))
         if importlib.util.find_spec("search.engine.history_vote") is not None:
             rows.append(Row("locate without history", {}, STAGES, group="locate", history=False))
+            if importlib.util.find_spec("search.engine.locate") and hasattr(
+                    importlib.import_module("search.engine.locate"), "focus_candidates"):
+                rows.append(Row("locate without the second look", {}, STAGES, group="locate", focus=False))
+                rows.append(Row("locate without the function vote", {}, STAGES, group="locate", functions=False))
             if sweep:  # the merge's constants, for choosing them on commits before the reported ones
                 rows += [Row(f"fused by {m} + history vote, k={k:g} w={w:g}, {n} voters"
-                             + (", voted files outside the candidates" if out else ""), dict(off), base, group=m,
-                             vote={"rank_k": k, "weight": w, "voters": n, "outside": out})
+                             + (", voted files outside the candidates" if out else "")
+                             + (f", a second look in the top {nf} files (w {wf:g})" if nf else "")
+                             + (f", function vote w {fw:g}" if fw else ""), dict(off), base,
+                             group=m, vote={"rank_k": k, "weight": w, "voters": n, "outside": out, "focus": nf,
+                                            "focus_weight": wf, "function_weight": fw})
                          for m in SWEEP_AGGREGATIONS for k in SWEEP_K for w in SWEEP_WEIGHT for n in SWEEP_VOTERS
-                         for out in SWEEP_OUTSIDE]
+                         for out in SWEEP_OUTSIDE for nf, wf in SWEEP_FOCUS for fw in SWEEP_FUNCTION_WEIGHT]
         else:
             todo.append("locate without history: TODO, not measured (no search.engine.history_vote in this "
                         "checkout)")
@@ -853,7 +887,7 @@ def repo_section(r: dict[str, Any]) -> list[str]:
 
 def paired_lines(pooled: list[dict[str, Any]], rows: list[Row]) -> list[str]:
     """Each row's paired difference from the default (fused) and the baselines', the adapted locate's from locate,
-    and locate's from locate without history."""
+    and locate's from locate without history, without the second look and without the function vote."""
     cis = []
     for other in ("dense", "sparse"):
         for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
@@ -870,9 +904,10 @@ def paired_lines(pooled: list[dict[str, Any]], rows: list[Row]) -> list[str]:
                                f"{ci[2]:+.3f}, {ci[3]} commits)")
     base = next((r for r in rows if r.name.startswith("locate") and not r.adapted), None)
     for r in rows:
-        if (r.adapted and r.group == "locate" and base is not None) or (r.group == "locate" and not r.history):
+        ablation = r.group == "locate" and (not r.history or not r.focus or not r.functions)
+        if base is not None and ((r.adapted and r.group == "locate") or ablation):
             for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
-                a, b = (base.name, r.name) if not r.history else (r.name, base.name)
+                a, b = (base.name, r.name) if ablation else (r.name, base.name)
                 ci = paired_ci(pooled, a, b, metric)
                 if ci:
                     cis.append(f"{a} − {b}, {label}: {ci[0]:+.3f} (95 % paired bootstrap {ci[1]:+.3f} "

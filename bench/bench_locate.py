@@ -40,7 +40,7 @@ from bench.bench_code_commits import (
 
 def measure(*, project: Any, query: str, gold_files: list[str], gold_fns: list[dict[str, Any]]) -> dict[str, Any]:
     from search.engine.aggregation import AGGREGATIONS
-    from search.engine.locate import rank_definitions, rank_files
+    from search.engine.locate import Ranking, rank_definitions, rank_files
     from search.engine.pipeline import QuerySpec, execute
 
     run = execute(spec=QuerySpec(q=query, top_k=FN_K, candidates=CANDIDATES, graph=False, log=False),
@@ -52,9 +52,9 @@ def measure(*, project: Any, query: str, gold_files: list[str], gold_fns: list[d
     out["chunks"] = {"fn_r10": (sum(any(overlaps(sp, f) for sp in spans10) for f in gold_fns) / len(gold_fns))
                      if gold_fns else None}
     for method in AGGREGATIONS:
-        files = [f["path"] for f in rank_files(cands=cands, aggregation=method, top=10)]
+        files = [f["path"] for f in rank_files(cands=cands, top=10, ranking=Ranking(aggregation=method))]
         defs = {(d.path, d.start_line, d.end_line)
-                for d, _, _ in rank_definitions(cands=cands, aggregation=method, top=FN_K)}
+                for d, _, _ in rank_definitions(cands=cands, top=FN_K, ranking=Ranking(aggregation=method))}
         out[method] = {"file_r5": len(gold & set(files[:5])) / len(gold),
                        "file_r10": len(gold & set(files[:10])) / len(gold),
                        "fn_r10": (sum((f["path"], f["start_line"], f["end_line"]) in defs for f in gold_fns)

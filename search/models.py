@@ -321,8 +321,8 @@ class Source(models.Model):
 
 class CommitMemory(models.Model):
     """One qualifying commit of a git-followed code dataset: its message, the source files it changed, and the
-    message's embedding. `locate` asks which past commits read like the task and votes for the files they changed
-    (search.engine.history_vote): on click, httpx and seaborn that vote ranks the gold files of a later commit
+    message's embedding. `locate` asks which past commits read like the task and votes for the files and the
+    definitions they changed (search.engine.history_vote): on click, httpx and seaborn that vote ranks the gold files of a later commit
     about as well as the chunks do, and the two miss different files (docs/benchmarks/code-localisation.md).
 
     Why rows and not a walk at query time: reading a repository's history takes seconds to minutes; the sync that
@@ -337,6 +337,9 @@ class CommitMemory(models.Model):
     subject = models.CharField(max_length=300)
     query = models.TextField()  # the message as a query (trailers and PR refs out): what is embedded
     files = ArrayField(models.TextField())  # the source files it modified or deleted
+    # [[path, qualname], ...]: the definitions it changed in those files (history.commit_definitions); None: not
+    # read yet (remembered before the memory kept them), filled in by the next sync within its time budget
+    functions = models.JSONField(null=True, blank=True)
     model_id = models.CharField(max_length=200)  # the dense model that embedded `query`
     embedding = VectorField()
 

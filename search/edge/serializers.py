@@ -20,7 +20,7 @@ from search.engine.code_graph import DEFAULT_OUTLINE, MAX_FILES, MAX_OUTLINE, MA
 from search.engine.fusion import FUSIONS, RULES_FUSIONS
 from search.engine.globs import MAX_GLOB_LENGTH
 from search.engine.grep import DEFAULT_MATCHES, MAX_MATCHES, MAX_PATTERN
-from search.engine.locate import MAX_TOP_FILES, MAX_TOP_FUNCTIONS
+from search.engine.locate import MAX_TOP_FILES, MAX_TOP_FUNCTIONS, Ranking
 from search.engine.pipeline import MAX_CANDIDATES, MAX_Q, MAX_TOP_K, QuerySpec
 from search.ingest.progress import MIN_MEASURED_ITEMS, MIN_MEASURED_S, Pace, ingest_job_pace
 from search.models import IngestJob
@@ -624,7 +624,8 @@ class LocateRequestSerializer(InputSerializer):
                                      help_text="As for the context query.")
     rerank = FlagField(required=False, allow_null=True, default=None, help_text="As for the context query.")
     history = FlagField(default=True, help_text="Let the past commits whose messages read like the task vote for "
-                                                "the files they changed (datasets that follow git).")
+                                                "the files and the functions they changed (datasets that follow "
+                                                "git).")
 
     def spec(self, *, source: str = "api") -> QuerySpec:
         """The context query's spec for the task, logged as kind `locate`: the ranking is search's own."""
@@ -635,10 +636,17 @@ class LocateRequestSerializer(InputSerializer):
                          candidates=d["candidates"], fusion=d.get("fusion"), rerank=d["rerank"], graph=False,
                          kind="locate", source=source)
 
+    def ranking(self) -> Ranking:
+        """How the candidates become files and definitions: the request's aggregation and history switch, the
+        measured defaults for the rest."""
+        return Ranking(aggregation=self.validated_data["aggregation"], history=self.validated_data["history"])
+
 
 class LocateEvidenceSerializer(serializers.Serializer):
     chunk_id = serializers.IntegerField()
-    rank = serializers.IntegerField(help_text="The chunk's rank among the query's candidates (1 is best).")
+    rank = serializers.IntegerField(help_text="The chunk's rank among the query's candidates (1 is best); a rank "
+                                              "past `candidates` is a chunk the second look inside the top files "
+                                              "found, in that look's order.")
     score = serializers.FloatField()
     symbol = serializers.CharField(allow_blank=True)
     start_line = serializers.IntegerField()
@@ -654,6 +662,8 @@ class LocatePastCommitSerializer(serializers.Serializer):
 
 class LocateVoterSerializer(LocatePastCommitSerializer):
     files = serializers.ListField(child=serializers.CharField(), help_text="The source files it changed.")
+    functions = serializers.ListField(child=serializers.CharField(),
+                                      help_text="The definitions it changed, as `path:qualname`.")
 
 
 class LocateFileSerializer(serializers.Serializer):
@@ -694,6 +704,8 @@ class LocateFunctionSerializer(serializers.Serializer):
     chunks = LocateEvidenceSerializer(many=True)
     callers = LocateNeighbourSerializer(many=True, help_text="Uses resolved to it (top 5 functions; at most 5).")
     callees = LocateNeighbourSerializer(many=True, help_text="Definitions it uses (top 5 functions; at most 5).")
+    history = LocatePastCommitSerializer(many=True, help_text="Similar past commits that changed this definition "
+                                                              "(at most 3).")
 
 
 class LocateResponseSerializer(serializers.Serializer):
@@ -706,5 +718,5 @@ class LocateResponseSerializer(serializers.Serializer):
     timings_ms = serializers.DictField()
     reranker = serializers.CharField(allow_null=True)
     history = LocateVoterSerializer(many=True, help_text="The past commits most like the task (at most 5), whose "
-                                                         "changed files voted; empty with `history` off or no git "
-                                                         "history remembered.")
+                                                         "changed files and functions voted; empty with `history` "
+                                                         "off or no git history remembered.")

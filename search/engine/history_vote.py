@@ -34,6 +34,7 @@ from search.models import CommitMemory, Document
 VOTERS = 20    # the most similar past commits that vote
 RANK_K = 10    # the reciprocal-rank constant of both rankings
 WEIGHT = 0.5   # the vote's ranks against the chunks' ranks
+FUNCTION_WEIGHT = 2.0  # a definition's own vote (the past commits that changed it) against the chunks' ranks
 MAX_PER_FILE = 3  # past commits listed as a file's evidence
 
 T = TypeVar("T")
@@ -49,10 +50,11 @@ class PastCommit:
     subject: str
     similarity: float
     files: tuple[str, ...]
+    functions: tuple[tuple[str, str], ...] = ()  # (path, qualname) of the definitions it changed
 
     def as_dict(self) -> dict[str, object]:
         return {"sha": self.sha, "subject": self.subject, "similarity": round(self.similarity, 4),
-                "files": list(self.files)}
+                "files": list(self.files), "functions": [f"{p}:{q}" for p, q in self.functions]}
 
 
 def similar_commits(*, dataset_ids: Sequence[int], task: str, voters: int = VOTERS) -> list[PastCommit]:
@@ -66,9 +68,10 @@ def similar_commits(*, dataset_ids: Sequence[int], task: str, voters: int = VOTE
         return []
     vector = embed_query(task).tolist()
     found = rows.annotate(distance=CosineDistance("embedding", vector)).order_by("distance", "-pk") \
-        .values_list("dataset_id", "sha", "subject", "distance", "files")[:voters]
-    return [PastCommit(dataset_id=d, sha=sha, subject=subject, similarity=1.0 - float(distance), files=tuple(files))
-            for d, sha, subject, distance, files in found]
+        .values_list("dataset_id", "sha", "subject", "distance", "files", "functions")[:voters]
+    return [PastCommit(dataset_id=d, sha=sha, subject=subject, similarity=1.0 - float(distance), files=tuple(files),
+                       functions=tuple((p, q) for p, q in functions or ()))
+            for d, sha, subject, distance, files, functions in found]
 
 
 def file_votes(commits: Sequence[PastCommit]) -> dict[tuple[int, str], float]:
@@ -77,6 +80,16 @@ def file_votes(commits: Sequence[PastCommit]) -> dict[tuple[int, str], float]:
     for c in commits:
         for path in c.files:
             votes[(c.dataset_id, path)] = votes.get((c.dataset_id, path), 0.0) + max(c.similarity, 0.0)
+    return votes
+
+
+def function_votes(commits: Sequence[PastCommit]) -> dict[tuple[int, str, str], float]:
+    """(dataset id, path, qualname) -> the summed similarity of the voting commits that changed that definition."""
+    votes: dict[tuple[int, str, str], float] = {}
+    for c in commits:
+        for path, qualname in c.functions:
+            key = (c.dataset_id, path, qualname)
+            votes[key] = votes.get(key, 0.0) + max(c.similarity, 0.0)
     return votes
 
 
@@ -103,10 +116,13 @@ def voted_documents(*, votes: dict[tuple[int, str], float], flt: IndexFilter,
     return sorted(found, key=lambda f: (-votes[(f["dataset_id"], f["path"])], f["path"]))
 
 
-def evidence(commits: Sequence[PastCommit], *, dataset_id: int, path: str) -> list[dict[str, object]]:
-    """The voting commits that changed the file, most similar first (at most MAX_PER_FILE)."""
+def evidence(commits: Sequence[PastCommit], *, dataset_id: int, path: str,
+             qualname: str | None = None) -> list[dict[str, object]]:
+    """The voting commits that changed the file (with `qualname`: that definition in it), most similar first (at
+    most MAX_PER_FILE)."""
     return [{"sha": c.sha, "subject": c.subject, "similarity": round(c.similarity, 4)}
-            for c in commits if c.dataset_id == dataset_id and path in c.files][:MAX_PER_FILE]
+            for c in commits if c.dataset_id == dataset_id and (
+                path in c.files if qualname is None else (path, qualname) in c.functions)][:MAX_PER_FILE]
 
 
 def merge(*, ranked: Sequence[T], file_of: Callable[[T], F], votes: dict[F, float], rank_k: float = RANK_K,

@@ -8,33 +8,38 @@ definitions (callers and callees, `search.engine.code_graph`) say what else a ch
 (NEIGHBOUR_TOP definitions, MAX_NEIGHBOURS each) and only uses that resolve to one definition are named.
 Where the searched datasets follow git, the past commits whose messages read like the task vote for the files they
 changed (search.engine.history_vote); files and definitions are ranked by the chunks and that vote together.
+Definitions then get a second look: the same query restricted to the best few files (focus_candidates), so a file
+ranked first shows the functions a change would touch, not only the ones that won slots against the whole tree.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from config import deadlines
 from search.engine.aggregation import DEFAULT, aggregate
 from search.engine.code_graph import Def, LineSpan, find_references, resolved_uses
 from search.engine.history_vote import (
+    FUNCTION_WEIGHT,
     RANK_K,
     WEIGHT,
     PastCommit,
     evidence,
     file_votes,
+    function_votes,
     merge,
     similar_commits,
     voted_documents,
 )
-from search.engine.pipeline import QuerySpec, run_query
+from search.engine.pipeline import QuerySpec, execute, fuse_legs, over, path_prior, recheck, retrieve_legs, run_query
 from search.models import Symbol
 
 if TYPE_CHECKING:
     from accounts.models import User
     from projects.models import Project
     from search.engine.fusion import Candidate
+    from search.engine.index_schema import IndexFilter
 
 FUNCTION_KINDS = ("function", "method", "class")
 MAX_TOP_FILES = 50
@@ -42,6 +47,30 @@ MAX_TOP_FUNCTIONS = 50
 MAX_EVIDENCE = 5      # supporting chunks listed per file or definition
 NEIGHBOUR_TOP = 5     # definitions whose callers and callees are read
 MAX_NEIGHBOURS = 5    # callers, and callees, listed per definition
+# The second look inside the top files (focus_candidates) and how its definition ranks count against the first
+# pass's. Chosen with the bench's sweep on the 15 commits of click, httpx and seaborn before the reported ones
+# (docs/benchmarks/code-localisation.md): 1, 3 and 5 files, weights 0.5 to 2.
+FOCUS_FILES = 3
+FOCUS_WEIGHT = 1.0
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How `locate` ranks, beside what it ranks (the spec): the chunks' aggregation (search.engine.aggregation), the
+    history vote and its weight, the second look inside the top files and its weight, and the reciprocal-rank
+    constant their ranks are merged with. The API sets `aggregation` and `history`; the rest are the measured
+    defaults, varied by the benchmark's sweep."""
+
+    aggregation: str = DEFAULT
+    history: bool = True
+    focus_files: int = FOCUS_FILES
+    rank_k: float = RANK_K
+    vote_weight: float = WEIGHT
+    focus_weight: float = FOCUS_WEIGHT
+    function_weight: float = FUNCTION_WEIGHT
+
+
+DEFAULT_RANKING = Ranking()
 _FIELDS = ("id", "dataset_id", "document_id", "path", "lang", "name", "qualname", "kind", "signature",
            "start_line", "end_line")
 
@@ -67,11 +96,12 @@ def _score(c: Candidate) -> float:
     return c.rerank_score if c.rerank_score is not None else c.fused_score
 
 
-def _evidence(cands: list[Candidate], ranks: list[int]) -> list[dict[str, Any]]:
+def _evidence(ranked: list[tuple[int, Candidate]]) -> list[dict[str, Any]]:
+    """The supporting chunks, each with its 0-based rank (listed from 1)."""
     out = []
-    for rank in ranks[:MAX_EVIDENCE]:
-        ch = cands[rank].chunk
-        out.append({"chunk_id": ch.pk, "rank": rank + 1, "score": _score(cands[rank]), "symbol": ch.symbol,
+    for rank, cand in ranked[:MAX_EVIDENCE]:
+        ch = cand.chunk
+        out.append({"chunk_id": ch.pk, "rank": rank + 1, "score": _score(cand), "symbol": ch.symbol,
                     "start_line": ch.start_line, "end_line": ch.end_line,
                     "span": f"{ch.path}:{ch.start_line}-{ch.end_line}"})
     return out
@@ -113,78 +143,147 @@ def _neighbours(*, project: Project, d: Def) -> dict[str, Any]:
     return {"callers": callers, "callees": callees}
 
 
-def rank_files(*, cands: list[Candidate], aggregation: str = DEFAULT, top: int = 10,
+def rank_files(*, cands: list[Candidate], top: int = 10, ranking: Ranking = DEFAULT_RANKING,
                past: list[PastCommit] | None = None, outside: list[dict[str, Any]] | None = None,
-               rank_k: float = RANK_K, weight: float = WEIGHT) -> list[dict[str, Any]]:
-    """The files of the loaded candidates (best first), scored from their chunks by `aggregation`; with `past`
+               ) -> list[dict[str, Any]]:
+    """The files of the loaded candidates (best first), scored from their chunks by the ranking's aggregation; with
+    `past`
     (the similar past commits), merged with their vote (search.engine.history_vote) and `score` is the merged
     one. `outside`: voted files no candidate chunk is in (history_vote.voted_documents), ranked after every
     candidate file before the merge. Each file lists its chunks and the past commits that changed it."""
     entries = []
-    for g in aggregate(ranked=[((c.chunk.dataset_id, c.chunk.path), _score(c)) for c in cands], method=aggregation):
+    for g in aggregate(ranked=[((c.chunk.dataset_id, c.chunk.path), _score(c)) for c in cands],
+                       method=ranking.aggregation):
         ch = cands[g.ranks[0]].chunk
         entries.append(({"path": ch.path, "repo": ch.repo, "lang": ch.lang, "dataset_id": ch.dataset_id,
-                         "document_id": ch.document_id, "chunks": _evidence(cands, g.ranks)}, g.score))
+                         "document_id": ch.document_id, "chunks": _evidence([(r, cands[r]) for r in g.ranks])}, g.score))
     entries += [({**f, "chunks": []}, 0.0) for f in outside or []]
     if past:
         entries = merge(ranked=[e for e, _ in entries], file_of=lambda e: (e["dataset_id"], e["path"]),
-                        votes=file_votes(past), rank_k=rank_k, weight=weight)
+                        votes=file_votes(past), rank_k=ranking.rank_k, weight=ranking.vote_weight)
     return [{"rank": rank, **entry, "score": score,
              "history": evidence(past or [], dataset_id=entry["dataset_id"], path=entry["path"])}
             for rank, (entry, score) in enumerate(entries[:top], start=1)]
 
 
-def rank_definitions(*, cands: list[Candidate], aggregation: str = DEFAULT, top: int = 10,
-                     past: list[PastCommit] | None = None, rank_k: float = RANK_K,
-                     weight: float = WEIGHT) -> list[tuple[Def, float, list[int]]]:
-    """(definition, score, the ranks of its chunks in `cands`) for the innermost functions, methods and classes the
-    code candidates overlap, scored from those chunks by `aggregation` (with `past`, merged with their file's
-    vote); one query for the definitions."""
-    defs_of = _definitions_by_document({c.chunk.document_id for c in cands if c.chunk.kind == "code"})
+def focus_candidates(*, user: User | None, project: Project, spec: QuerySpec, flt: IndexFilter,
+                     files: list[dict[str, Any]], top: int = FOCUS_FILES) -> list[Candidate]:
+    """A second look inside the `top` best files: the same legs and fusion, restricted to those files' paths (and
+    datasets), as deep as the first pass. Why: the first pass ranks chunks across the whole tree, so a large file's
+    functions compete with every other file's for its `candidates` slots, and a file ranked first (often by the
+    history vote) may show none of the functions a change would touch. Restricted, its own chunks fill the slots.
+    No reranker and no log: the first pass was the logged query; this one only orders definitions."""
+    keys = {(f["dataset_id"], f["path"]) for f in files[:top]}
+    if not keys:
+        return []
+    sub = replace(flt, dataset_ids=sorted({d for d, _ in keys}), paths=sorted({p for _, p in keys}))
+    run = execute(spec=replace(spec, log=False, graph=False), project=project, user=user,
+                  stages=(over(sub), retrieve_legs, fuse_legs, recheck, path_prior))
+    return [c for c in run.cands if c.chunk is not None and (c.chunk.dataset_id, c.chunk.path) in keys]
+
+
+def _definition_groups(*, cands: list[Candidate], aggregation: str,
+                       defs_of: dict[int, list[Def]]) -> tuple[list[Any], list[int], dict[int, Def]]:
+    """The definitions `cands` overlap, grouped and ranked by `aggregation` over their chunks' scores; with, for
+    each group entry, the rank of its chunk in `cands`."""
     by_id: dict[int, Def] = {}
     ranked: list[tuple[int, float]] = []
-    entry_rank: list[int] = []  # for each entry of `ranked`, the rank of its chunk in `cands`
+    entry_rank: list[int] = []
     for i, c in enumerate(cands):
-        defs = defs_of.get(c.chunk.document_id, [])
-        for d in innermost_overlapping(definitions=defs, start_line=c.chunk.start_line, end_line=c.chunk.end_line):
+        for d in innermost_overlapping(definitions=defs_of.get(c.chunk.document_id, []),
+                                       start_line=c.chunk.start_line, end_line=c.chunk.end_line):
             by_id[d.id] = d
             ranked.append((d.id, _score(c)))
             entry_rank.append(i)
-    groups = aggregate(ranked=ranked, method=aggregation, positions=entry_rank)
-    scored = [(g, g.score) for g in groups]
+    return aggregate(ranked=ranked, method=aggregation, positions=entry_rank), entry_rank, by_id
+
+
+def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking = DEFAULT_RANKING,
+                     past: list[PastCommit] | None = None, focus: list[Candidate] | None = None,
+                     ) -> list[tuple[Def, float, list[tuple[int, Candidate]]]]:
+    """(definition, score, its chunks with their 0-based ranks) for the innermost functions, methods and
+    classes the code candidates overlap, scored from those chunks by the ranking's aggregation; one query for the
+    definitions.
+
+    Ranked by reciprocal ranks summed over what speaks for each: `1/(rank_k + rank among the first pass's
+    definitions)`, with `focus` (focus_candidates) `focus_weight/(rank_k + rank among the focused pass's)`, and with
+    `past` `vote_weight/(rank_k + vote rank of its file)` (history_vote.merge's terms) and `function_weight/(rank_k +
+    vote rank of the definition itself)` (the past commits that changed it). With neither, the score is the
+    aggregated one."""
+    aggregation, rank_k = ranking.aggregation, ranking.rank_k
+    code = [c for c in cands if c.chunk.kind == "code"]
+    seen = {c.chunk_id for c in cands}
+    extra = [c for c in focus or [] if c.chunk.kind == "code" and c.chunk_id not in seen]
+    pool = cands + extra  # a focus-only chunk's evidence rank counts on after the first pass's candidates
+    defs_of = _definitions_by_document({c.chunk.document_id for c in code + (focus or [])})
+    groups, entry_rank, by_id = _definition_groups(cands=cands, aggregation=aggregation, defs_of=defs_of)
+    chunks: dict[int, set[int]] = {g.key: {entry_rank[r] for r in g.ranks} for g in groups}
+    if not past and not focus:  # the chunks alone: the aggregated score
+        return [(by_id[g.key], g.score, [(r, pool[r]) for r in sorted(chunks[g.key])]) for g in groups[:top]]
+    score: dict[int, float] = {}
+    first: dict[int, int] = {}
+    for i, g in enumerate(groups):
+        score[g.key] = 1.0 / (rank_k + i + 1)
+        first[g.key] = i
+    if focus:
+        at = {c.chunk_id: len(cands) + n for n, c in enumerate(extra)}
+        at.update({c.chunk_id: i for i, c in enumerate(cands)})
+        f_groups, f_rank, f_by_id = _definition_groups(cands=focus, aggregation=aggregation, defs_of=defs_of)
+        for i, g in enumerate(f_groups):
+            by_id.setdefault(g.key, f_by_id[g.key])
+            score[g.key] = score.get(g.key, 0.0) + ranking.focus_weight / (rank_k + i + 1)
+            chunks.setdefault(g.key, set()).update(at[focus[f_rank[r]].chunk_id] for r in g.ranks)
+            first.setdefault(g.key, len(groups) + i)
     if past:
-        scored = merge(ranked=groups, file_of=lambda g: (by_id[g.key].dataset_id, by_id[g.key].path),
-                       votes=file_votes(past), rank_k=rank_k, weight=weight)
-    return [(by_id[g.key], score, sorted({entry_rank[r] for r in g.ranks})) for g, score in scored[:top]]
+        votes = file_votes(past)
+        vote_rank = {f: i + 1 for i, f in enumerate(sorted(votes, key=lambda f: -votes[f]))}
+        for key, d in by_id.items():
+            at_vote = vote_rank.get((d.dataset_id, d.path))
+            if at_vote is not None and key in score:
+                score[key] += ranking.vote_weight / (rank_k + at_vote)
+    fn_votes = function_votes(past) if past and ranking.function_weight else {}
+    if fn_votes:
+        fn_rank = {f: i + 1 for i, f in enumerate(sorted(fn_votes, key=lambda f: -fn_votes[f]))}
+        for key, d in by_id.items():
+            at_fn = fn_rank.get((d.dataset_id, d.path, d.qualname))
+            if at_fn is not None and key in score:
+                score[key] += ranking.function_weight / (rank_k + at_fn)
+    order = sorted(score, key=lambda key: (-score[key], first[key]))[:top]
+    return [(by_id[key], score[key], [(r, pool[r]) for r in sorted(chunks[key])]) for key in order]
 
 
 def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: int = 10, top_functions: int = 10,
-           aggregation: str = DEFAULT, history: bool = True) -> LocateResult:
+           ranking: Ranking = DEFAULT_RANKING) -> LocateResult:
     """Rank files and definitions for `spec.q` from the candidates the query pipeline ranked (and logged), with
-    the vote of the searched datasets' similar past commits unless `history` is off. The caller has authorised
+    the vote of the searched datasets' similar past commits unless `ranking.history` is off, and the definitions
+    of the `ranking.focus_files` best files looked at again (focus_candidates; 0: not). The caller has authorised
     `project` (membership) and built `spec` (its `kind` says how it is logged)."""
     res = run_query(user=user, project=project, spec=spec)
     cands = [c for c in res.candidates if c.chunk is not None]
     t = time.perf_counter()
     flt = res.flt
-    past = similar_commits(dataset_ids=flt.dataset_ids, task=spec.q) if history and cands and flt else []
+    past = similar_commits(dataset_ids=flt.dataset_ids, task=spec.q) if ranking.history and cands and flt else []
     outside = voted_documents(votes=file_votes(past), flt=flt, exclude={(c.chunk.dataset_id, c.chunk.path)
                                                                          for c in cands}) if past and flt else []
     res.timings["history_ms"] = round((time.perf_counter() - t) * 1000, 2)
-    files = rank_files(cands=cands, aggregation=aggregation, top=top_files, past=past, outside=outside)
+    files = rank_files(cands=cands, top=top_files, ranking=ranking, past=past, outside=outside)
     functions = []
-    for d, score, chunk_ranks in rank_definitions(cands=cands, aggregation=aggregation, top=top_functions,
-                                                  past=past):
+    focus = focus_candidates(user=user, project=project, spec=spec, flt=flt, files=files,
+                             top=ranking.focus_files) if ranking.focus_files and flt else []
+    for d, score, chunks in rank_definitions(cands=cands, top=top_functions, ranking=ranking, past=past,
+                                             focus=focus):
         deadlines.check()
         out = {"rank": len(functions) + 1, "symbol": d.qualname, "name": d.name, "full_name": d.full_name,
                "kind": d.kind, "signature": d.signature, "path": d.path, "dataset_id": d.dataset_id,
                "start_line": d.start_line, "end_line": d.end_line, "span": f"{d.path}:{d.start_line}-{d.end_line}",
-               "score": score, "chunks": _evidence(cands, chunk_ranks)}
+               "score": score, "chunks": _evidence(chunks),
+               "history": evidence(past, dataset_id=d.dataset_id, path=d.path, qualname=d.qualname)}
         if len(functions) < NEIGHBOUR_TOP:
             out.update(_neighbours(project=project, d=d))
         else:
             out.update({"callers": [], "callees": []})
         functions.append(out)
-    return LocateResult(session_id=res.session_id, files=files, functions=functions, aggregation=aggregation,
+    return LocateResult(session_id=res.session_id, files=files, functions=functions,
+                        aggregation=ranking.aggregation,
                         candidates=len(cands), timings=res.timings, reranker=res.reranker,
                         history=[c.as_dict() for c in past[:MAX_EVIDENCE]])

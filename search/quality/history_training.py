@@ -37,18 +37,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from dulwich.object_store import tree_lookup_path
 from dulwich.repo import Repo
 
 from search.engine.dataset_models import model_arg
-from search.ingest.code import MAX_FILE_BYTES
 from search.models import Chunk, Source, Symbol
 from search.quality.fusion_choice import MIN_GAIN
 from search.quality.hard_negatives import hard_negatives
 from search.quality.metrics import BOOTSTRAP, lower_bound_95
 from search.quality.runs import served_ranking
 from search.sources.git import history as hp
-from search.sources.git.objects import read_blob
 from search.sources.git.sync import mirror_path
 
 CHECK_SHARE = 0.2  # of the qualifying commits, the newest, for the check
@@ -120,16 +117,6 @@ class HistorySplit:
 
 
 # ------------------------------------------------------------------------------------------------ mining
-def _blob_text(store: Any, tree: bytes, path: str) -> str | None:
-    """The file's text in `tree`, or None (absent, not a file, or larger than the ingest reads)."""
-    try:
-        _, sha = tree_lookup_path(store.__getitem__, tree, path.encode())
-    except (KeyError, NotADirectoryError):
-        return None
-    data, _ = read_blob(store, sha, limit=MAX_FILE_BYTES)
-    return data.decode("utf-8", errors="replace") if data is not None else None
-
-
 def _spans(dataset_id: int, paths: set[str]) -> tuple[dict[tuple[str, str], tuple[int, int]],
                                                        dict[str, list[tuple[int, int, int]]]]:
     """The synced tree's definitions {(path, qualname): span} and chunks {path: [(start, end, id)]} of `paths`."""
@@ -170,8 +157,8 @@ def _cases(*, store: Any, source: Source, pairs: list[hp.HistoryPair], deadline:
         files = []
         for then in pair.gold:
             path = resolve(then)
-            old = _blob_text(store, parent.tree, prefix + then)
-            new = _blob_text(store, commit.tree, prefix + then)
+            old = hp.blob_text(store, parent.tree, prefix + then)
+            new = hp.blob_text(store, commit.tree, prefix + then)
             if old is None or path is None:
                 continue
             files.append(path)

@@ -37,5 +37,5 @@ class LocateView(APIView):
         ser.is_valid(raise_exception=True)
         d = ser.validated_data
         result = locate(user=request.user, project=project, spec=ser.spec(), top_files=d["top_files"],
-                        top_functions=d["top_functions"], aggregation=d["aggregation"], history=d["history"])
+                        top_functions=d["top_functions"], ranking=ser.ranking())
         return Response(s.LocateResponseSerializer(result.as_dict()).data)

@@ -372,8 +372,7 @@ async def locate(  # noqa: PLR0913 - the parameters are the MCP tool's input sch
         ser.is_valid(raise_exception=True)
         d = ser.validated_data
         out = locate_in(user=caller.user, project=proj, spec=ser.spec(source="mcp"), top_files=d["top_files"],
-                        top_functions=d["top_functions"], aggregation=d["aggregation"],
-                        history=d["history"]).as_dict()
+                        top_functions=d["top_functions"], ranking=ser.ranking()).as_dict()
         lines = [f"search_session_id: {out['search_session_id']}", f"{len(out['files'])} file(s):"]
         for f in out["files"]:
             lines.append(f"{f['rank']}. {f['path']}  score={f['score']:.4f}  "

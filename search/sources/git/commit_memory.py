@@ -1,5 +1,6 @@
-"""A git-followed code dataset's past commits, kept for `locate`: each qualifying commit's message, embedded, and
-the source files it changed (search.models.CommitMemory; the vote that reads them: search.engine.history_vote).
+"""A git-followed code dataset's past commits, kept for `locate`: each qualifying commit's message, embedded, the
+source files it changed and the definitions it changed in them (search.models.CommitMemory; the vote that reads
+them: search.engine.history_vote).
 
 Why at sync time: the sync is what moves a dataset to a commit, so the memory grows with it and never holds a
 commit later than the synced tree (a benchmark that syncs each commit's parent in turn asks about no future). A
@@ -10,7 +11,9 @@ Which commits: history.judge's rules (the commit benchmark's and the adaptation'
 line read as their pull request's title (a repository that merges pull requests keeps most of its history there).
 
 Bounded inside the work: the walk checks its deadline (settings.SOURCES_GIT_COMMIT_MEMORY_S) before each commit,
-embedding checks it between batches, and at most settings.SOURCES_GIT_COMMIT_MEMORY commits are kept (the newest).
+so do the diffs that name each commit's changed definitions, embedding checks it between batches, and at most
+settings.SOURCES_GIT_COMMIT_MEMORY commits are kept (the newest). Rows remembered before the memory kept
+definitions get them at the next sync, newest first, within the same deadline.
 A walk the deadline cut keeps what it read and the sync's result says so; the next sync goes on from the new head.
 """
 from __future__ import annotations
@@ -30,22 +33,45 @@ from search.sources.git import history
 EMBED_BATCH = 64  # messages embedded between deadline checks
 
 
-def _rows(*, store: Any, dataset_id: int, pairs: list[history.HistoryPair], model_id: str,
+def _rows(*, store: Any, source: Source, pairs: list[history.HistoryPair], model_id: str,
           deadline: float) -> tuple[list[CommitMemory], bool]:
-    """The pairs as unsaved rows, embedded in batches; (rows, whether the deadline cut the embedding)."""
+    """The pairs as unsaved rows, embedded in batches, each with the definitions it changed; (rows, whether the
+    deadline cut the work: it is checked before each commit's diff and each batch's embedding)."""
     rows: list[CommitMemory] = []
+    subdir = source.config.get("subdir", "")
     for start in range(0, len(pairs), EMBED_BATCH):
+        batch = pairs[start:start + EMBED_BATCH]
+        functions = []
+        for pair in batch:
+            if time.monotonic() > deadline:
+                return rows, True
+            functions.append(history.commit_definitions(store, pair.sha, pair.gold, subdir=subdir))
         if time.monotonic() > deadline:
             return rows, True
-        batch = pairs[start:start + EMBED_BATCH]
         vectors = embed_cached([p.query for p in batch])
-        for pair, vector in zip(batch, vectors, strict=True):
+        for pair, vector, changed in zip(batch, vectors, functions, strict=True):
             commit = store[pair.sha.encode()]
             rows.append(CommitMemory(  # the subject: the query's first line (a merge's: its pull request's title)
-                dataset_id=dataset_id, sha=pair.sha, query=pair.query, files=list(pair.gold),
-                subject=pair.query.splitlines()[0][:300], model_id=model_id, embedding=vector.tolist(),
+                dataset_id=source.dataset_id, sha=pair.sha, query=pair.query, files=list(pair.gold),
+                functions=[list(f) for f in changed], subject=pair.query.splitlines()[0][:300], model_id=model_id,
+                embedding=vector.tolist(),
                 committed_at=datetime.fromtimestamp(getattr(commit, "commit_time", 0), tz=UTC)))
     return rows, False
+
+
+def _backfill(*, store: Any, source: Source, deadline: float) -> int:
+    """The definitions of rows remembered before the memory kept them (functions NULL), newest first, until the
+    deadline; a commit the mirror no longer holds names none. -> how many rows were filled."""
+    filled = 0
+    subdir = source.config.get("subdir", "")
+    for pk, sha, files in CommitMemory.objects.filter(dataset_id=source.dataset_id, functions__isnull=True) \
+            .order_by("-pk").values_list("pk", "sha", "files"):
+        if time.monotonic() > deadline:
+            break
+        changed = history.commit_definitions(store, sha, files, subdir=subdir) if sha.encode() in store else []
+        CommitMemory.objects.filter(pk=pk).update(functions=[list(f) for f in changed])
+        filled += 1
+    return filled
 
 
 def _first_known(*, store: Any, head: str, known: frozenset[str]) -> str | None:
@@ -76,7 +102,7 @@ def refresh(*, source: Source, store: Any, head: str) -> dict[str, Any]:
     pairs = history.history_pairs(store, head, subdir=source.config.get("subdir", ""), max_pairs=keep,
                                   skipped=skipped, walk=history.Walk(max_walk=settings.SOURCES_GIT_MAX_HISTORY,
                                                                      deadline=deadline, merges=True, known=known))
-    rows, cut = _rows(store=store, dataset_id=source.dataset_id, pairs=pairs, model_id=model_id, deadline=deadline)
+    rows, cut = _rows(store=store, source=source, pairs=pairs, model_id=model_id, deadline=deadline)
     met = _first_known(store=store, head=head, known=known) if "known" in skipped else None
     with transaction.atomic():
         if met is not None:  # remembered commits after it are off this head's first-parent line (a force push)
@@ -93,8 +119,11 @@ def refresh(*, source: Source, store: Any, head: str) -> dict[str, Any]:
         stale = list(mine.order_by("-pk").values_list("pk", flat=True)[keep:])
         if stale:
             CommitMemory.objects.filter(pk__in=stale).delete()
+    filled = _backfill(store=store, source=source, deadline=deadline) if not cut else 0
     out: dict[str, Any] = {"added": len(rows), "remembered": mine.count(), "rebuilt": rebuilt,
                            "seconds": round(time.monotonic() - t0, 2)}
+    if filled:
+        out["functions_filled"] = filled
     if cut or "time budget" in skipped:
         out["stopped"] = "time budget"
     return out

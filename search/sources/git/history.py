@@ -25,13 +25,16 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from dulwich.diff_tree import CHANGE_ADD, CHANGE_DELETE, tree_changes
+from dulwich.object_store import tree_lookup_path
 from dulwich.objects import Commit
 
-from search.ingest.code import detect_lang
+from search.ingest.code import MAX_FILE_BYTES, detect_lang
 from search.ingest.symbols import extract
 from search.ingest.syntax import GRAMMARS
+from search.sources.git.objects import read_blob
 
 MAX_SOURCE_FILES = 4
 MIN_SUBJECT_WORDS = 4
@@ -266,13 +269,22 @@ def changed_old_lines(old: str, new: str) -> list[tuple[int, int, bool]]:
     """Old-side line ranges a change touches, 1-based: (start, end, False) for lines removed or replaced, and
     (after, after, True) for a pure insertion after old line `after` (`git diff -U0`'s hunks, as the commit
     benchmark reads them)."""
-    matcher = difflib.SequenceMatcher(a=old.split("\n"), b=new.split("\n"), autojunk=False)
+    a, b = old.split("\n"), new.split("\n")
+    # The common head and tail first, as git does: a change touches a few lines of a long file, and the matcher's
+    # longest-match search is quadratic in what it is given (it was half the cost of a history's first memory).
+    lo = 0
+    while lo < len(a) and lo < len(b) and a[lo] == b[lo]:
+        lo += 1
+    hi = 0
+    while hi < len(a) - lo and hi < len(b) - lo and a[-1 - hi] == b[-1 - hi]:
+        hi += 1
+    matcher = difflib.SequenceMatcher(a=a[lo:len(a) - hi], b=b[lo:len(b) - hi], autojunk=False)
     out = []
     for tag, i1, i2, _, _ in matcher.get_opcodes():
         if tag in ("replace", "delete"):
-            out.append((i1 + 1, i2, False))
+            out.append((lo + i1 + 1, lo + i2, False))
         elif tag == "insert":
-            out.append((i1, i1, True))
+            out.append((lo + i1, lo + i1, True))
     return out
 
 
@@ -294,3 +306,32 @@ def changed_definitions(*, path: str, old: str, new: str) -> list[str]:
                 inner = min(holders, key=lambda d: (d.end_line - d.start_line, -d.start_line))
                 found.setdefault(inner.qualname, inner.start_line)
     return sorted(found, key=found.__getitem__)
+
+
+def blob_text(store: Any, tree: bytes, path: str) -> str | None:
+    """The file's text in `tree`, or None (absent, not a file, or larger than the ingest reads)."""
+    try:
+        _, sha = tree_lookup_path(store.__getitem__, tree, path.encode())
+    except (KeyError, NotADirectoryError):
+        return None
+    data, _ = read_blob(store, sha, limit=MAX_FILE_BYTES)
+    return data.decode("utf-8", errors="replace") if data is not None else None
+
+
+def commit_definitions(store: Any, sha: str, files: Iterable[str], *, subdir: str = "") -> list[tuple[str, str]]:
+    """(path, qualname) of the definitions the commit changed in `files` (paths relative to `subdir`, as
+    HistoryPair.gold), against its first parent: changed_definitions on each file's two versions. A file the
+    parent lacks (or too large to read) names none."""
+    prefix = subdir.strip("/") + "/" if subdir.strip("/") else ""
+    commit = store[sha.encode()]
+    if not isinstance(commit, Commit) or not commit.parents:
+        return []
+    parent = store[commit.parents[0]]
+    out = []
+    for path in files:
+        old = blob_text(store, parent.tree, prefix + path)
+        if old is None:
+            continue
+        new = blob_text(store, commit.tree, prefix + path) or ""
+        out += [(path, q) for q in changed_definitions(path=path, old=old, new=new)]
+    return out

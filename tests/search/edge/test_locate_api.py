@@ -109,14 +109,15 @@ def test_locate_shares_searchs_rate_limit(code_world, client_for, settings):
     assert codes == [200, 200, 429]
 
 
-def _remember(dataset, message: str, files: list[str]) -> None:
+def _remember(dataset, message: str, files: list[str], functions: list[list[str]] | None = None) -> None:
     from datetime import UTC, datetime
 
     from inference.encoders import dense_model_id, embed_cached
     from search.models import CommitMemory
 
     CommitMemory.objects.create(dataset=dataset, sha=f"{dataset.pk:x}{len(message)}".ljust(40, "a"),
-                                subject=message, query=message, files=files, model_id=dense_model_id(),
+                                subject=message, query=message, files=files, functions=functions or [],
+                                model_id=dense_model_id(),
                                 embedding=embed_cached([message])[0].tolist(), committed_at=datetime.now(tz=UTC))
 
 
@@ -131,7 +132,11 @@ def test_a_past_commit_like_the_task_lifts_the_file_it_changed_with_the_commit_a
     assert after["files"][0]["path"] == last, [f["path"] for f in after["files"]]
     assert after["files"][0]["history"][0]["subject"] == TASK
     assert after["files"][0]["history"][0]["similarity"] == pytest.approx(1.0, abs=1e-3)
-    assert after["history"][0]["files"] == [last] and after["functions"][0]["path"] == last
+    assert after["history"][0]["files"] == [last]
+
+    def first_of(body: dict) -> float:  # the rank of the voted file's best definition (none listed: infinite)
+        return next((f["rank"] for f in body["functions"] if f["path"] == last), float("inf"))
+    assert first_of(after) < first_of(before), [f["span"] for f in after["functions"]]
     assert {f["path"] for f in after["files"]} == {f["path"] for f in before["files"]}  # reordered, none added
     off = client.post(URL, {"task": TASK, "history": False}, format="json").json()
     assert [f["path"] for f in off["files"]] == [f["path"] for f in before["files"]] and off["history"] == []
@@ -172,3 +177,19 @@ def test_a_voted_file_no_candidate_reached_is_listed_without_chunks_unless_a_fil
     assert routes["chunks"] == [] and routes["history"][0]["subject"] == TASK and routes["lang"] == "javascript"
     narrowed = client.post(URL, {"task": TASK, "candidates": 1, "filters": {"lang": "python"}}, format="json").json()
     assert "web/routes.js" not in {f["path"] for f in narrowed["files"]} and narrowed["history"]
+
+
+def test_a_past_commit_that_changed_a_function_lifts_it_within_its_file_with_the_commit_as_evidence(code_world,
+                                                                                                  client_for):
+    client = client_for(code_world["alice"])
+
+    def rank_of(body: dict, symbol: str) -> float:
+        return next((f["rank"] for f in body["functions"] if f["symbol"] == symbol), float("inf"))
+    before = client.post(URL, {"task": TASK, "top_functions": 20, "history": False}, format="json").json()
+    _remember(code_world["dataset"], TASK, ["billing/ledger.py"], [["billing/ledger.py", "grantBonus"]])
+    after = client.post(URL, {"task": TASK, "top_functions": 20}, format="json").json()
+    assert rank_of(after, "grantBonus") < rank_of(before, "grantBonus")
+    bonus = next(f for f in after["functions"] if f["symbol"] == "grantBonus")
+    assert [h["subject"] for h in bonus["history"]] == [TASK]
+    assert all(f["history"] == [] for f in after["functions"] if f["symbol"] != "grantBonus")
+    assert after["history"][0]["functions"] == ["billing/ledger.py:grantBonus"]

@@ -129,3 +129,30 @@ def test_paths_are_remembered_relative_to_the_subdir_and_commits_outside_it_are_
     assert job.status == "done", job.error
     assert _memory(dataset) == [(shas[2], SLUGS, ["text.py"])]
     assert IngestJob.objects.filter(dataset=dataset).count() == 1
+
+
+def test_each_commit_names_the_definitions_it_changed_relative_to_the_subdir(dataset, remote):
+    remote.commit(FIRST_TREE, "Add the ledger, the routes and the text helpers")
+    both = remote.commit({**remote.files, "util/text.py": UTILS.replace("max(lo, min(hi, value))", "min(hi, value)")
+                          .replace('"-".join', '"_".join')}, "Join slugs with underscores and clamp above only")
+    attach(dataset, remote.url, subdir="util")
+    sync(dataset)
+    row = CommitMemory.objects.get(dataset=dataset, sha=both)
+    assert row.files == ["text.py"] and row.functions == [["text.py", "slugify"], ["text.py", "clamp"]]
+
+
+def test_rows_remembered_before_definitions_were_kept_get_them_at_the_next_sync(dataset, remote, settings):
+    remote.commit(FIRST_TREE, "Add the ledger, the routes and the text helpers")
+    fix = remote.commit({**remote.files, "billing/ledger.py": LEDGER.replace("amount > wallet.balance",
+                                                                             "amount >= wallet.balance")},
+                        REFUSE)
+    attach(dataset, remote.url)
+    sync(dataset)
+    CommitMemory.objects.filter(dataset=dataset).update(functions=None)  # as an older version remembered them
+    settings.SOURCES_GIT_COMMIT_MEMORY_S = 0.0  # a spent budget fills nothing ...
+    assert "functions_filled" not in sync(dataset).result["history"]
+    assert CommitMemory.objects.get(dataset=dataset, sha=fix).functions is None
+    settings.SOURCES_GIT_COMMIT_MEMORY_S = 120.0  # ... the next sync with time does
+    job = sync(dataset)
+    assert job.result["mode"] == "unchanged" and job.result["history"]["functions_filled"] == 1
+    assert CommitMemory.objects.get(dataset=dataset, sha=fix).functions == [["billing/ledger.py", "deduct_credits"]]

@@ -1,0 +1,49 @@
+"""search.engine.locate: the second look inside the top files, on the small repository of the code tools."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from search.engine.locate import DEFAULT_RANKING, Ranking, locate
+from search.engine.pipeline import QuerySpec
+from search.models import QuerySession
+from tests.search.code_fixtures import code_world, edge_index  # noqa: F401 - fixtures
+
+TASK = "take credits from a wallet, refuse to go below zero"
+
+
+def _locate(world: dict, ranking: Ranking, *, candidates: int = 1, **filters: str):
+    spec = QuerySpec(q=TASK, top_k=candidates, candidates=candidates, graph=False, kind="locate", filters=filters or None)
+    return locate(user=world["alice"], project=world["project"], spec=spec, top_functions=20, ranking=ranking)
+
+
+def test_the_second_look_lists_the_definitions_of_the_top_files_the_first_pass_never_reached(code_world):
+    # four candidates across the tree; looked at alone, the best file fills four with its own chunks
+    first_only = _locate(code_world, replace(DEFAULT_RANKING, history=False, focus_files=0), candidates=4)
+    logged = QuerySession.objects.count()
+    looked = _locate(code_world, replace(DEFAULT_RANKING, history=False, focus_files=1), candidates=4)
+    assert QuerySession.objects.count() == logged + 1  # the second look is part of the one logged query
+    top = looked.files[0]["path"]
+    assert [f["path"] for f in looked.files] == [f["path"] for f in first_only.files]  # files are the first pass's
+    assert len(first_only.files) >= 2
+    assert {f["span"] for f in first_only.functions} < {f["span"] for f in looked.functions}
+    extra = [f for f in looked.functions if f["span"] not in {g["span"] for g in first_only.functions}]
+    assert {f["path"] for f in extra} == {top}
+    # their evidence is the look's own chunks, numbered on after the first pass's candidates
+    assert extra and all(c["rank"] > looked.candidates for f in extra for c in f["chunks"])
+    assert [f["rank"] for f in looked.functions] == list(range(1, len(looked.functions) + 1))
+
+
+def test_the_second_look_keeps_the_requests_filters(code_world):
+    looked = _locate(code_world, replace(DEFAULT_RANKING, history=False), candidates=5, lang="javascript")
+    assert looked.functions and {f["path"] for f in looked.functions} == {"web/routes.js"}
+
+
+def test_the_weight_of_the_second_look_orders_the_same_definitions(code_world):
+    light = _locate(code_world, replace(DEFAULT_RANKING, history=False, focus_files=1, focus_weight=0.01),
+                    candidates=4)
+    heavy = _locate(code_world, replace(DEFAULT_RANKING, history=False, focus_files=1, focus_weight=100.0),
+                    candidates=4)
+    assert {f["span"] for f in light.functions} == {f["span"] for f in heavy.functions}
+    assert [f["span"] for f in light.functions] != [f["span"] for f in heavy.functions]
+    best = light.files[0]["path"]  # heavy: the best file's definitions (the look's) before the other file's
+    assert [f["path"] for f in heavy.functions[:2]] == [best, best]
