@@ -102,17 +102,16 @@ FN_K = 10
 # --history-sweep: the vote's constants tried, on the commits before the reported ones (--skip-newest). The first
 # sweep (2026-12-06) tried k 10 and 60, weights 0.25 to 2 and both aggregations with 20 voters, and chose top3,
 # k 10, w 0.5 (docs/benchmarks/code-localisation.md); a second grid tried the voters (10, 20, 40) and the files
-# outside the candidates, and chose 20 with them; a third tried the second look inside the top files
-# (search.engine.locate.focus_candidates: 1, 3, 5 files, weights 0.5 to 2) and chose 3 files, w 1; a fourth the
-# definitions' own vote (history_vote.FUNCTION_WEIGHT 0.5 to 4) beside the second look, and this grid both
-# together, which chose 3 files, w 1 and a function weight of 2.
+# outside the candidates, and chose 20 with them; this grid tries the second look inside the top files
+# (search.engine.locate.focus_candidates: how many files, and the weight of its ranks), and chose 3 files, w 1. (A
+# definitions' own vote was tried after it, chosen at weight 2 and dropped when it lowered function recall on the
+# reported commits; its code is in the history, its results in code_commits_dev_functions, _dev_grid and _locate.)
 SWEEP_AGGREGATIONS = ("top3",)
 SWEEP_K = (10.0,)
 SWEEP_WEIGHT = (0.5,)
 SWEEP_VOTERS = (20,)
 SWEEP_OUTSIDE = (True,)
-SWEEP_FOCUS = ((3, 0.5), (3, 1.0), (3, 2.0), (5, 1.0))
-SWEEP_FUNCTION_WEIGHT = (1.0, 2.0, 3.0)
+SWEEP_FOCUS = ((0, 0.0), (1, 1.0), (3, 0.5), (3, 1.0), (3, 2.0), (5, 0.5), (5, 1.0), (5, 2.0))
 GOLD_FN_KINDS = ("function", "method", "class")
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
@@ -286,7 +285,6 @@ class Row:
     adapted: bool = False  # on the project whose dataset is searched with the model adapted before the cut-off
     history: bool = True  # locate rows: with the vote of similar past commits (search.engine.history_vote)
     focus: bool = True  # locate rows: with the second look inside the top files (search.engine.locate)
-    functions: bool = True  # locate rows: with the vote of past commits for the definitions they changed
     vote: dict[str, Any] | None = None  # a sweep row: the regrouped candidates merged with the vote's constants
 
 
@@ -356,8 +354,7 @@ def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[
 
     t = time.perf_counter()
     if row.group == "locate":
-        ranking = replace(Ranking(), history=row.history, **({} if row.focus else {"focus_files": 0}),
-                          **({} if row.functions else {"function_weight": 0.0}))
+        ranking = replace(Ranking(), history=row.history, **({} if row.focus else {"focus_files": 0}))
         res = locate(user=None, project=project, spec=QuerySpec(q=commit.query, top_k=FN_K, candidates=CANDIDATES,
                                                                 graph=False, log=False),
                      top_files=MAX_TOP_FILES, top_functions=MAX_TOP_FUNCTIONS, ranking=ranking)
@@ -379,7 +376,7 @@ def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[
             past = similar_commits(dataset_ids=run.flt.dataset_ids, task=commit.query, voters=row.vote["voters"])
             vote = {"past": past}
             ranking = replace(ranking, rank_k=row.vote["rank_k"], vote_weight=row.vote["weight"],
-                              focus_weight=row.vote["focus_weight"], function_weight=row.vote["function_weight"])
+                              focus_weight=row.vote["focus_weight"])
             if row.vote["outside"]:
                 outside = voted_documents(votes=file_votes(past), flt=run.flt,
                                           exclude={(c.chunk.dataset_id, c.chunk.path) for c in cands})
@@ -580,16 +577,14 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
             if importlib.util.find_spec("search.engine.locate") and hasattr(
                     importlib.import_module("search.engine.locate"), "focus_candidates"):
                 rows.append(Row("locate without the second look", {}, STAGES, group="locate", focus=False))
-                rows.append(Row("locate without the function vote", {}, STAGES, group="locate", functions=False))
             if sweep:  # the merge's constants, for choosing them on commits before the reported ones
                 rows += [Row(f"fused by {m} + history vote, k={k:g} w={w:g}, {n} voters"
                              + (", voted files outside the candidates" if out else "")
-                             + (f", a second look in the top {nf} files (w {wf:g})" if nf else "")
-                             + (f", function vote w {fw:g}" if fw else ""), dict(off), base,
+                             + (f", a second look in the top {nf} files (w {wf:g})" if nf else ""), dict(off), base,
                              group=m, vote={"rank_k": k, "weight": w, "voters": n, "outside": out, "focus": nf,
-                                            "focus_weight": wf, "function_weight": fw})
+                                            "focus_weight": wf})
                          for m in SWEEP_AGGREGATIONS for k in SWEEP_K for w in SWEEP_WEIGHT for n in SWEEP_VOTERS
-                         for out in SWEEP_OUTSIDE for nf, wf in SWEEP_FOCUS for fw in SWEEP_FUNCTION_WEIGHT]
+                         for out in SWEEP_OUTSIDE for nf, wf in SWEEP_FOCUS]
         else:
             todo.append("locate without history: TODO, not measured (no search.engine.history_vote in this "
                         "checkout)")
@@ -887,7 +882,7 @@ def repo_section(r: dict[str, Any]) -> list[str]:
 
 def paired_lines(pooled: list[dict[str, Any]], rows: list[Row]) -> list[str]:
     """Each row's paired difference from the default (fused) and the baselines', the adapted locate's from locate,
-    and locate's from locate without history, without the second look and without the function vote."""
+    and locate's from locate without history and without the second look."""
     cis = []
     for other in ("dense", "sparse"):
         for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
@@ -904,7 +899,7 @@ def paired_lines(pooled: list[dict[str, Any]], rows: list[Row]) -> list[str]:
                                f"{ci[2]:+.3f}, {ci[3]} commits)")
     base = next((r for r in rows if r.name.startswith("locate") and not r.adapted), None)
     for r in rows:
-        ablation = r.group == "locate" and (not r.history or not r.focus or not r.functions)
+        ablation = r.group == "locate" and (not r.history or not r.focus)
         if base is not None and ((r.adapted and r.group == "locate") or ablation):
             for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
                 a, b = (base.name, r.name) if ablation else (r.name, base.name)

@@ -320,10 +320,11 @@ class Source(models.Model):
 
 
 class CommitMemory(models.Model):
-    """One qualifying commit of a git-followed code dataset: its message, the source files it changed, and the
-    message's embedding. `locate` asks which past commits read like the task and votes for the files and the
-    definitions they changed (search.engine.history_vote): on click, httpx and seaborn that vote ranks the gold files of a later commit
-    about as well as the chunks do, and the two miss different files (docs/benchmarks/code-localisation.md).
+    """One qualifying commit of a git-followed code dataset: its message, the source files and definitions it
+    changed, and the message's embedding. `locate` asks which past commits read like the task, lets them vote for
+    the files they changed and lists them as the evidence of the definitions they changed
+    (search.engine.history_vote): on click, httpx and seaborn that vote ranks the gold files of a later commit about
+    as well as the chunks do, and the two miss different files (docs/benchmarks/code-localisation.md).
 
     Why rows and not a walk at query time: reading a repository's history takes seconds to minutes; the sync that
     moves the dataset to a commit adds that commit's history once (search.sources.git.commit_memory), so a

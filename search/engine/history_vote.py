@@ -34,7 +34,6 @@ from search.models import CommitMemory, Document
 VOTERS = 20    # the most similar past commits that vote
 RANK_K = 10    # the reciprocal-rank constant of both rankings
 WEIGHT = 0.5   # the vote's ranks against the chunks' ranks
-FUNCTION_WEIGHT = 2.0  # a definition's own vote (the past commits that changed it) against the chunks' ranks
 MAX_PER_FILE = 3  # past commits listed as a file's evidence
 
 T = TypeVar("T")
@@ -80,16 +79,6 @@ def file_votes(commits: Sequence[PastCommit]) -> dict[tuple[int, str], float]:
     for c in commits:
         for path in c.files:
             votes[(c.dataset_id, path)] = votes.get((c.dataset_id, path), 0.0) + max(c.similarity, 0.0)
-    return votes
-
-
-def function_votes(commits: Sequence[PastCommit]) -> dict[tuple[int, str, str], float]:
-    """(dataset id, path, qualname) -> the summed similarity of the voting commits that changed that definition."""
-    votes: dict[tuple[int, str, str], float] = {}
-    for c in commits:
-        for path, qualname in c.functions:
-            key = (c.dataset_id, path, qualname)
-            votes[key] = votes.get(key, 0.0) + max(c.similarity, 0.0)
     return votes
 
 

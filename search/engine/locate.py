@@ -21,13 +21,11 @@ from config import deadlines
 from search.engine.aggregation import DEFAULT, aggregate
 from search.engine.code_graph import Def, LineSpan, find_references, resolved_uses
 from search.engine.history_vote import (
-    FUNCTION_WEIGHT,
     RANK_K,
     WEIGHT,
     PastCommit,
     evidence,
     file_votes,
-    function_votes,
     merge,
     similar_commits,
     voted_documents,
@@ -67,7 +65,6 @@ class Ranking:
     rank_k: float = RANK_K
     vote_weight: float = WEIGHT
     focus_weight: float = FOCUS_WEIGHT
-    function_weight: float = FUNCTION_WEIGHT
 
 
 DEFAULT_RANKING = Ranking()
@@ -207,9 +204,12 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
 
     Ranked by reciprocal ranks summed over what speaks for each: `1/(rank_k + rank among the first pass's
     definitions)`, with `focus` (focus_candidates) `focus_weight/(rank_k + rank among the focused pass's)`, and with
-    `past` `vote_weight/(rank_k + vote rank of its file)` (history_vote.merge's terms) and `function_weight/(rank_k +
-    vote rank of the definition itself)` (the past commits that changed it). With neither, the score is the
-    aggregated one."""
+    `past` `vote_weight/(rank_k + vote rank of its file)` (history_vote.merge's terms). With neither, the score is
+    the aggregated one.
+
+    A definition's own vote (the past commits that changed it, which the memory names) is listed as its evidence
+    but does not rank it: chosen on the commits before the reported ones, it lowered function recall@10 on the
+    reported ones (docs/benchmarks/code-localisation.md)."""
     aggregation, rank_k = ranking.aggregation, ranking.rank_k
     code = [c for c in cands if c.chunk.kind == "code"]
     seen = {c.chunk_id for c in cands}
@@ -241,13 +241,6 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
             at_vote = vote_rank.get((d.dataset_id, d.path))
             if at_vote is not None and key in score:
                 score[key] += ranking.vote_weight / (rank_k + at_vote)
-    fn_votes = function_votes(past) if past and ranking.function_weight else {}
-    if fn_votes:
-        fn_rank = {f: i + 1 for i, f in enumerate(sorted(fn_votes, key=lambda f: -fn_votes[f]))}
-        for key, d in by_id.items():
-            at_fn = fn_rank.get((d.dataset_id, d.path, d.qualname))
-            if at_fn is not None and key in score:
-                score[key] += ranking.function_weight / (rank_k + at_fn)
     order = sorted(score, key=lambda key: (-score[key], first[key]))[:top]
     return [(by_id[key], score[key], [(r, pool[r]) for r in sorted(chunks[key])]) for key in order]
 

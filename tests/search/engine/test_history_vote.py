@@ -11,7 +11,6 @@ from search.engine.history_vote import (
     PastCommit,
     evidence,
     file_votes,
-    function_votes,
     merge,
     similar_commits,
     voted_documents,
@@ -58,15 +57,13 @@ def test_evidence_lists_the_most_similar_commits_that_changed_the_file_at_most_t
     assert evidence(past, dataset_id=1, path="y.py") == []
 
 
-def test_a_definition_gets_the_summed_similarity_of_the_commits_that_changed_it():
+def test_a_definitions_evidence_is_the_most_similar_commits_that_changed_it():
     past = [PastCommit(dataset_id=1, sha="a", subject="a", similarity=0.8, files=("x.py",),
                        functions=(("x.py", "Wallet.deduct"), ("x.py", "grant"))),
             PastCommit(dataset_id=1, sha="b", subject="b", similarity=0.5, files=("x.py",),
                        functions=(("x.py", "Wallet.deduct"),)),
             PastCommit(dataset_id=2, sha="c", subject="c", similarity=-0.1, files=("x.py",),
                        functions=(("x.py", "Wallet.deduct"),))]
-    assert function_votes(past) == {(1, "x.py", "Wallet.deduct"): pytest.approx(1.3), (1, "x.py", "grant"): 0.8,
-                                    (2, "x.py", "Wallet.deduct"): 0.0}
     assert [e["sha"] for e in evidence(past, dataset_id=1, path="x.py", qualname="Wallet.deduct")] == ["a", "b"]
     assert [e["sha"] for e in evidence(past, dataset_id=1, path="x.py", qualname="grant")] == ["a"]
     assert evidence(past, dataset_id=1, path="x.py", qualname="Wallet") == []
