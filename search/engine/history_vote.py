@@ -114,13 +114,17 @@ def evidence(commits: Sequence[PastCommit], *, dataset_id: int, path: str,
                 path in c.files if qualname is None else (path, qualname) in c.functions)][:MAX_PER_FILE]
 
 
+def vote_ranks(votes: dict[F, float]) -> dict[F, int]:
+    """Each voted key's rank from 1, most voted first (ties in the order the votes were summed)."""
+    return {f: i + 1 for i, f in enumerate(sorted(votes, key=lambda f: -votes[f]))}
+
+
 def merge(*, ranked: Sequence[T], file_of: Callable[[T], F], votes: dict[F, float], rank_k: float = RANK_K,
           weight: float = WEIGHT) -> list[tuple[T, float]]:
     """`ranked` (best first) re-ranked by `1/(rank_k + rank) + weight/(rank_k + vote rank of its file)`, ranks
     from 1; an item whose file no commit voted for keeps its own term only. Ties keep the given order. With no
     votes (or weight 0) the order is unchanged."""
-    order = sorted(votes, key=lambda f: -votes[f])
-    vote_rank = {f: i + 1 for i, f in enumerate(order)}
+    vote_rank = vote_ranks(votes)
     scored = []
     for i, item in enumerate(ranked):
         score = 1.0 / (rank_k + i + 1)

@@ -28,6 +28,7 @@ from search.engine.history_vote import (
     file_votes,
     merge,
     similar_commits,
+    vote_ranks,
     voted_documents,
 )
 from search.engine.pipeline import QuerySpec, execute, fuse_legs, over, path_prior, recheck, retrieve_legs, run_query
@@ -235,8 +236,7 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
             chunks.setdefault(g.key, set()).update(at[focus[f_rank[r]].chunk_id] for r in g.ranks)
             first.setdefault(g.key, len(groups) + i)
     if past:
-        votes = file_votes(past)
-        vote_rank = {f: i + 1 for i, f in enumerate(sorted(votes, key=lambda f: -votes[f]))}
+        vote_rank = vote_ranks(file_votes(past))
         for key, d in by_id.items():
             at_vote = vote_rank.get((d.dataset_id, d.path))
             if at_vote is not None and key in score:
