@@ -360,8 +360,8 @@ async def locate(  # noqa: PLR0913 - the parameters are the MCP tool's input sch
                                                       "(default true; datasets that follow git).")] = None,
 ) -> CallToolResult:
     """Where to make a change: the files ranked by their chunks' scores and the vote of similar past commits, and
-    the functions, methods and classes with their file:line spans, the chunks that support each and, for the top
-    ones, their callers and callees."""
+    the functions, methods and classes with their file:line spans, the chunks that support each, the similar past
+    commits that changed each and, for the top ones, their callers and callees."""
     def work() -> CallToolResult:
         caller = _authorised("query", "context_query")
         proj = project_for_member(user=caller.user, slug=project)
@@ -383,6 +383,7 @@ async def locate(  # noqa: PLR0913 - the parameters are the MCP tool's input sch
             lines.append(f"{fn['rank']}. {fn['span']}  {fn['kind']} {fn['symbol']}  score={fn['score']:.4f}")
             lines += [f"   called by {n['name']} at {n['span']}" for n in fn["callers"]]
             lines += [f"   calls {n['name']} ({n['span']})" for n in fn["callees"]]
+            lines += [f"   changed by {c['sha'][:12]} {c['subject']}" for c in fn["history"]]
         return _ok("\n".join(lines), out)
 
     return await _call("locate", work)

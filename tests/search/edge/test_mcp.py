@@ -152,6 +152,28 @@ def _check_locate(data: dict[str, Any]) -> None:
     assert fn["chunks"] and all(c["span"].startswith("billing/ledger.py:") for c in fn["chunks"])
 
 
+def test_locate_lists_the_past_commits_that_changed_a_function_in_its_text(shop):
+    from datetime import UTC, datetime
+
+    from inference.encoders import dense_model_id, embed_cached
+    from search.models import CommitMemory, Dataset
+
+    CommitMemory.objects.create(dataset=Dataset.objects.get(project=shop["project"], name="src"), sha="c" * 40,
+                                subject="Refuse overdrafts", query="Refuse overdrafts", files=["billing/ledger.py"],
+                                functions=[["billing/ledger.py", "deduct_credits"]], model_id=dense_model_id(),
+                                embedding=embed_cached(["Refuse overdrafts"])[0].tolist(),
+                                committed_at=datetime.now(tz=UTC))
+
+    async def script(client):
+        return await client.call_tool("locate", {"project": "shop", "task": Q})
+
+    found = _in_process(_key(shop["alice"]), script)
+    fn = next(f for f in _ok(found)["functions"] if f["symbol"] == "deduct_credits")
+    assert [h["subject"] for h in fn["history"]] == ["Refuse overdrafts"]
+    text = found.content[0].text
+    assert "changed by cccccccccccc Refuse overdrafts" in text[text.index(" function(s):"):]
+
+
 def test_locate_names_the_file_and_function_logs_as_mcp_and_refuses_like_the_api(shop):
     from search.models import QuerySession
 
