@@ -161,7 +161,9 @@ def summarize_result(result: dict[str, Any] | None) -> str:
     if isinstance(history, dict) and isinstance(history.get("remembered"), int):
         parts.append(f"history: {history['remembered']} commits remembered (+{history.get('added', 0)}"
                      + (", rebuilt" if history.get("rebuilt") else "")
-                     + (f", stopped: {history['stopped']}" if history.get("stopped") else "") + ")")
+                     + (f", stopped: {history['stopped']}" if history.get("stopped") else "")
+                     + (f", {history['functions_pending']} still to read for the functions they changed"
+                        if history.get("functions_pending") else "") + ")")
     elif isinstance(history, dict) and history.get("error"):
         parts.append(f"history not read: {history['error']}")
     return "; ".join(parts)

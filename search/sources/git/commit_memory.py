@@ -11,9 +11,10 @@ Which commits: history.judge's rules (the commit benchmark's and the adaptation'
 line read as their pull request's title (a repository that merges pull requests keeps most of its history there).
 
 Bounded inside the work: the walk checks its deadline (settings.SOURCES_GIT_COMMIT_MEMORY_S) before each commit,
-so do the diffs that name each commit's changed definitions, embedding checks it between batches, and at most
-settings.SOURCES_GIT_COMMIT_MEMORY commits are kept (the newest). Rows remembered before the memory kept
-definitions get them at the next sync, newest first, within the same deadline.
+embedding checks it between batches, and at most settings.SOURCES_GIT_COMMIT_MEMORY commits are kept (the newest).
+The definitions each commit changed are named last, newest first, each commit checking the same deadline: they
+cost about ten times the walk (two parses per changed file), so they never cut the history short; what a sync
+leaves unnamed (and rows remembered before the memory named definitions) the next sync names.
 A walk the deadline cut keeps what it read and the sync's result says so; the next sync goes on from the new head.
 """
 from __future__ import annotations
@@ -35,43 +36,39 @@ EMBED_BATCH = 64  # messages embedded between deadline checks
 
 def _rows(*, store: Any, source: Source, pairs: list[history.HistoryPair], model_id: str,
           deadline: float) -> tuple[list[CommitMemory], bool]:
-    """The pairs as unsaved rows, embedded in batches, each with the definitions it changed; (rows, whether the
-    deadline cut the work: it is checked before each commit's diff and each batch's embedding)."""
+    """The pairs as unsaved rows, embedded in batches; (rows, whether the deadline cut the embedding). Their
+    definitions are left to _fill: naming them parses each changed file twice, ten times the walk's cost, so they
+    must not cut the history short."""
     rows: list[CommitMemory] = []
-    subdir = source.config.get("subdir", "")
     for start in range(0, len(pairs), EMBED_BATCH):
-        batch = pairs[start:start + EMBED_BATCH]
-        functions = []
-        for pair in batch:
-            if time.monotonic() > deadline:
-                return rows, True
-            functions.append(history.commit_definitions(store, pair.sha, pair.gold, subdir=subdir))
         if time.monotonic() > deadline:
             return rows, True
+        batch = pairs[start:start + EMBED_BATCH]
         vectors = embed_cached([p.query for p in batch])
-        for pair, vector, changed in zip(batch, vectors, functions, strict=True):
+        for pair, vector in zip(batch, vectors, strict=True):
             commit = store[pair.sha.encode()]
             rows.append(CommitMemory(  # the subject: the query's first line (a merge's: its pull request's title)
                 dataset_id=source.dataset_id, sha=pair.sha, query=pair.query, files=list(pair.gold),
-                functions=[list(f) for f in changed], subject=pair.query.splitlines()[0][:300], model_id=model_id,
-                embedding=vector.tolist(),
+                subject=pair.query.splitlines()[0][:300], model_id=model_id, embedding=vector.tolist(),
                 committed_at=datetime.fromtimestamp(getattr(commit, "commit_time", 0), tz=UTC)))
     return rows, False
 
 
-def _backfill(*, store: Any, source: Source, deadline: float) -> int:
-    """The definitions of rows remembered before the memory kept them (functions NULL), newest first, until the
-    deadline; a commit the mirror no longer holds names none. -> how many rows were filled."""
+def _fill(*, store: Any, source: Source, deadline: float) -> tuple[int, int]:
+    """The definitions each remembered commit changed, for the rows that lack them (functions NULL: just added, or
+    remembered before the memory kept them), newest first, until the deadline; a commit the mirror no longer holds
+    names none. -> (rows filled, rows still without)."""
     filled = 0
     subdir = source.config.get("subdir", "")
-    for pk, sha, files in CommitMemory.objects.filter(dataset_id=source.dataset_id, functions__isnull=True) \
-            .order_by("-pk").values_list("pk", "sha", "files"):
+    todo = list(CommitMemory.objects.filter(dataset_id=source.dataset_id, functions__isnull=True)
+                .order_by("-pk").values_list("pk", "sha", "files"))
+    for pk, sha, files in todo:
         if time.monotonic() > deadline:
             break
         changed = history.commit_definitions(store, sha, files, subdir=subdir) if sha.encode() in store else []
         CommitMemory.objects.filter(pk=pk).update(functions=[list(f) for f in changed])
         filled += 1
-    return filled
+    return filled, len(todo) - filled
 
 
 def _first_known(*, store: Any, head: str, known: frozenset[str]) -> str | None:
@@ -119,11 +116,11 @@ def refresh(*, source: Source, store: Any, head: str) -> dict[str, Any]:
         stale = list(mine.order_by("-pk").values_list("pk", flat=True)[keep:])
         if stale:
             CommitMemory.objects.filter(pk__in=stale).delete()
-    filled = _backfill(store=store, source=source, deadline=deadline) if not cut else 0
+    filled, unfilled = _fill(store=store, source=source, deadline=deadline)
     out: dict[str, Any] = {"added": len(rows), "remembered": mine.count(), "rebuilt": rebuilt,
-                           "seconds": round(time.monotonic() - t0, 2)}
-    if filled:
-        out["functions_filled"] = filled
+                           "functions_named": filled, "seconds": round(time.monotonic() - t0, 2)}
+    if unfilled:
+        out["functions_pending"] = unfilled
     if cut or "time budget" in skipped:
         out["stopped"] = "time budget"
     return out

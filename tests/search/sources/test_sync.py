@@ -242,6 +242,10 @@ def test_describe_and_summarize_show_the_commit_and_what_changed_never_the_token
                                         "history": {"added": 2, "remembered": 475, "rebuilt": True,
                                                     "stopped": "time budget"}})
     assert remembered.endswith("; history: 475 commits remembered (+2, rebuilt, stopped: time budget)")
+    pending = sync.summarize_result({"mode": "unchanged", "to": "c" * 40,
+                                     "history": {"added": 0, "remembered": 475, "functions_pending": 40}})
+    assert pending.endswith("; history: 475 commits remembered (+0, 40 still to read for the functions they "
+                            "changed)")
     unread = sync.summarize_result({"mode": "unchanged", "to": "c" * 40, "history": {"error": "encoder down"}})
     assert unread.endswith("; history not read: encoder down")
 

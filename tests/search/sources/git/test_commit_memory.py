@@ -141,7 +141,7 @@ def test_each_commit_names_the_definitions_it_changed_relative_to_the_subdir(dat
     assert row.files == ["text.py"] and row.functions == [["text.py", "slugify"], ["text.py", "clamp"]]
 
 
-def test_rows_remembered_before_definitions_were_kept_get_them_at_the_next_sync(dataset, remote, settings):
+def test_definitions_a_sync_left_unnamed_are_named_at_the_next_sync(dataset, remote, settings):
     remote.commit(FIRST_TREE, "Add the ledger, the routes and the text helpers")
     fix = remote.commit({**remote.files, "billing/ledger.py": LEDGER.replace("amount > wallet.balance",
                                                                              "amount >= wallet.balance")},
@@ -149,10 +149,12 @@ def test_rows_remembered_before_definitions_were_kept_get_them_at_the_next_sync(
     attach(dataset, remote.url)
     sync(dataset)
     CommitMemory.objects.filter(dataset=dataset).update(functions=None)  # as an older version remembered them
-    settings.SOURCES_GIT_COMMIT_MEMORY_S = 0.0  # a spent budget fills nothing ...
-    assert "functions_filled" not in sync(dataset).result["history"]
+    settings.SOURCES_GIT_COMMIT_MEMORY_S = 0.0  # a spent budget names nothing ...
+    spent = sync(dataset).result["history"]
+    assert spent["functions_named"] == 0 and spent["functions_pending"] == 1
     assert CommitMemory.objects.get(dataset=dataset, sha=fix).functions is None
     settings.SOURCES_GIT_COMMIT_MEMORY_S = 120.0  # ... the next sync with time does
     job = sync(dataset)
-    assert job.result["mode"] == "unchanged" and job.result["history"]["functions_filled"] == 1
+    assert job.result["mode"] == "unchanged" and job.result["history"]["functions_named"] == 1
+    assert "functions_pending" not in job.result["history"]
     assert CommitMemory.objects.get(dataset=dataset, sha=fix).functions == [["billing/ledger.py", "deduct_credits"]]
