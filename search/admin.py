@@ -252,7 +252,7 @@ class ChunkAdmin(ReadOnlyAdmin):
 class CommitMemoryAdmin(ReadOnlyAdmin):
     """The past commits `locate` lets vote (search.engine.history_vote), as the syncs remembered them."""
 
-    list_display = ("short_sha", "subject", "dataset", "changed", "committed_at", "model_id")
+    list_display = ("short_sha", "subject", "dataset", "changed", "definitions", "committed_at", "model_id")
     list_filter = ("dataset",)
     search_fields = ("sha", "subject", "query", "dataset__name", "dataset__project__slug")
     list_select_related = ("dataset",)
@@ -266,6 +266,13 @@ class CommitMemoryAdmin(ReadOnlyAdmin):
     @admin.display(description="files changed")
     def changed(self, obj: CommitMemory) -> str:
         return ", ".join(obj.files)
+
+    @admin.display(description="functions changed")
+    def definitions(self, obj: CommitMemory) -> str:
+        """The qualified names, or why there are none yet (the next sync names them)."""
+        if obj.functions is None:
+            return "not read yet"
+        return ", ".join(qualname for _, qualname in obj.functions) or "none"
 
 
 @admin.register(IndexOutbox)

@@ -3,6 +3,7 @@ only the new ones on a re-sync, rebuilds after a force push, and stays inside it
 from __future__ import annotations
 
 import numpy as np
+from django.test import Client
 
 from inference.encoders import dense_model_id, embed_cached
 from search.models import CommitMemory, IngestJob, Source
@@ -158,3 +159,18 @@ def test_definitions_a_sync_left_unnamed_are_named_at_the_next_sync(dataset, rem
     assert job.result["mode"] == "unchanged" and job.result["history"]["functions_named"] == 1
     assert "functions_pending" not in job.result["history"]
     assert CommitMemory.objects.get(dataset=dataset, sha=fix).functions == [["billing/ledger.py", "deduct_credits"]]
+
+
+def test_staff_see_the_functions_each_remembered_commit_changed_or_that_they_are_not_read_yet(dataset, remote,
+                                                                                            make_user):
+    remote.commit(FIRST_TREE, "Add the ledger, the routes and the text helpers")
+    remote.commit({**remote.files, "billing/ledger.py": LEDGER.replace("amount > wallet.balance",
+                                                                       "amount >= wallet.balance")}, REFUSE)
+    remote.commit({**remote.files, "util/text.py": UTILS.replace('"-".join', '"_".join')}, SLUGS)
+    attach(dataset, remote.url)
+    sync(dataset)
+    CommitMemory.objects.filter(dataset=dataset, subject=SLUGS).update(functions=None)
+    client = Client()
+    client.force_login(make_user("staff@example.com", staff=True))
+    page = client.get("/admin/search/commitmemory/").content.decode()
+    assert "Functions changed" in page and ">deduct_credits<" in page and ">not read yet<" in page
