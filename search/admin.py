@@ -135,11 +135,12 @@ class DatasetAdmin(DeletesOwnedContent, admin.ModelAdmin):
         held, judged, cost = ev.get("heldout") or {}, ev.get("judged") or {}, ev.get("cost") or {}
         return format_html(
             "<b>{}</b> {}: {}<br>training pairs: {}<br>{}held-out pairs MRR@10 {} → {} (code pairs' 95 % lower bound "
-            "{})<br>judged queries: {}<br>cost: {} s adapting, {} s re-embedding{}",
+            "{}, without the name pairs {})<br>judged queries: {}<br>cost: {} s adapting, {} s re-embedding{}",
             ev.get("model", "?"), "adopted" if ev.get("adopted") else "not adopted", ev.get("reason", ""),
             ", ".join(f"{kind} {n}" for kind, n in (ev.get("train_pairs") or {}).items()) or "-",
             self._history(ev.get("history")),
             held.get("base_mrr@10", "-"), held.get("adapted_mrr@10", "-"), held.get("code_gain_lower_95", "-"),
+            held.get("non_name_gain_lower_95", "-"),
             (f"{judged.get('queries')} queries, nDCG@10 {judged.get('base_ndcg@10')} → {judged.get('adapted_ndcg@10')}"
              f" (95 % lower bound {judged.get('gain_lower_95')})") if judged else "none",
             cost.get("total_seconds", "-"), (ev.get("reembed") or {}).get("seconds", "-"), self._last_rejected(ev))

@@ -7,8 +7,9 @@ code and disagreed on prose (bench/results/adapt_probe.md). So:
   bound must be above zero;
 - where the datasets follow a git source with enough history, its newest commits, never trained on, decide too (a
   time split: search.quality.history_training.decide_history); with judged queries as well, both must pass;
-- else code datasets adopt when the held-out code pairs confirm (the manifest's `confirmed`); the evidence says
-  why history did not decide (no git source, too few commits);
+- else code datasets adopt when the held-out code pairs confirm (search.quality.adaptation.heldout_confirms: a lower
+  bound above zero on the code pairs, and on them without the easy name pairs); the evidence says why history did
+  not decide (no git source, too few commits);
 - else (prose with no judged queries) nothing is adopted: no label-free signal was shown to predict a gain there.
 
 How the switch keeps serving (docs/architecture.md, "Per-dataset embedding models"): the dataset's
@@ -36,6 +37,7 @@ from search.engine.term_stats import lock_dataset_writes
 from search.ingest.maintenance import reembed
 from search.models import Dataset, IndexOutbox
 from search.quality import history_training
+from search.quality.adaptation import heldout_confirms
 from search.quality.fusion_choice import MIN_GAIN, MIN_QUERIES
 from search.quality.judged import JudgedSplit
 from search.quality.metrics import lower_bound_95, ndcg
@@ -83,11 +85,8 @@ def _decide_without_history(*, kinds: set[str], heldout: dict[str, Any],
             return True, f"judged queries: {gain:+.4f} nDCG@10 on {judged['queries']} (95 % lower bound {low:+.4f})"
         return False, (f"judged queries: {gain:+.4f} nDCG@10 on {judged['queries']} (95 % lower bound {low:+.4f}); "
                        f"a gain of {MIN_GAIN} with a lower bound above 0 is needed")
-    if kinds <= CODE_KINDS:
-        if heldout.get("confirmed"):
-            return True, f"held-out code pairs: 95 % lower bound of the gain {heldout.get('code_gain_lower_95')}"
-        return False, (f"held-out code pairs do not confirm a gain (95 % lower bound "
-                       f"{heldout.get('code_gain_lower_95')})")
+    if kinds <= CODE_KINDS:  # read from the bounds, not the manifest's `confirmed`: an older rule may have set it
+        return heldout_confirms(heldout)
     few = judged.get("queries", 0) if judged is not None else 0
     # a check of fewer than MIN_JUDGED queries is kept as evidence but decides nothing: say so, not "none"
     lead = (f"only {few} judged queries ({MIN_JUDGED} decide), so prose" if few else "prose without judged queries")

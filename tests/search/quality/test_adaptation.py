@@ -126,7 +126,9 @@ def test_adapt_trains_a_loadable_copy_and_keeps_the_held_out_evidence(code_datas
     held = manifest["heldout"]
     assert held["pairs"] == sum(manifest["data"]["heldout_pairs"].values()) > 0
     assert 0 <= held["base_mrr@10"] <= 1 and 0 <= held["adapted_mrr@10"] <= 1
-    assert held["confirmed"] == (held["code_gain_lower_95"] > 0)
+    assert held["confirmed"] == ad.heldout_confirms(held)[0]
+    assert set(held["by_type"]) == {"name", "comment", "strings"} >= {t for t, v in held["by_type"].items()
+                                                                       if "gain_lower_95" in v}
     # the folder is a sentence-transformers model, and training changed it
     adapted = SentenceTransformer(result.path, device="cpu")
     base = SentenceTransformer(resolve_model()[1], device="cpu")
@@ -146,8 +148,23 @@ def test_with_judged_queries_the_held_out_check_keeps_the_code_pairs_and_drops_t
     assert mined.checked(None) is mined
     code_only = mined.checked(set(ad.CODE_TYPES))
     assert [p.type for p in code_only.held] == ["name"] and set(code_only.pools) == {"name"}
-    assert ad._evidence([], [], seed=1)["pairs"] == 0  # nothing left to check: no figures, not confirmed
-    assert ad._evidence([], [], seed=1)["confirmed"] is False
+    assert ad.heldout_evidence([], [], seed=1)["pairs"] == 0  # nothing left to check: no figures, not confirmed
+    assert ad.heldout_evidence([], [], seed=1)["confirmed"] is False
+
+
+def test_a_gain_carried_by_the_name_pairs_alone_does_not_confirm_the_model():
+    """The standard library's wrong adoption, in small: names gain, comments lose, the pooled code bound is above 0."""
+    base = [("name", 0.2)] * 60 + [("comment", 0.6)] * 20 + [("strings", 0.5)] * 10
+    adapted = [("name", 0.5)] * 60 + [("comment", 0.5)] * 20 + [("strings", 0.5)] * 10
+    held = ad.heldout_evidence(base, adapted, seed=1)
+    assert held["code_gain_lower_95"] > 0 and held["non_name_gain_lower_95"] < 0
+    assert held["by_type"]["name"]["gain_lower_95"] > 0 > held["by_type"]["comment"]["gain_lower_95"]
+    confirmed, why = ad.heldout_confirms(held)
+    assert confirmed is held["confirmed"] is False and "name pairs" in why
+    also = ad.heldout_evidence(base, [("name", 0.5)] * 60 + [("comment", 0.8)] * 20 + [("strings", 0.5)] * 10, seed=1)
+    assert also["confirmed"] is True and also["non_name_gain_lower_95"] > 0
+    only_names = ad.heldout_evidence([("name", 0.2)] * 30, [("name", 0.6)] * 30, seed=1)
+    assert only_names["non_name_gain_lower_95"] is None and only_names["confirmed"] is False
 
 
 def test_the_check_on_a_large_corpus_samples_its_held_pairs_and_candidates_but_keeps_each_held_pairs_answer():

@@ -116,12 +116,16 @@ def test_a_rebuild_and_an_evaluation_snapshot_hold_each_dataset_in_its_models_co
 
 
 @pytest.mark.parametrize(("kinds", "heldout", "judged", "adopt"), [
-    ({"code"}, {"confirmed": True, "code_gain_lower_95": 0.01}, None, True),
-    ({"code"}, {"confirmed": False, "code_gain_lower_95": -0.01}, None, False),
-    ({"web"}, {"confirmed": True, "code_gain_lower_95": 0.02}, None, False),  # prose: held-out pairs do not decide
+    ({"code"}, {"code_gain_lower_95": 0.01, "non_name_gain_lower_95": 0.02}, None, True),
+    ({"code"}, {"code_gain_lower_95": -0.01, "non_name_gain_lower_95": 0.02}, None, False),
+    # the easy name pairs alone carried the check: not adopted, whatever an older rule wrote in `confirmed`
+    ({"code"}, {"confirmed": True, "code_gain_lower_95": 0.016, "non_name_gain_lower_95": -0.03}, None, False),
+    ({"code"}, {"confirmed": True, "code_gain_lower_95": 0.01}, None, False),  # an older manifest: no such bound
+    ({"web"}, {"code_gain_lower_95": 0.02, "non_name_gain_lower_95": 0.02}, None, False),  # prose: pairs don't decide
     ({"web"}, {}, {"queries": 40, "gain": 0.03, "gain_lower_95": 0.01}, True),
     ({"code"}, {"confirmed": True}, {"queries": 40, "gain": -0.01, "gain_lower_95": -0.03}, False),  # judged win
-    ({"code"}, {"confirmed": True}, {"queries": 5, "gain": -0.2, "gain_lower_95": -0.3}, True),  # too few judged
+    ({"code"}, {"code_gain_lower_95": 0.01, "non_name_gain_lower_95": 0.01}, {"queries": 5, "gain": -0.2,
+                                                                           "gain_lower_95": -0.3}, True),  # too few judged
 ])
 def test_the_adoption_rule(kinds, heldout, judged, adopt):
     decided, why = adoption.decide(kinds=kinds, heldout=heldout, judged=judged)

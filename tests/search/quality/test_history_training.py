@@ -191,7 +191,7 @@ def test_too_few_commits_and_no_history_fall_back_and_say_so(followed, code_data
         "no git source: the datasets have no history"
     from search.quality.adoption import decide
 
-    adopt, why = decide(kinds={"code"}, heldout={"confirmed": True, "code_gain_lower_95": 0.01}, judged=None,
+    adopt, why = decide(kinds={"code"}, heldout={"code_gain_lower_95": 0.01, "non_name_gain_lower_95": 0.01}, judged=None,
                         history={"used": False, "why": split.why})
     assert adopt and why.endswith(f"(git history does not decide: {split.why})")
 
@@ -243,7 +243,7 @@ def test_with_judged_queries_too_both_the_history_and_the_queries_must_pass():
     assert not adopt and why.startswith("git history: newest 30 commits") and "judged queries: -0.0200" in why
     # history refusing decides alone, whatever the held-out pairs say (the rule that let a regression through)
     refused = _evidence([(1.0, 0.0)] * 10 + [(0.5, 0.5)] * 20, [(1.0, 1.0)] * 30)
-    adopt, why = decide(kinds={"code"}, heldout={"confirmed": True, "code_gain_lower_95": 0.15}, judged=None,
+    adopt, why = decide(kinds={"code"}, heldout={"code_gain_lower_95": 0.15, "non_name_gain_lower_95": 0.1}, judged=None,
                         history=refused)
     assert not adopt and why.startswith("git history:")
 
