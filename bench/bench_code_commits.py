@@ -490,7 +490,9 @@ def check_exact(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
     from search.engine.reconcile import reconcile
     from search.ingest.code import code_document
     from search.ingest.code_facts import check, facts_of
+    from search.ingest.formats import registry
     from search.models import Document, Symbol
+    from search.sources.git.objects import read_blob
     from search.sources.git.sync import tree_files
 
     repo = Repo(str(clone))
@@ -499,7 +501,9 @@ def check_exact(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
         want_docs: dict[str, str] = {}
         want_defs: dict[str, set[tuple[Any, ...]]] = {}
         for rel, blob in tree_files(store, store[sha.encode()].tree, kind="code").items():
-            data = store[blob].data
+            data, _ = read_blob(store, blob, limit=registry.max_bytes(rel))  # the sync's own size limit
+            if data is None:
+                continue
             draft, _ = code_document(rel=rel, data=data, repo="x")
             if draft is None:
                 continue
