@@ -285,6 +285,7 @@ class Row:
     adapted: bool = False  # on the project whose dataset is searched with the model adapted before the cut-off
     history: bool = True  # locate rows: with the vote of similar past commits (search.engine.history_vote)
     focus: bool = True  # locate rows: with the second look inside the top files (search.engine.locate)
+    sources_first: bool = True  # locate rows: source files before tests, docs and examples (search.engine.locate)
     vote: dict[str, Any] | None = None  # a sweep row: the regrouped candidates merged with the vote's constants
 
 
@@ -354,7 +355,8 @@ def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[
 
     t = time.perf_counter()
     if row.group == "locate":
-        ranking = replace(Ranking(), history=row.history, **({} if row.focus else {"focus_files": 0}))
+        ranking = replace(Ranking(), history=row.history, **({} if row.focus else {"focus_files": 0}),
+                          **({} if row.sources_first else {"sources_first": False}))
         res = locate(user=None, project=project, spec=QuerySpec(q=commit.query, top_k=FN_K, candidates=CANDIDATES,
                                                                 graph=False, log=False),
                      top_files=MAX_TOP_FILES, top_functions=MAX_TOP_FUNCTIONS, ranking=ranking)
@@ -581,6 +583,9 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
             if importlib.util.find_spec("search.engine.locate") and hasattr(
                     importlib.import_module("search.engine.locate"), "focus_candidates"):
                 rows.append(Row("locate without the second look", {}, STAGES, group="locate", focus=False))
+            if hasattr(importlib.import_module("search.engine.locate").Ranking, "sources_first"):
+                rows.append(Row("locate with tests and docs in place", {}, STAGES, group="locate",
+                                sources_first=False))
             if sweep:  # the merge's constants, for choosing them on commits before the reported ones
                 rows += [Row(f"fused by {m} + history vote, k={k:g} w={w:g}, {n} voters"
                              + (", voted files outside the candidates" if out else "")
@@ -903,7 +908,7 @@ def paired_lines(pooled: list[dict[str, Any]], rows: list[Row]) -> list[str]:
                                f"{ci[2]:+.3f}, {ci[3]} commits)")
     base = next((r for r in rows if r.name.startswith("locate") and not r.adapted), None)
     for r in rows:
-        ablation = r.group == "locate" and (not r.history or not r.focus)
+        ablation = r.group == "locate" and (not r.history or not r.focus or not r.sources_first)
         if base is not None and ((r.adapted and r.group == "locate") or ablation):
             for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
                 a, b = (base.name, r.name) if ablation else (r.name, base.name)

@@ -31,6 +31,7 @@ from search.engine.history_vote import (
     vote_ranks,
     voted_documents,
 )
+from search.engine.path_roles import is_aside
 from search.engine.pipeline import QuerySpec, execute, fuse_legs, over, path_prior, recheck, retrieve_legs, run_query
 from search.models import Symbol
 
@@ -66,6 +67,7 @@ class Ranking:
     rank_k: float = RANK_K
     vote_weight: float = WEIGHT
     focus_weight: float = FOCUS_WEIGHT
+    sources_first: bool = True
 
 
 DEFAULT_RANKING = Ranking()
@@ -159,6 +161,8 @@ def rank_files(*, cands: list[Candidate], top: int = 10, ranking: Ranking = DEFA
     if past:
         entries = merge(ranked=[e for e, _ in entries], file_of=lambda e: (e["dataset_id"], e["path"]),
                         votes=file_votes(past), rank_k=ranking.rank_k, weight=ranking.vote_weight)
+    if ranking.sources_first:
+        entries.sort(key=lambda e: is_aside(e[0]["path"]))  # stable: each part keeps its order
     return [{"rank": rank, **entry, "score": score,
              "history": evidence(past or [], dataset_id=entry["dataset_id"], path=entry["path"])}
             for rank, (entry, score) in enumerate(entries[:top], start=1)]
@@ -220,6 +224,8 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
     groups, entry_rank, by_id = _definition_groups(cands=cands, aggregation=aggregation, defs_of=defs_of)
     chunks: dict[int, set[int]] = {g.key: {entry_rank[r] for r in g.ranks} for g in groups}
     if not past and not focus:  # the chunks alone: the aggregated score
+        if ranking.sources_first:
+            groups = sorted(groups, key=lambda g: is_aside(by_id[g.key].path))
         return [(by_id[g.key], g.score, [(r, pool[r]) for r in sorted(chunks[g.key])]) for g in groups[:top]]
     score: dict[int, float] = {}
     first: dict[int, int] = {}
@@ -241,7 +247,8 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
             at_vote = vote_rank.get((d.dataset_id, d.path))
             if at_vote is not None and key in score:
                 score[key] += ranking.vote_weight / (rank_k + at_vote)
-    order = sorted(score, key=lambda key: (-score[key], first[key]))[:top]
+    aside = {key: ranking.sources_first and is_aside(d.path) for key, d in by_id.items()}
+    order = sorted(score, key=lambda key: (aside[key], -score[key], first[key]))[:top]
     return [(by_id[key], score[key], [(r, pool[r]) for r in sorted(chunks[key])]) for key in order]
 
 

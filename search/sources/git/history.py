@@ -31,6 +31,7 @@ from dulwich.diff_tree import CHANGE_ADD, CHANGE_DELETE, tree_changes
 from dulwich.object_store import tree_lookup_path
 from dulwich.objects import Commit
 
+from search.engine.path_roles import is_aside
 from search.ingest.code import MAX_FILE_BYTES, detect_lang
 from search.ingest.symbols import extract
 from search.ingest.syntax import GRAMMARS
@@ -42,9 +43,6 @@ MAX_PAIRS = 300  # recent history is enough for a confident choice; more only co
 MAX_WALK = 3000  # first-parent commits looked at, at most (most are skipped: docs, tests, bumps, big changes)
 MAX_QUERY_CHARS = 2000  # the API's limit (search.engine.pipeline.MAX_Q)
 PARSED_LANGS = frozenset({"python", *GRAMMARS})
-NON_SOURCE_DIRS = {"test", "tests", "testing", "doc", "docs", "example", "examples", "benchmark", "benchmarks",
-                   "bench", "scripts", ".github", "ci"}
-NON_SOURCE_FILES = {"conftest.py", "setup.py", "noxfile.py", "tasks.py", "conf.py", "fabfile.py"}
 SKIP_SUBJECT = re.compile(
     r"\b(release[sd]?|releasing|bump(s|ed|ing)?|typos?|format(s|ted|ting|ters?)?|reformat(s|ted|ting)?|lint(s|ed|ing|er)?"
     r"|merge[sd]?|merging|pre-commit|autoupdate|changelog)\b|^\s*v?\d+(\.\d+)+\s*$", re.I)
@@ -61,13 +59,7 @@ SKIPS = ("merge or root", "subject", "files", "no modified source file", "empty 
 
 def is_source(path: str, parsed_langs: Iterable[str] = PARSED_LANGS) -> bool:
     """A file of a parsed language that is not a test, doc, example, build or CI file."""
-    if detect_lang(path) not in set(parsed_langs):
-        return False
-    parts = path.lower().split("/")
-    name = parts[-1]
-    if any(p in NON_SOURCE_DIRS for p in parts[:-1]) or name in NON_SOURCE_FILES:
-        return False
-    return not (name.startswith("test_") or name.endswith(("_test.py", "_tests.py")) or name == "tests.py")
+    return detect_lang(path) in set(parsed_langs) and not is_aside(path)
 
 
 def clean_query(message: str) -> str:
