@@ -626,6 +626,9 @@ class LocateRequestSerializer(InputSerializer):
     history = FlagField(default=True, help_text="Let the past commits whose messages read like the task vote for "
                                                 "the files and the functions they changed (datasets that follow "
                                                 "git).")
+    sources_first = FlagField(default=True, help_text="List source files, and the definitions in them, before "
+                                                      "tests, docs, examples and prose (changelogs, READMEs); false "
+                                                      "keeps every file where its score puts it.")
 
     def spec(self, *, source: str = "api") -> QuerySpec:
         """The context query's spec for the task, logged as kind `locate`: the ranking is search's own."""
@@ -637,9 +640,10 @@ class LocateRequestSerializer(InputSerializer):
                          kind="locate", source=source)
 
     def ranking(self) -> Ranking:
-        """How the candidates become files and definitions: the request's aggregation and history switch, the
-        measured defaults for the rest."""
-        return Ranking(aggregation=self.validated_data["aggregation"], history=self.validated_data["history"])
+        """How the candidates become files and definitions: the request's aggregation, history and source-first
+        switches, the measured defaults for the rest."""
+        d = self.validated_data
+        return Ranking(aggregation=d["aggregation"], history=d["history"], sources_first=d["sources_first"])
 
 
 class LocateEvidenceSerializer(serializers.Serializer):

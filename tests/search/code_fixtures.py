@@ -41,6 +41,14 @@ FILES = {"billing/ledger.py": LEDGER_PY, "shop/service.py": SERVICE_PY, "shop/jo
          "web/routes.js": ROUTES_JS}
 
 
+# code_world_with_tests: a test and a changelog that say the task's words more often than the code does
+ASIDE = {"tests/test_wallet.py": "from billing.ledger import deduct_credits\n\n\n"
+                                 "def test_take_credits_from_a_wallet_refuse_below_zero():\n"
+                                 "    # take credits from a wallet; refuse to go below zero\n"
+                                 "    assert deduct_credits({'credits': 1}, 2) is None\n",
+         "CHANGES.md": "# Changes\n\nTake credits from a wallet: refuse to go below zero, take no credits.\n"}
+
+
 def write_code_repo(root: Path, files: dict[str, str] | None = None) -> Path:
     for rel, text in (files or FILES).items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -60,3 +68,12 @@ def code_world(db, edge_index, tmp_path, make_user, make_project):
     other = make_project("elsewhere", bob)
     dataset, _ = ingest(project, "app", write_code_repo(tmp_path / "app"), repo="app")
     return {"alice": alice, "bob": bob, "project": project, "other": other, "dataset": dataset}
+
+
+@pytest.fixture
+def code_world_with_tests(db, edge_index, tmp_path, make_user, make_project):
+    """code_world's repository with ASIDE added (a test and a changelog that match the locate tests' task)."""
+    alice = make_user("alice@example.com")
+    project = make_project("shop", alice)
+    dataset, _ = ingest(project, "app", write_code_repo(tmp_path / "app", {**FILES, **ASIDE}), repo="app")
+    return {"alice": alice, "project": project, "dataset": dataset}

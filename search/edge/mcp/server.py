@@ -358,6 +358,8 @@ async def locate(  # noqa: PLR0913 - the parameters are the MCP tool's input sch
                                                          "max or rrf.")] = None,
     history: Annotated[bool | None, Field(description="Let similar past commits vote for the files they changed "
                                                       "(default true; datasets that follow git).")] = None,
+    sources_first: Annotated[bool | None, Field(description="Source files and their definitions before tests, "
+                                                            "docs and examples (default true).")] = None,
 ) -> CallToolResult:
     """Where to make a change: the files ranked by their chunks' scores and the vote of similar past commits, and
     the functions, methods and classes with their file:line spans, the chunks that support each, the similar past
@@ -368,7 +370,8 @@ async def locate(  # noqa: PLR0913 - the parameters are the MCP tool's input sch
         filters = _drop_none({"repo": repo, "path": path, "lang": lang, "dataset": dataset})
         ser = LocateRequestSerializer(data=_drop_none({"task": task, "filters": filters or None,
                                                        "top_files": top_files, "top_functions": top_functions,
-                                                       "aggregation": aggregation, "history": history}))
+                                                       "aggregation": aggregation, "history": history,
+                                                       "sources_first": sources_first}))
         ser.is_valid(raise_exception=True)
         d = ser.validated_data
         out = locate_in(user=caller.user, project=proj, spec=ser.spec(source="mcp"), top_files=d["top_files"],

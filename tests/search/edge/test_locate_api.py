@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
+from search.engine.path_roles import is_aside
 from search.models import QuerySession, RerankResult
-from tests.search.code_fixtures import code_world, edge_index, line_of  # noqa: F401 - fixtures
+from tests.search.code_fixtures import code_world, code_world_with_tests, edge_index, line_of  # noqa: F401 - fixtures
 
 URL = "/api/projects/shop/locate"
 TASK = "take credits from a wallet, refuse to go below zero"
@@ -69,6 +70,7 @@ def test_filters_narrow_the_files(code_world, client_for):
     ({"task": "x", "top_functions": 51}, "top_functions"), ({"task": "x", "aggregation": "mean"}, "aggregation"),
     ({"task": "x", "filters": {"colour": "red"}}, "filters.colour"),
     ({"task": "x", "filters": {"dataset": "nope"}}, "filters.dataset"), ({"task": "x", "history": "maybe"}, "history"),
+    ({"task": "x", "sources_first": "maybe"}, "sources_first"),
 ])
 def test_bad_input_is_a_400_naming_the_field_and_logs_nothing(code_world, client_for, body, field):
     resp = client_for(code_world["alice"]).post(URL, body, format="json")
@@ -186,3 +188,15 @@ def test_a_function_lists_the_past_commits_that_changed_it_as_evidence(code_worl
     assert [h["subject"] for h in bonus["history"]] == [TASK]
     assert all(f["history"] == [] for f in body["functions"] if f["symbol"] != "grantBonus")
     assert body["history"][0]["functions"] == ["billing/ledger.py:grantBonus"]
+
+
+def test_sources_first_false_keeps_tests_and_docs_where_their_scores_put_them(code_world_with_tests, client_for):
+    client = client_for(code_world_with_tests["alice"])
+    default = client.post(URL, {"task": TASK, "candidates": 20, "top_files": 20}, format="json").json()
+    in_place = client.post(URL, {"task": TASK, "candidates": 20, "top_files": 20, "sources_first": False},
+                           format="json").json()
+    first = [is_aside(f["path"]) for f in default["files"]]
+    assert True in first and first == sorted(first)  # tests and docs listed, after every source file
+    kept = [is_aside(f["path"]) for f in in_place["files"]]
+    assert kept != sorted(kept)  # a test or the changelog outranks some source file
+    assert {f["path"] for f in default["files"]} == {f["path"] for f in in_place["files"]}

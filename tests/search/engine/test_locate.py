@@ -3,22 +3,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
-
 from search.engine.locate import DEFAULT_RANKING, Ranking, locate
 from search.engine.path_roles import is_aside
 from search.engine.pipeline import QuerySpec
 from search.models import QuerySession
-from tests.search.code_fixtures import FILES, code_world, edge_index, write_code_repo  # noqa: F401 - fixtures
-from tests.search.ctx_fixtures import ingest
+from tests.search.code_fixtures import ASIDE, code_world, code_world_with_tests, edge_index  # noqa: F401 - fixtures
 
 TASK = "take credits from a wallet, refuse to go below zero"
-# a test and a changelog that say the task's words more often than the code does
-ASIDE = {"tests/test_wallet.py": "from billing.ledger import deduct_credits\n\n\n"
-                                 "def test_take_credits_from_a_wallet_refuse_below_zero():\n"
-                                 "    # take credits from a wallet; refuse to go below zero\n"
-                                 "    assert deduct_credits({'credits': 1}, 2) is None\n",
-         "CHANGES.md": "# Changes\n\nTake credits from a wallet: refuse to go below zero, take no credits.\n"}
 
 
 def _locate(world: dict, ranking: Ranking, *, candidates: int = 1, **filters: str):
@@ -59,20 +50,12 @@ def test_the_weight_of_the_second_look_orders_the_same_definitions(code_world):
     assert [f["path"] for f in heavy.functions[:2]] == [best, best]
 
 
-@pytest.fixture
-def world_with_tests(db, edge_index, tmp_path, make_user, make_project):
-    alice = make_user("alice@example.com")
-    project = make_project("shop", alice)
-    ingest(project, "app", write_code_repo(tmp_path / "app", {**FILES, **ASIDE}), repo="app")
-    return {"alice": alice, "project": project}
-
-
-def test_source_files_and_their_definitions_come_before_tests_and_docs(world_with_tests):
-    in_place = _locate(world_with_tests, replace(DEFAULT_RANKING, history=False, sources_first=False), candidates=20)
+def test_source_files_and_their_definitions_come_before_tests_and_docs(code_world_with_tests):
+    in_place = _locate(code_world_with_tests, replace(DEFAULT_RANKING, history=False, sources_first=False), candidates=20)
     paths = [f["path"] for f in in_place.files]
     # the test and the changelog outrank some code when they keep their place (else this checks nothing)
     assert set(ASIDE) <= set(paths) and paths.index("tests/test_wallet.py") < paths.index("shop/jobs.py")
-    ordered = _locate(world_with_tests, DEFAULT_RANKING, candidates=20)
+    ordered = _locate(code_world_with_tests, DEFAULT_RANKING, candidates=20)
     files = [f["path"] for f in ordered.files]
     assert sorted(files) == sorted(paths)  # the same files, none dropped: tests and docs follow the code
     assert [is_aside(p) for p in files] == sorted(is_aside(p) for p in files)
