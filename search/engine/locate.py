@@ -10,6 +10,7 @@ Where the searched datasets follow git, the past commits whose messages read lik
 changed (search.engine.history_vote); files and definitions are ranked by the chunks and that vote together.
 Definitions then get a second look: the same query restricted to the best few files (focus_candidates), so a file
 ranked first shows the functions a change would touch, not only the ones that won slots against the whole tree.
+Source files come first (Ranking.sources_first), so the second look goes into the best source files.
 """
 from __future__ import annotations
 
@@ -57,9 +58,11 @@ FOCUS_WEIGHT = 1.0
 @dataclass(frozen=True)
 class Ranking:
     """How `locate` ranks, beside what it ranks (the spec): the chunks' aggregation (search.engine.aggregation), the
-    history vote and its weight, the second look inside the top files and its weight, and the reciprocal-rank
-    constant their ranks are merged with. The API sets `aggregation` and `history`; the rest are the measured
-    defaults, varied by the benchmark's sweep."""
+    history vote and its weight, the second look inside the top files and its weight, the reciprocal-rank
+    constant their ranks are merged with, and whether source files (and their definitions) come before tests, docs
+    and examples (search.engine.path_roles: the benchmark's gold counts only source files, and an agent edits
+    them; the others still follow). The API sets `aggregation`, `history` and `sources_first`; the rest are the
+    measured defaults, varied by the benchmark's sweep."""
 
     aggregation: str = DEFAULT
     history: bool = True
