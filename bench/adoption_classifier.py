@@ -184,12 +184,14 @@ def report(recs: list[dict[str, Any]]) -> str:
         rows.append([f"{r['collection']} (seed {r['seed']})",
                      f"{r['by_type']['_base_mrr']:.3f} -> {r['by_type']['_adapted_mrr']:.3f}",
                      fmt(r["by_type"]["all"]), *[fmt(r["by_type"].get(ty)) for ty in types],
+                     fmt(r["by_type"].get("_non_name")),
                      "adopt" if r["adopt"] else "keep",
                      f"{t['default-fusion']['base']:.4f} -> {t['default-fusion']['adapted']:.4f} "
                      f"{fmt(t['default-fusion']['delta'])}",
                      f"{t['dense']['base']:.4f} -> {t['dense']['adapted']:.4f} {fmt(t['dense']['delta'])}",
                      "WRONG" if wrong else "no"])
-    head = ["collection", "held-out MRR@10", "held-out gain (all)", *[f"gain: {ty}" for ty in types], "rule",
+    head = ["collection", "held-out MRR@10", "held-out gain (all)", *[f"gain: {ty}" for ty in types],
+            "gain without the name pairs", "rule",
             "test default-fusion nDCG@10 (delta, lb)", "test dense nDCG@10 (delta, lb)", "wrong adoption"]
     rule_rows = []
     for r in recs:
