@@ -196,7 +196,7 @@ def test_sources_first_false_keeps_tests_and_docs_where_their_scores_put_them(co
     in_place = client.post(URL, {"task": TASK, "candidates": 20, "top_files": 20, "sources_first": False},
                            format="json").json()
     first = [is_aside(f["path"]) for f in default["files"]]
-    assert True in first and first == sorted(first)  # tests and docs listed, after every source file
+    assert any(first) and first == sorted(first)  # tests and docs listed, after every source file
     kept = [is_aside(f["path"]) for f in in_place["files"]]
     assert kept != sorted(kept)  # a test or the changelog outranks some source file
     assert {f["path"] for f in default["files"]} == {f["path"] for f in in_place["files"]}

@@ -62,4 +62,4 @@ def test_source_files_and_their_definitions_come_before_tests_and_docs(code_worl
     assert [p for p in files if not is_aside(p)] == [p for p in paths if not is_aside(p)]  # each part keeps its order
     assert [f["rank"] for f in ordered.files] == list(range(1, len(files) + 1))
     kinds = [is_aside(f["path"]) for f in ordered.functions]
-    assert True in [is_aside(f["path"]) for f in in_place.functions] and kinds == sorted(kinds)
+    assert any(is_aside(f["path"]) for f in in_place.functions) and any(kinds) and kinds == sorted(kinds)
