@@ -29,7 +29,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from config.errors import BadInput, DependencyDown
 from projects.models import Project
 from search.models import Dataset
-from search.quality.adaptation import AdaptConfig, adapt, existing_model
+from search.quality.adaptation import AdaptConfig, adapt, existing_model, heldout_confirms
 from search.quality.adoption import adopt_if_confirmed
 from search.quality.judged import CHECK_MAX, JudgedSplit, judged_split
 from search.quality.runs import NotReady, check_ready, ingest_beir
@@ -108,8 +108,8 @@ class Command(BaseCommand):
                                judged=split.train, log=lambda m: self.stderr.write(m))
             m = result.manifest
             h = m["heldout"]
-            verdict = "confirmed on the held-out code pairs" if h["confirmed"] else \
-                "not confirmed (no held-out code pairs, or their gain's 95 % lower bound is not above zero)"
+            confirmed, why = heldout_confirms(h)  # the rule as it is now, also for a model adapted under an older one
+            verdict = f"{'confirmed' if confirmed else 'not confirmed'} ({why})"
             self.stdout.write(f"adapted {m['name']} in {m['cost']['total_seconds']} s "
                               f"({m['training']['steps_run']} steps); held-out pairs MRR@10 {h['base_mrr@10']} -> "
                               f"{h['adapted_mrr@10']}: {verdict}")
