@@ -66,6 +66,9 @@ def main() -> int:
     import os
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()  # settings only: no service is started
     from search.quality.evaluation import load_beir
 
     lines = ["# Sparse analyzers, offline BM25 replica (nDCG@10 / MRR@10 / hit@1)", "", machine(), ""]

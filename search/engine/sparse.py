@@ -44,6 +44,9 @@ _WORD = re.compile(r"[A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CODE_WORD = re.compile(r"[A-Za-z0-9_]+(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*|/[A-Za-z0-9_][A-Za-z0-9_]*)*")
 _SEP = re.compile(r"[./_:]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# A run of letters and digits inside a name (`p2g` in `write_p2g`, `utf8` in `test_utf8_decode`, `ipv6` in
+# `ipv6Address`): the camel split cuts it into one-letter parts that are dropped, while a query keeps it whole.
+_LETTER_DIGIT = re.compile(r"[A-Z]*[a-z]*\d+[a-z0-9]*")
 _JOINER = re.compile(r"[._/:]")  # a word holding one is a symbol's name (identifier), kept whole and not stemmed
 _SEGMENT = re.compile(r"\.|/|::")
 _PROSE_SPLIT = re.compile(r"[._]+")
@@ -70,7 +73,8 @@ def _code_terms(word: str) -> list[str]:
     `self.get_model_path` gives `self.get_model_path`, `get_model_path`, then `self get model path`;
     `search/engine/sparse.py` gives `search/engine/sparse.py`, `sparse.py`, then `search sparse py`. The segments matter
     because a query names `get_model_path` or `sparse.py` while the code says `self.get_model_path(...)` or
-    the path is `search/engine/sparse.py`: without them only the stemmed parts could match.
+    the path is `search/engine/sparse.py`: without them only the stemmed parts could match. A letter-digit run
+    is kept beside its parts (`write_p2g` also gives `p2g`): a query says `p2g`, and its parts are one letter each.
     """
     if not _is_identifier(word):
         return [word.lower()]  # it has no `.` or `_` to split on
@@ -85,6 +89,8 @@ def _code_terms(word: str) -> list[str]:
             if seg and seg.lower() != whole and ("_" in seg or seg[1:] != seg[1:].lower()):  # ASCII: a capital
                 terms.append(seg.lower())
     for piece in _SEP.split(word):
+        terms.extend(run.lower() for run in _LETTER_DIGIT.findall(piece)
+                     if run.lower() != whole and not run.isdigit())
         terms.extend(p.lower() for p in _CAMEL.findall(piece))
     return terms
 
