@@ -112,6 +112,9 @@ SWEEP_WEIGHT = (0.5,)
 SWEEP_VOTERS = (20,)
 SWEEP_OUTSIDE = (True,)
 SWEEP_FOCUS = ((0, 0.0), (1, 1.0), (3, 0.5), (3, 1.0), (3, 2.0), (5, 0.5), (5, 1.0), (5, 2.0))
+# --names-sweep: the weight of the definitions the task names (search.engine.locate.NAME_WEIGHT) beside the default,
+# tried on the same development window.
+NAMES_SWEEP = (0.5, 2.0, 4.0)
 GOLD_FN_KINDS = ("function", "method", "class")
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
@@ -286,6 +289,8 @@ class Row:
     history: bool = True  # locate rows: with the vote of similar past commits (search.engine.history_vote)
     focus: bool = True  # locate rows: with the second look inside the top files (search.engine.locate)
     sources_first: bool = True  # locate rows: source files before tests, docs and examples (search.engine.locate)
+    names: bool = True  # locate rows: lift the definitions the task names (search.engine.mentions)
+    name_weight: float | None = None  # a names sweep row: that weight instead of the default
     vote: dict[str, Any] | None = None  # a sweep row: the regrouped candidates merged with the vote's constants
 
 
@@ -356,7 +361,9 @@ def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[
     t = time.perf_counter()
     if row.group == "locate":
         ranking = replace(Ranking(), history=row.history, **({} if row.focus else {"focus_files": 0}),
-                          **({} if row.sources_first else {"sources_first": False}))
+                          **({} if row.sources_first else {"sources_first": False}),
+                          **({} if row.names else {"names": False}),
+                          **({} if row.name_weight is None else {"name_weight": row.name_weight}))
         res = locate(user=None, project=project, spec=QuerySpec(q=commit.query, top_k=FN_K, candidates=CANDIDATES,
                                                                 graph=False, log=False),
                      top_files=MAX_TOP_FILES, top_functions=MAX_TOP_FUNCTIONS, ranking=ranking)
@@ -529,7 +536,7 @@ def check_exact(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
 
 
 def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool = True,
-                   sweep: bool = False) -> tuple[list[Row], list[str], list[str]]:
+                   sweep: bool = False, names_sweep: bool = False) -> tuple[list[Row], list[str], list[str]]:
     """The rows this checkout can run, a TODO line for each it cannot yet, and what the product's default does.
 
     The dense, sparse and fused rows run without graph expansion and without the graph boost whatever the
@@ -586,6 +593,10 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
             if hasattr(importlib.import_module("search.engine.locate").Ranking, "sources_first"):
                 rows.append(Row("locate with tests and docs in place", {}, STAGES, group="locate",
                                 sources_first=False))
+            if hasattr(importlib.import_module("search.engine.locate").Ranking, "names"):
+                rows.append(Row("locate without the task's names", {}, STAGES, group="locate", names=False))
+                rows += [Row(f"locate, the task's names at weight {w:g}", {}, STAGES, group="locate", name_weight=w)
+                         for w in (NAMES_SWEEP if names_sweep else ())]
             if sweep:  # the merge's constants, for choosing them on commits before the reported ones
                 rows += [Row(f"fused by {m} + history vote, k={k:g} w={w:g}, {n} voters"
                              + (", voted files outside the candidates" if out else "")
@@ -908,7 +919,8 @@ def paired_lines(pooled: list[dict[str, Any]], rows: list[Row]) -> list[str]:
                                f"{ci[2]:+.3f}, {ci[3]} commits)")
     base = next((r for r in rows if r.name.startswith("locate") and not r.adapted), None)
     for r in rows:
-        ablation = r.group == "locate" and (not r.history or not r.focus or not r.sources_first)
+        ablation = r.group == "locate" and (not r.history or not r.focus or not r.sources_first or not r.names
+                                            or r.name_weight is not None)
         if base is not None and ((r.adapted and r.group == "locate") or ablation):
             for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
                 a, b = (base.name, r.name) if ablation else (r.name, base.name)
@@ -1026,6 +1038,8 @@ def main() -> None:
     ap.add_argument("--history-sweep", action="store_true",
                     help="add rows merging the fused candidates with the history vote at each (k, weight) of the "
                          "sweep grid")
+    ap.add_argument("--names-sweep", action="store_true",
+                    help="add locate rows with the task's names at each weight of NAMES_SWEEP")
     ap.add_argument("--pool", action="append", default=[],
                     help="measure nothing: write one report pooling these earlier runs' JSON files (repeatable)")
     opts = ap.parse_args()
@@ -1047,7 +1061,8 @@ def main() -> None:
 
     parsed_langs = {"python", *GRAMMARS}
     rows, todo, defaults = rows_available(self_judged=not opts.no_self_judged, adapt=opts.adapt,
-                                          graph=not opts.no_graph, sweep=opts.history_sweep)
+                                          graph=not opts.no_graph, sweep=opts.history_sweep,
+                                          names_sweep=opts.names_sweep)
     tmp = Path(tempfile.mkdtemp(prefix="bench-commits-"))
     settings.SOURCES_GIT_DIR = tmp / "mirrors"
     reports: list[dict[str, Any]] = []
@@ -1092,6 +1107,7 @@ def run_command(opts: argparse.Namespace, rows: list[Row]) -> str:
             + (" --no-self-judged" if opts.no_self_judged else "") + (" --no-graph" if opts.no_graph else "")
             + (f" --skip-newest {opts.skip_newest}" if opts.skip_newest else "")
             + (" --history-sweep" if opts.history_sweep else "")
+            + (" --names-sweep" if opts.names_sweep else "")
             + f" --name {opts.name}")
 
 

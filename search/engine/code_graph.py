@@ -116,13 +116,14 @@ class Def:
                 "span": f"{self.path}:{self.start_line}-{self.end_line}"}
 
 
-_DEF_FIELDS = ("id", "dataset_id", "document_id", "path", "lang", "name", "qualname", "kind", "signature",
-               "start_line", "end_line")
+DEF_FIELDS = ("id", "dataset_id", "document_id", "path", "lang", "name", "qualname", "kind", "signature",
+              "start_line", "end_line")  # a Symbol row's values in Def's order
+FUNCTION_KINDS = ("function", "method", "class")  # the definitions an agent edits (locate ranks these)
 
 
 def _defs(**filters: Any) -> list[Def]:
     return [Def(*row) for row in Symbol.objects.filter(**filters).order_by("dataset_id", "path", "start_line")
-            .values_list(*_DEF_FIELDS)]
+            .values_list(*DEF_FIELDS)]
 
 
 def _matches(d: Def, symbol: str) -> bool:
@@ -143,7 +144,7 @@ def definitions_of(*, dataset_ids: list[int], symbol: str, limit: int | None = N
     if len(parts) == 1:
         where = Q()
     rows = Symbol.objects.filter(where, dataset_id__in=dataset_ids, name=parts[-1]).order_by(
-        "dataset_id", "path", "start_line").values_list(*_DEF_FIELDS)
+        "dataset_id", "path", "start_line").values_list(*DEF_FIELDS)
     if limit is not None:
         rows = rows[:limit * 4 if len(parts) > 1 else limit]
     found = [d for d in (Def(*row) for row in rows) if _matches(d, symbol)]
@@ -583,7 +584,7 @@ def outline(*, project: Project, path: str, dataset: str | int | None = None, li
         raise BadInput("Must be between 0 and 10000000.", field="offset")
     doc = _document(project=project, path=path, dataset=dataset)
     defs = [Def(*row) for row in Symbol.objects.filter(document_id=doc.pk).order_by("start_line", "pk")
-            .values_list(*_DEF_FIELDS)[offset:offset + limit + 1]]
+            .values_list(*DEF_FIELDS)[offset:offset + limit + 1]]
     imports = list(SymbolRef.objects.filter(document_id=doc.pk, kind="import").order_by("line", "name", "pk")
                    .values_list("line", "name", "qualifier", "alias")[offset:offset + limit + 1])
     more = len(defs) > limit or len(imports) > limit

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from config import deadlines
 from search.engine.aggregation import DEFAULT, aggregate
-from search.engine.code_graph import Def, LineSpan, find_references, resolved_uses
+from search.engine.code_graph import DEF_FIELDS, FUNCTION_KINDS, Def, LineSpan, find_references, resolved_uses
 from search.engine.history_vote import (
     RANK_K,
     WEIGHT,
@@ -32,6 +32,7 @@ from search.engine.history_vote import (
     vote_ranks,
     voted_documents,
 )
+from search.engine.mentions import Mention, mentioned_names, named_definitions
 from search.engine.path_roles import is_aside
 from search.engine.pipeline import QuerySpec, execute, fuse_legs, over, path_prior, recheck, retrieve_legs, run_query
 from search.models import Symbol
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from search.engine.fusion import Candidate
     from search.engine.index_schema import IndexFilter
 
-FUNCTION_KINDS = ("function", "method", "class")
 MAX_TOP_FILES = 50
 MAX_TOP_FUNCTIONS = 50
 MAX_EVIDENCE = 5      # supporting chunks listed per file or definition
@@ -53,16 +53,20 @@ MAX_NEIGHBOURS = 5    # callers, and callees, listed per definition
 # (docs/benchmarks/code-localisation.md): 1, 3 and 5 files, weights 0.5 to 2.
 FOCUS_FILES = 3
 FOCUS_WEIGHT = 1.0
+# What the task names (search.engine.mentions) against the first pass's definition ranks: chosen on the same
+# commits as FOCUS_WEIGHT.
+NAME_WEIGHT = 1.0
 
 
 @dataclass(frozen=True)
 class Ranking:
     """How `locate` ranks, beside what it ranks (the spec): the chunks' aggregation (search.engine.aggregation), the
-    history vote and its weight, the second look inside the top files and its weight, the reciprocal-rank
-    constant their ranks are merged with, and whether source files (and their definitions) come before tests, docs
+    history vote and its weight, the second look inside the top files and its weight, the definitions the task
+    names (search.engine.mentions) and their weight, the reciprocal-rank constant their ranks are merged with, and
+    whether source files (and their definitions) come before tests, docs
     and examples (search.engine.path_roles: the benchmark's gold counts only source files, and an agent edits
-    them; the others still follow). The API sets `aggregation`, `history` and `sources_first`; the rest are the
-    measured defaults, varied by the benchmark's sweep."""
+    them; the others still follow). The API sets `aggregation`, `history`, `names` and `sources_first`; the rest
+    are the measured defaults, varied by the benchmark's sweep."""
 
     aggregation: str = DEFAULT
     history: bool = True
@@ -71,11 +75,11 @@ class Ranking:
     vote_weight: float = WEIGHT
     focus_weight: float = FOCUS_WEIGHT
     sources_first: bool = True
+    names: bool = True
+    name_weight: float = NAME_WEIGHT
 
 
 DEFAULT_RANKING = Ranking()
-_FIELDS = ("id", "dataset_id", "document_id", "path", "lang", "name", "qualname", "kind", "signature",
-           "start_line", "end_line")
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,10 @@ def _evidence(ranked: list[tuple[int, Candidate]]) -> list[dict[str, Any]]:
     return out
 
 
+def _said(m: Mention | None) -> str | None:
+    return None if m is None else (f"{m.qualifier}.{m.name}" if m.qualifier else m.name)
+
+
 def innermost_overlapping(*, definitions: list[Def], start_line: int, end_line: int) -> list[Def]:
     """The definitions overlapping lines start-end that enclose none of the others overlapping them: a chunk of two
     methods names both methods, not their class; a chunk of a class header names the class."""
@@ -121,7 +129,7 @@ def innermost_overlapping(*, definitions: list[Def], start_line: int, end_line: 
 def _definitions_by_document(document_ids: set[int]) -> dict[int, list[Def]]:
     out: dict[int, list[Def]] = {}
     for row in Symbol.objects.filter(document_id__in=sorted(document_ids), kind__in=FUNCTION_KINDS).order_by(
-            "document_id", "start_line").values_list(*_FIELDS):
+            "document_id", "start_line").values_list(*DEF_FIELDS):
         d = Def(*row)
         out.setdefault(d.document_id, []).append(d)
     return out
@@ -205,6 +213,7 @@ def _definition_groups(*, cands: list[Candidate], aggregation: str,
 
 def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking = DEFAULT_RANKING,
                      past: list[PastCommit] | None = None, focus: list[Candidate] | None = None,
+                     named: list[tuple[Def, int]] | None = None,
                      ) -> list[tuple[Def, float, list[tuple[int, Candidate]]]]:
     """(definition, score, its chunks with their 0-based ranks) for the innermost functions, methods and
     classes the code candidates overlap, scored from those chunks by the ranking's aggregation; one query for the
@@ -212,8 +221,10 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
 
     Ranked by reciprocal ranks summed over what speaks for each: `1/(rank_k + rank among the first pass's
     definitions)`, with `focus` (focus_candidates) `focus_weight/(rank_k + rank among the focused pass's)`, and with
-    `past` `vote_weight/(rank_k + vote rank of its file)` (history_vote.merge's terms). With neither, the score is
-    the aggregated one.
+    `past` `vote_weight/(rank_k + vote rank of its file)` (history_vote.merge's terms), and with `named` (the
+    definitions the task names, mentions.named_definitions) `name_weight/(rank_k + the order of its mention)`: a
+    named definition no chunk reached is ranked by that term (and its file's vote) alone. With none of them, the
+    score is the aggregated one.
 
     A definition's own vote (the past commits that changed it, which the memory names) is listed as its evidence
     but does not rank it: chosen on the commits before the reported ones, it lowered function recall@10 on the
@@ -226,7 +237,7 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
     defs_of = _definitions_by_document({c.chunk.document_id for c in code + (focus or [])})
     groups, entry_rank, by_id = _definition_groups(cands=cands, aggregation=aggregation, defs_of=defs_of)
     chunks: dict[int, set[int]] = {g.key: {entry_rank[r] for r in g.ranks} for g in groups}
-    if not past and not focus:  # the chunks alone: the aggregated score
+    if not past and not focus and not named:  # the chunks alone: the aggregated score
         if ranking.sources_first:
             groups = sorted(groups, key=lambda g: is_aside(by_id[g.key].path))
         return [(by_id[g.key], g.score, [(r, pool[r]) for r in sorted(chunks[g.key])]) for g in groups[:top]]
@@ -244,6 +255,12 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
             score[g.key] = score.get(g.key, 0.0) + ranking.focus_weight / (rank_k + i + 1)
             chunks.setdefault(g.key, set()).update(at[focus[f_rank[r]].chunk_id] for r in g.ranks)
             first.setdefault(g.key, len(groups) + i)
+    after = max(first.values(), default=-1) + 1  # a definition only named comes after every one a chunk reached
+    for n, (d, order) in enumerate(named or []):
+        by_id.setdefault(d.id, d)
+        score[d.id] = score.get(d.id, 0.0) + ranking.name_weight / (rank_k + order)
+        chunks.setdefault(d.id, set())
+        first.setdefault(d.id, after + n)
     if past:
         vote_rank = vote_ranks(file_votes(past))
         for key, d in by_id.items():
@@ -258,8 +275,9 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
 def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: int = 10, top_functions: int = 10,
            ranking: Ranking = DEFAULT_RANKING) -> LocateResult:
     """Rank files and definitions for `spec.q` from the candidates the query pipeline ranked (and logged), with
-    the vote of the searched datasets' similar past commits unless `ranking.history` is off, and the definitions
-    of the `ranking.focus_files` best files looked at again (focus_candidates; 0: not). The caller has authorised
+    the vote of the searched datasets' similar past commits unless `ranking.history` is off, the definitions the
+    task names unless `ranking.names` is off, and the definitions of the `ranking.focus_files` best files looked
+    at again (focus_candidates; 0: not). The caller has authorised
     `project` (membership) and built `spec` (its `kind` says how it is logged)."""
     res = run_query(user=user, project=project, spec=spec)
     cands = [c for c in res.candidates if c.chunk is not None]
@@ -270,16 +288,19 @@ def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: i
                                                                          for c in cands}) if past and flt else []
     res.timings["history_ms"] = round((time.perf_counter() - t) * 1000, 2)
     files = rank_files(cands=cands, top=top_files, ranking=ranking, past=past, outside=outside)
+    mentions = mentioned_names(spec.q) if ranking.names and flt else []
+    named = named_definitions(flt=flt, mentions=mentions) if mentions else []
+    said: dict[int, Mention] = {d.id: mentions[order - 1] for d, order in named}
     functions = []
     focus = focus_candidates(user=user, project=project, spec=spec, flt=flt, files=files,
                              top=ranking.focus_files) if ranking.focus_files and flt else []
     for d, score, chunks in rank_definitions(cands=cands, top=top_functions, ranking=ranking, past=past,
-                                             focus=focus):
+                                             focus=focus, named=named):
         deadlines.check()
         out = {"rank": len(functions) + 1, "symbol": d.qualname, "name": d.name, "full_name": d.full_name,
                "kind": d.kind, "signature": d.signature, "path": d.path, "dataset_id": d.dataset_id,
                "start_line": d.start_line, "end_line": d.end_line, "span": f"{d.path}:{d.start_line}-{d.end_line}",
-               "score": score, "chunks": _evidence(chunks),
+               "score": score, "chunks": _evidence(chunks), "named_as": _said(said.get(d.id)),
                "history": evidence(past, dataset_id=d.dataset_id, path=d.path, qualname=d.qualname)}
         if len(functions) < NEIGHBOUR_TOP:
             out.update(_neighbours(project=project, d=d))
