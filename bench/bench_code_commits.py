@@ -115,6 +115,9 @@ SWEEP_FOCUS = ((0, 0.0), (1, 1.0), (3, 0.5), (3, 1.0), (3, 2.0), (5, 0.5), (5, 1
 # --names-sweep: the weight of the definitions the task names (search.engine.locate.NAME_WEIGHT) beside the default,
 # tried on the same development window.
 NAMES_SWEEP = (0.5, 2.0, 4.0)
+RANKING_VARIANTS = (("the named definitions' files lifted", {"name_files": True}),
+                    ("the vote for files only", {"vote_definitions": False}),
+                    ("both", {"name_files": True, "vote_definitions": False}))
 GOLD_FN_KINDS = ("function", "method", "class")
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
@@ -291,6 +294,7 @@ class Row:
     sources_first: bool = True  # locate rows: source files before tests, docs and examples (search.engine.locate)
     names: bool = True  # locate rows: lift the definitions the task names (search.engine.mentions)
     name_weight: float | None = None  # a names sweep row: that weight instead of the default
+    variant: dict[str, Any] | None = None  # a sweep row: these Ranking fields instead of the defaults
     vote: dict[str, Any] | None = None  # a sweep row: the regrouped candidates merged with the vote's constants
 
 
@@ -363,7 +367,8 @@ def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[
         ranking = replace(Ranking(), history=row.history, **({} if row.focus else {"focus_files": 0}),
                           **({} if row.sources_first else {"sources_first": False}),
                           **({} if row.names else {"names": False}),
-                          **({} if row.name_weight is None else {"name_weight": row.name_weight}))
+                          **({} if row.name_weight is None else {"name_weight": row.name_weight}),
+                          **(row.variant or {}))
         res = locate(user=None, project=project, spec=QuerySpec(q=commit.query, top_k=FN_K, candidates=CANDIDATES,
                                                                 graph=False, log=False),
                      top_files=MAX_TOP_FILES, top_functions=MAX_TOP_FUNCTIONS, ranking=ranking)
@@ -597,6 +602,8 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
                 rows.append(Row("locate without the task's names", {}, STAGES, group="locate", names=False))
                 rows += [Row(f"locate, the task's names at weight {w:g}", {}, STAGES, group="locate", name_weight=w)
                          for w in (NAMES_SWEEP if names_sweep else ())]
+                rows += [Row(f"locate, {label}", {}, STAGES, group="locate", variant=variant)
+                         for label, variant in (RANKING_VARIANTS if names_sweep else ())]
             if sweep:  # the merge's constants, for choosing them on commits before the reported ones
                 rows += [Row(f"fused by {m} + history vote, k={k:g} w={w:g}, {n} voters"
                              + (", voted files outside the candidates" if out else "")
@@ -920,7 +927,7 @@ def paired_lines(pooled: list[dict[str, Any]], rows: list[Row]) -> list[str]:
     base = next((r for r in rows if r.name.startswith("locate") and not r.adapted), None)
     for r in rows:
         ablation = r.group == "locate" and (not r.history or not r.focus or not r.sources_first or not r.names
-                                            or r.name_weight is not None)
+                                            or r.name_weight is not None or r.variant is not None)
         if base is not None and ((r.adapted and r.group == "locate") or ablation):
             for metric, label in (("file_r10", "file R@10"), ("fn_r10", "function R@10")):
                 a, b = (base.name, r.name) if ablation else (r.name, base.name)

@@ -629,6 +629,10 @@ class LocateRequestSerializer(InputSerializer):
     sources_first = FlagField(default=True, help_text="List source files, and the definitions in them, before "
                                                       "tests, docs, examples and prose (changelogs, READMEs); false "
                                                       "keeps every file where its score puts it.")
+    names = FlagField(default=True, help_text="Lift the functions, methods and classes the task names in code "
+                                              "form (`open_url`, `Plot.layout`, `NoSuchCommand`, `build()`), even "
+                                              "where no chunk reached them; false ranks by the chunks (and the "
+                                              "history vote) alone.")
 
     def spec(self, *, source: str = "api") -> QuerySpec:
         """The context query's spec for the task, logged as kind `locate`: the ranking is search's own."""
@@ -640,10 +644,11 @@ class LocateRequestSerializer(InputSerializer):
                          kind="locate", source=source)
 
     def ranking(self) -> Ranking:
-        """How the candidates become files and definitions: the request's aggregation, history and source-first
-        switches, the measured defaults for the rest."""
+        """How the candidates become files and definitions: the request's aggregation and its history, source-first
+        and names switches, the measured defaults for the rest."""
         d = self.validated_data
-        return Ranking(aggregation=d["aggregation"], history=d["history"], sources_first=d["sources_first"])
+        return Ranking(aggregation=d["aggregation"], history=d["history"], sources_first=d["sources_first"],
+                       names=d["names"])
 
 
 class LocateEvidenceSerializer(serializers.Serializer):
@@ -705,7 +710,9 @@ class LocateFunctionSerializer(serializers.Serializer):
     end_line = serializers.IntegerField()
     span = serializers.CharField(help_text="path:start-end")
     score = serializers.FloatField()
-    chunks = LocateEvidenceSerializer(many=True)
+    chunks = LocateEvidenceSerializer(many=True, help_text="None for a definition only the task's naming it "
+                                                           "listed.")
+    named_as = serializers.CharField(allow_null=True, help_text="How the task named it (`Plot.layout`), if it did.")
     callers = LocateNeighbourSerializer(many=True, help_text="Uses resolved to it (top 5 functions; at most 5).")
     callees = LocateNeighbourSerializer(many=True, help_text="Definitions it uses (top 5 functions; at most 5).")
     history = LocatePastCommitSerializer(many=True, help_text="Similar past commits that changed this definition "

@@ -35,7 +35,7 @@ from search.engine.history_vote import (
 from search.engine.mentions import Mention, mentioned_names, named_definitions
 from search.engine.path_roles import is_aside
 from search.engine.pipeline import QuerySpec, execute, fuse_legs, over, path_prior, recheck, retrieve_legs, run_query
-from search.models import Symbol
+from search.models import Document, Symbol
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -77,6 +77,8 @@ class Ranking:
     sources_first: bool = True
     names: bool = True
     name_weight: float = NAME_WEIGHT
+    name_files: bool = False
+    vote_definitions: bool = True
 
 
 DEFAULT_RANKING = Ranking()
@@ -156,7 +158,7 @@ def _neighbours(*, project: Project, d: Def) -> dict[str, Any]:
 
 def rank_files(*, cands: list[Candidate], top: int = 10, ranking: Ranking = DEFAULT_RANKING,
                past: list[PastCommit] | None = None, outside: list[dict[str, Any]] | None = None,
-               ) -> list[dict[str, Any]]:
+               named: list[tuple[Def, int]] | None = None) -> list[dict[str, Any]]:
     """The files of the loaded candidates (best first), scored from their chunks by the ranking's aggregation; with
     `past`
     (the similar past commits), merged with their vote (search.engine.history_vote) and `score` is the merged
@@ -172,11 +174,36 @@ def rank_files(*, cands: list[Candidate], top: int = 10, ranking: Ranking = DEFA
     if past:
         entries = merge(ranked=[e for e, _ in entries], file_of=lambda e: (e["dataset_id"], e["path"]),
                         votes=file_votes(past), rank_k=ranking.rank_k, weight=ranking.vote_weight)
+    if named and ranking.name_files:
+        entries = _lift_named_files(entries=entries, named=named, ranking=ranking, merged=bool(past))
     if ranking.sources_first:
         entries.sort(key=lambda e: is_aside(e[0]["path"]))  # stable: each part keeps its order
     return [{"rank": rank, **entry, "score": score,
              "history": evidence(past or [], dataset_id=entry["dataset_id"], path=entry["path"])}
             for rank, (entry, score) in enumerate(entries[:top], start=1)]
+
+
+def _lift_named_files(*, entries: list[tuple[dict[str, Any], float]], named: list[tuple[Def, int]],
+                      ranking: Ranking, merged: bool) -> list[tuple[dict[str, Any], float]]:
+    """The files of the definitions the task names, lifted by `name_weight/(rank_k + the order of the mention)` (the
+    first mention in a file counts), those no chunk reached added; scores become reciprocal ranks where no vote was
+    merged."""
+    said: dict[tuple[int, str], int] = {}
+    for d, order in named:
+        said[(d.dataset_id, d.path)] = min(order, said.get((d.dataset_id, d.path), order))
+    have = {(e["dataset_id"], e["path"]) for e, _ in entries}
+    new = {(d.dataset_id, d.path): d for d, _ in named if (d.dataset_id, d.path) not in have}
+    repos = dict(Document.objects.filter(pk__in=[d.document_id for d in new.values()]).values_list("pk", "repo"))
+    entries = entries + [({"path": d.path, "repo": repos.get(d.document_id, ""), "lang": d.lang,
+                           "dataset_id": d.dataset_id, "document_id": d.document_id, "chunks": []}, 0.0)
+                         for d in new.values()]
+    scored = []
+    for i, (e, score) in enumerate(entries):
+        base = score if merged else 1.0 / (ranking.rank_k + i + 1)
+        at = said.get((e["dataset_id"], e["path"]))
+        scored.append((i, e, base + (ranking.name_weight / (ranking.rank_k + at) if at else 0.0)))
+    scored.sort(key=lambda t: (-t[2], t[0]))
+    return [(e, score) for _, e, score in scored]
 
 
 def focus_candidates(*, user: User | None, project: Project, spec: QuerySpec, flt: IndexFilter,
@@ -261,7 +288,7 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
         score[d.id] = score.get(d.id, 0.0) + ranking.name_weight / (rank_k + order)
         chunks.setdefault(d.id, set())
         first.setdefault(d.id, after + n)
-    if past:
+    if past and ranking.vote_definitions:
         vote_rank = vote_ranks(file_votes(past))
         for key, d in by_id.items():
             at_vote = vote_rank.get((d.dataset_id, d.path))
@@ -287,10 +314,10 @@ def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: i
     outside = voted_documents(votes=file_votes(past), flt=flt, exclude={(c.chunk.dataset_id, c.chunk.path)
                                                                          for c in cands}) if past and flt else []
     res.timings["history_ms"] = round((time.perf_counter() - t) * 1000, 2)
-    files = rank_files(cands=cands, top=top_files, ranking=ranking, past=past, outside=outside)
     mentions = mentioned_names(spec.q) if ranking.names and flt else []
     named = named_definitions(flt=flt, mentions=mentions) if mentions else []
     said: dict[int, Mention] = {d.id: mentions[order - 1] for d, order in named}
+    files = rank_files(cands=cands, top=top_files, ranking=ranking, past=past, outside=outside, named=named)
     functions = []
     focus = focus_candidates(user=user, project=project, spec=spec, flt=flt, files=files,
                              top=ranking.focus_files) if ranking.focus_files and flt else []

@@ -70,7 +70,7 @@ def test_filters_narrow_the_files(code_world, client_for):
     ({"task": "x", "top_functions": 51}, "top_functions"), ({"task": "x", "aggregation": "mean"}, "aggregation"),
     ({"task": "x", "filters": {"colour": "red"}}, "filters.colour"),
     ({"task": "x", "filters": {"dataset": "nope"}}, "filters.dataset"), ({"task": "x", "history": "maybe"}, "history"),
-    ({"task": "x", "sources_first": "maybe"}, "sources_first"),
+    ({"task": "x", "sources_first": "maybe"}, "sources_first"), ({"task": "x", "names": "maybe"}, "names"),
 ])
 def test_bad_input_is_a_400_naming_the_field_and_logs_nothing(code_world, client_for, body, field):
     resp = client_for(code_world["alice"]).post(URL, body, format="json")
@@ -200,3 +200,14 @@ def test_sources_first_false_keeps_tests_and_docs_where_their_scores_put_them(co
     kept = [is_aside(f["path"]) for f in in_place["files"]]
     assert kept != sorted(kept)  # a test or the changelog outranks some source file
     assert {f["path"] for f in default["files"]} == {f["path"] for f in in_place["files"]}
+
+
+def test_a_function_the_task_names_is_listed_with_how_it_was_named_unless_names_is_false(code_world, client_for):
+    client = client_for(code_world["alice"])
+    task = f"{TASK}; `nightly` must skip empty wallets"
+    body = client.post(URL, {"task": task, "candidates": 1, "top_functions": 20}, format="json").json()
+    nightly = next(f for f in body["functions"] if f["symbol"] == "nightly")
+    assert nightly["named_as"] == "nightly" and nightly["path"] == "shop/jobs.py"
+    off = client.post(URL, {"task": task, "candidates": 1, "top_functions": 20, "names": False}, format="json").json()
+    assert off["functions"] and "nightly" not in [f["symbol"] for f in off["functions"]]
+    assert {f["named_as"] for f in off["functions"]} == {None}

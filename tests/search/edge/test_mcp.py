@@ -94,7 +94,7 @@ def test_tools_are_listed_with_their_arguments(shop):
     schema = tools["search_context"].input_schema
     assert {"project", "q"} <= set(schema["required"])
     assert {"repo", "path", "lang", "dataset", "top_k", "budget_tokens", "graph"} <= set(schema["properties"])
-    assert {"task", "aggregation", "history"} <= set(tools["locate"].input_schema["properties"])
+    assert {"task", "aggregation", "history", "sources_first", "names"} <= set(tools["locate"].input_schema["properties"])
 
 
 def test_search_context_finds_the_function_and_read_span_returns_its_exact_lines(shop):
@@ -172,6 +172,19 @@ def test_locate_lists_the_past_commits_that_changed_a_function_in_its_text(shop)
     assert [h["subject"] for h in fn["history"]] == ["Refuse overdrafts"]
     text = found.content[0].text
     assert "changed by cccccccccccc Refuse overdrafts" in text[text.index(" function(s):"):]
+
+
+def test_locate_says_which_function_the_task_named(shop):
+    async def script(client):
+        return (await client.call_tool("locate", {"project": "shop", "task": f"{Q}: `deduct_credits` only"}),
+                await client.call_tool("locate", {"project": "shop", "task": f"{Q}: `deduct_credits` only",
+                                                  "names": False}))
+
+    named, unnamed = _in_process(_key(shop["alice"]), script)
+    fn = next(f for f in _ok(named)["functions"] if f["symbol"] == "deduct_credits")
+    assert fn["named_as"] == "deduct_credits" and "(the task names deduct_credits)" in named.content[0].text
+    assert "the task names" not in unnamed.content[0].text
+    assert {f["named_as"] for f in _ok(unnamed)["functions"]} == {None}
 
 
 def test_locate_names_the_file_and_function_logs_as_mcp_and_refuses_like_the_api(shop):

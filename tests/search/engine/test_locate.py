@@ -63,3 +63,30 @@ def test_source_files_and_their_definitions_come_before_tests_and_docs(code_worl
     assert [f["rank"] for f in ordered.files] == list(range(1, len(files) + 1))
     kinds = [is_aside(f["path"]) for f in ordered.functions]
     assert any(is_aside(f["path"]) for f in in_place.functions) and any(kinds) and kinds == sorted(kinds)
+
+
+def test_a_definition_the_task_names_is_listed_though_no_chunk_reached_it(code_world):
+    named_task = replace(DEFAULT_RANKING, history=False, names=True)
+    spec = QuerySpec(q=f"{TASK}, then let `nightly` skip empty wallets", top_k=1, candidates=1, graph=False,
+                     kind="locate")
+    found = locate(user=code_world["alice"], project=code_world["project"], spec=spec, top_functions=20,
+                   ranking=named_task)
+    unnamed = locate(user=code_world["alice"], project=code_world["project"], spec=spec, top_functions=20,
+                     ranking=replace(named_task, names=False))
+    assert "nightly" not in [f["symbol"] for f in unnamed.functions]  # the words alone do not reach it
+    nightly = next(f for f in found.functions if f["symbol"] == "nightly")
+    assert nightly["named_as"] == "nightly" and nightly["chunks"] == [] and nightly["path"] == "shop/jobs.py"
+    assert {f["named_as"] for f in found.functions if f["symbol"] != "nightly"} == {None}
+
+
+def test_the_weight_of_a_named_definition_decides_how_far_it_rises(code_world):
+    task = f"{TASK}, then let `nightly` skip empty wallets"
+    spec = QuerySpec(q=task, top_k=5, candidates=5, graph=False, kind="locate")
+
+    def ranked(weight: float) -> list[str]:
+        res = locate(user=code_world["alice"], project=code_world["project"], spec=spec, top_functions=20,
+                     ranking=replace(DEFAULT_RANKING, history=False, name_weight=weight))
+        return [f["symbol"] for f in res.functions]
+
+    light, heavy = ranked(0.001), ranked(100.0)
+    assert heavy[0] == "nightly" and light[0] != "nightly" and "nightly" in light
