@@ -63,10 +63,12 @@ class Ranking:
     """How `locate` ranks, beside what it ranks (the spec): the chunks' aggregation (search.engine.aggregation), the
     history vote and its weight, the second look inside the top files and its weight, the definitions the task
     names (search.engine.mentions) and their weight, the reciprocal-rank constant their ranks are merged with, and
-    whether source files (and their definitions) come before tests, docs
-    and examples (search.engine.path_roles: the benchmark's gold counts only source files, and an agent edits
-    them; the others still follow). The API sets `aggregation`, `history`, `names` and `sources_first`; the rest
-    are the measured defaults, varied by the benchmark's sweep."""
+    whether source files (and their definitions) come before tests, docs and examples (search.engine.path_roles:
+    the benchmark's gold counts only source files, and an agent edits them; the others still follow). The API sets
+    `aggregation`, `history`, `names` and `sources_first`; the rest are the measured defaults, varied by the
+    benchmark's sweep: `name_files` (the files of named definitions lifted too) and `vote_definitions` (a
+    definition takes its file's vote) are off because on the commits the constants are chosen on the first changed
+    nothing and the second lowered function recall@5 (docs/benchmarks/code-localisation.md)."""
 
     aggregation: str = DEFAULT
     history: bool = True
@@ -78,7 +80,7 @@ class Ranking:
     names: bool = True
     name_weight: float = NAME_WEIGHT
     name_files: bool = False
-    vote_definitions: bool = True
+    vote_definitions: bool = False
 
 
 DEFAULT_RANKING = Ranking()
@@ -247,11 +249,12 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
     definitions.
 
     Ranked by reciprocal ranks summed over what speaks for each: `1/(rank_k + rank among the first pass's
-    definitions)`, with `focus` (focus_candidates) `focus_weight/(rank_k + rank among the focused pass's)`, and with
-    `past` `vote_weight/(rank_k + vote rank of its file)` (history_vote.merge's terms), and with `named` (the
-    definitions the task names, mentions.named_definitions) `name_weight/(rank_k + the order of its mention)`: a
-    named definition no chunk reached is ranked by that term (and its file's vote) alone. With none of them, the
-    score is the aggregated one.
+    definitions)`, with `focus` (focus_candidates) `focus_weight/(rank_k + rank among the focused pass's)`, with
+    `named` (the definitions the task names, mentions.named_definitions) `name_weight/(rank_k + the order of its
+    mention)`, and with `past` where `ranking.vote_definitions` is on `vote_weight/(rank_k + vote rank of its file)`
+    (history_vote.merge's terms). A named definition no chunk reached is ranked by its name's term alone. With none
+    of them, the score is the aggregated one. (The vote still reaches definitions when it is off: it ranks the
+    files, and the second look goes into the top ones.)
 
     A definition's own vote (the past commits that changed it, which the memory names) is listed as its evidence
     but does not rank it: chosen on the commits before the reported ones, it lowered function recall@10 on the

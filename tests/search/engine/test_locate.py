@@ -90,3 +90,34 @@ def test_the_weight_of_a_named_definition_decides_how_far_it_rises(code_world):
 
     light, heavy = ranked(0.001), ranked(100.0)
     assert heavy[0] == "nightly" and light[0] != "nightly" and "nightly" in light
+
+
+def test_a_definition_takes_its_files_vote_only_where_the_ranking_says_so(code_world):
+    from datetime import UTC, datetime
+
+    from inference.encoders import dense_model_id, embed_cached
+    from search.models import CommitMemory
+
+    CommitMemory.objects.create(dataset=code_world["dataset"], sha="f" * 40, subject=TASK, query=TASK,
+                                files=["shop/service.py"], functions=[], model_id=dense_model_id(),
+                                embedding=embed_cached([TASK])[0].tolist(), committed_at=datetime.now(tz=UTC))
+    base = replace(DEFAULT_RANKING, focus_files=0, names=False, vote_weight=100.0)
+    files_only = _locate(code_world, replace(base, vote_definitions=False), candidates=10)
+    with_defs = _locate(code_world, replace(base, vote_definitions=True), candidates=10)
+    assert files_only.files[0]["path"] == with_defs.files[0]["path"] == "shop/service.py"  # the vote ranks files
+    voted = [f["symbol"] for f in with_defs.functions if f["path"] == "shop/service.py"]
+    assert voted and [f["symbol"] for f in with_defs.functions[:len(voted)]] == voted
+    assert files_only.functions[0]["path"] != "shop/service.py"  # the chunks alone put another file's first
+
+
+def test_the_file_of_a_named_definition_is_listed_only_where_the_ranking_says_so(code_world):
+    spec = QuerySpec(q=f"{TASK}, then let `nightly` skip empty wallets", top_k=1, candidates=1, graph=False,
+                     kind="locate")
+
+    def files(**variant: object) -> list[dict]:
+        return locate(user=code_world["alice"], project=code_world["project"], spec=spec,
+                      ranking=replace(DEFAULT_RANKING, history=False, **variant)).files
+
+    assert "shop/jobs.py" not in [f["path"] for f in files(name_files=False)]
+    lifted = files(name_files=True, name_weight=100.0)
+    assert lifted[0]["path"] == "shop/jobs.py" and lifted[0]["chunks"] == [] and lifted[0]["repo"] == "app"
