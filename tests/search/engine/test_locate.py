@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 
+from inference.encoders import dense_model_id, embed_cached
 from search.engine.locate import DEFAULT_RANKING, Ranking, locate
 from search.engine.path_roles import is_aside
 from search.engine.pipeline import QuerySpec
-from search.models import QuerySession
+from search.models import CommitMemory, QuerySession
 from tests.search.code_fixtures import ASIDE, code_world, code_world_with_tests, edge_index  # noqa: F401 - fixtures
 
 TASK = "take credits from a wallet, refuse to go below zero"
@@ -92,15 +94,15 @@ def test_the_weight_of_a_named_definition_decides_how_far_it_rises(code_world):
     assert heavy[0] == "nightly" and light[0] != "nightly" and "nightly" in light
 
 
-def test_a_definition_takes_its_files_vote_only_where_the_ranking_says_so(code_world):
-    from datetime import UTC, datetime
-
-    from inference.encoders import dense_model_id, embed_cached
-    from search.models import CommitMemory
-
-    CommitMemory.objects.create(dataset=code_world["dataset"], sha="f" * 40, subject=TASK, query=TASK,
+def _remember_service_change(world: dict) -> None:
+    """A past commit whose message is the task itself, which changed shop/service.py (the vote's first file)."""
+    CommitMemory.objects.create(dataset=world["dataset"], sha="f" * 40, subject=TASK, query=TASK,
                                 files=["shop/service.py"], functions=[], model_id=dense_model_id(),
                                 embedding=embed_cached([TASK])[0].tolist(), committed_at=datetime.now(tz=UTC))
+
+
+def test_a_definition_takes_its_files_vote_only_where_the_ranking_says_so(code_world):
+    _remember_service_change(code_world)
     base = replace(DEFAULT_RANKING, focus_files=0, names=False, vote_weight=100.0)
     files_only = _locate(code_world, replace(base, vote_definitions=False), candidates=10)
     with_defs = _locate(code_world, replace(base, vote_definitions=True), candidates=10)
@@ -121,3 +123,18 @@ def test_the_file_of_a_named_definition_is_listed_only_where_the_ranking_says_so
     assert "shop/jobs.py" not in [f["path"] for f in files(name_files=False)]
     lifted = files(name_files=True, name_weight=100.0)
     assert lifted[0]["path"] == "shop/jobs.py" and lifted[0]["chunks"] == [] and lifted[0]["repo"] == "app"
+
+
+def test_the_second_look_goes_into_the_best_files_by_their_chunks_not_by_the_vote(code_world):
+    _remember_service_change(code_world)
+    base = replace(DEFAULT_RANKING, names=False, focus_files=1, vote_weight=100.0)
+    first = _locate(code_world, replace(base, focus_files=0), candidates=4)
+    by_chunks = _locate(code_world, base, candidates=4)
+    by_vote = _locate(code_world, replace(base, focus_by_vote=True), candidates=4)
+    assert by_chunks.files[0]["path"] == by_vote.files[0]["path"] == "shop/service.py"  # the vote lists it first
+
+    def looked_into(res) -> set[str]:  # the files of the definitions only the second look found
+        return {f["path"] for f in res.functions if f["span"] not in {g["span"] for g in first.functions}}
+
+    assert looked_into(by_chunks) and "shop/service.py" not in looked_into(by_chunks)
+    assert looked_into(by_vote) <= {"shop/service.py"}
