@@ -1,6 +1,7 @@
 """`manage.py ingest --project P --dataset D --kind code|web|rules PATH`: the same job as the API and admin action."""
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -10,11 +11,17 @@ from tqdm import tqdm
 
 from accounts.models import User
 from config.errors import DependencyDown
+from config.heartbeat import read as worker_heartbeats
 from projects.models import Membership, Project
 from search.engine.applier import apply_outbox
 from search.ingest.jobs import start_ingest
 from search.ingest.progress import file_progress
 from search.models import Dataset, IngestJob
+
+# How long a queued job may wait before the command says why, where no worker has a heartbeat: without a worker it
+# would wait forever behind a bar stuck at 0 (`make run` starts one; --sync ingests in this process).
+WORKER_HINT_S = 5.0
+ENDED = (IngestJob.Status.DONE, IngestJob.Status.FAILED, IngestJob.Status.CANCELLED)
 
 
 class Command(BaseCommand):
@@ -68,16 +75,24 @@ class Command(BaseCommand):
         else:
             job = start_ingest(job=IngestJob(dataset=dataset, source=str(source), kind=opts["kind"], options=options))
             bar = tqdm(desc=f"ingest {source.name} (celery)", unit="file")
+            hinted = False
             while True:
                 job.refresh_from_db()
                 bar.total = job.files_total or None  # known once the worker has walked the source: tqdm's ETA
                 bar.update(job.files_done - bar.n)  # through update(), so tqdm measures the rate it shows
-                if job.status in ("done", "failed"):
+                if job.status in ENDED:
                     break
+                if (not hinted and job.status == IngestJob.Status.PENDING
+                        and time.perf_counter() - t0 > WORKER_HINT_S and not worker_heartbeats().live):
+                    tqdm.write(f"job {job.pk} is queued and no Celery worker is running: start one (`make run`), "
+                               "or stop this and ingest here with --sync", file=sys.stderr)
+                    hinted = True
                 time.sleep(0.5)
             bar.close()
-        if job.status == "failed":
+        if job.status == IngestJob.Status.FAILED:
             raise CommandError(f"ingest failed: {job.error}")
+        if job.status == IngestJob.Status.CANCELLED:
+            raise CommandError(f"ingest job {job.pk} was cancelled")
         applied = 0
         if not opts["no_apply"]:
 
