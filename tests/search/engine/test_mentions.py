@@ -64,6 +64,9 @@ def test_a_name_defined_in_too_many_places_names_none_of_them(code_world, monkey
     ({"path_prefix": "shop/"}, [("shop/jobs.py", "nightly", 1)]),
     ({"paths": ["billing/ledger.py"]}, [("billing/ledger.py", "deduct_credits", 2)]),
     ({"repo": ["elsewhere"]}, []),
+    ({"kind": ["web", "rules"]}, []),
+    ({"kind": ["code"]}, [("shop/jobs.py", "nightly", 1), ("billing/ledger.py", "deduct_credits", 2)]),
+    ({"book_id": ["srd"]}, []),
 ])
 def test_the_request_filter_holds_for_named_definitions(code_world, flt, expected):
     assert _named(code_world, [Mention("nightly"), Mention("deduct_credits")], **flt) == expected
