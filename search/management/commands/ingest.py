@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from redis.exceptions import RedisError
 from tqdm import tqdm
 
 from accounts.models import User
@@ -22,6 +23,13 @@ from search.models import Dataset, IngestJob
 # would wait forever behind a bar stuck at 0 (`make run` starts one; --sync ingests in this process).
 WORKER_HINT_S = 5.0
 ENDED = (IngestJob.Status.DONE, IngestJob.Status.FAILED, IngestJob.Status.CANCELLED)
+
+
+def _no_worker() -> bool:
+    try:
+        return not worker_heartbeats().live
+    except RedisError:  # the broker went away as well: no worker will take the job either
+        return True
 
 
 class Command(BaseCommand):
@@ -83,7 +91,7 @@ class Command(BaseCommand):
                 if job.status in ENDED:
                     break
                 if (not hinted and job.status == IngestJob.Status.PENDING
-                        and time.perf_counter() - t0 > WORKER_HINT_S and not worker_heartbeats().live):
+                        and time.perf_counter() - t0 > WORKER_HINT_S and _no_worker()):
                     tqdm.write(f"job {job.pk} is queued and no Celery worker is running: start one (`make run`), "
                                "or stop this and ingest here with --sync", file=sys.stderr)
                     hinted = True
