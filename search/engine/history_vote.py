@@ -6,8 +6,9 @@ words. Read through the embedding of commit messages, the nearest past commits n
 commit's change about as often as the chunk ranking does, and the two miss different ones: on the newest 15
 commits each of click, httpx and seaborn (each asked at its parent, with the memory its history held then), the
 vote alone ranked 0.80 of the gold files in its top 10 and the chunks 0.79 (docs/benchmarks/code-localisation.md).
-The vote is weak for functions (a commit often changes a function no past commit did), so a definition takes its
-file's vote, which lifts the definitions of the voted files above those of files no similar change touched.
+The vote is weak for functions (a commit often changes a function no past commit did): `locate` lets it rank files
+only (search.engine.locate.Ranking: where it also reached the definitions, function recall fell on the commits the
+constants are chosen on).
 
 How the two are merged: reciprocal ranks, each ranking's `1 / (RANK_K + rank)`, the vote's times WEIGHT. Ranks,
 not scores: chunk scores come from a fusion or a reranker, votes are sums of cosines, and neither scale means
