@@ -90,16 +90,8 @@ def voted_documents(*, votes: dict[tuple[int, str], float], flt: IndexFilter,
     wanted = {key for key in votes if key not in exclude and key[0] in set(flt.dataset_ids)}
     if not wanted:
         return []
-    docs = Document.objects.filter(dataset_id__in=sorted({d for d, _ in wanted}),
-                                   path__in=sorted({p for _, p in wanted}))
-    if flt.repo:
-        docs = docs.filter(repo__in=flt.repo)
-    if flt.lang:
-        docs = docs.filter(lang__in=flt.lang)
-    if flt.path_prefix:
-        docs = docs.filter(path__startswith=flt.path_prefix)
-    if flt.paths is not None:
-        docs = docs.filter(path__in=flt.paths)
+    docs = flt.admit(Document.objects.filter(dataset_id__in=sorted({d for d, _ in wanted}),
+                                             path__in=sorted({p for _, p in wanted})))
     found = [{"dataset_id": d, "document_id": pk, "path": p, "repo": repo, "lang": lang}
              for d, pk, p, repo, lang in docs.values_list("dataset_id", "pk", "path", "repo", "lang")
              if (d, p) in wanted]

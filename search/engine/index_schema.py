@@ -39,6 +39,20 @@ class IndexFilter:
     book_id: list[str] | None = None
     ruleset_id: list[str] | None = None
 
+    def admit(self, rows: Any, *, repo: str = "repo") -> Any:
+        """`rows` (a QuerySet of rows with `path` and `lang`, and a repository at `repo`) narrowed to what this
+        filter's repositories, languages, path prefix and paths admit: rows read beside the index (the history
+        vote's files, the definitions a task names) obey the request as the chunks do."""
+        if self.repo:
+            rows = rows.filter(**{f"{repo}__in": self.repo})
+        if self.lang:
+            rows = rows.filter(lang__in=self.lang)
+        if self.path_prefix:
+            rows = rows.filter(path__startswith=self.path_prefix)
+        if self.paths is not None:
+            rows = rows.filter(path__in=self.paths)
+        return rows
+
 
 @dataclass
 class IndexPoint:

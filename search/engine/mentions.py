@@ -88,16 +88,9 @@ def named_definitions(*, flt: IndexFilter, mentions: Sequence[Mention]) -> list[
     MAX_DEFINITIONS definitions is dropped."""
     if not mentions or not flt.dataset_ids or (flt.kind and "code" not in flt.kind) or flt.book_id or flt.ruleset_id:
         return []  # a search of web pages or rulebooks names no code
-    rows = Symbol.objects.filter(dataset_id__in=list(flt.dataset_ids), name__in=sorted({m.name for m in mentions}),
-                                 kind__in=FUNCTION_KINDS)
-    if flt.repo:
-        rows = rows.filter(document__repo__in=flt.repo)
-    if flt.lang:
-        rows = rows.filter(lang__in=flt.lang)
-    if flt.path_prefix:
-        rows = rows.filter(path__startswith=flt.path_prefix)
-    if flt.paths is not None:
-        rows = rows.filter(path__in=flt.paths)
+    rows = flt.admit(Symbol.objects.filter(dataset_id__in=list(flt.dataset_ids),
+                                           name__in=sorted({m.name for m in mentions}), kind__in=FUNCTION_KINDS),
+                     repo="document__repo")
     by_name: dict[str, list[Def]] = {}
     for row in rows.order_by("path", "start_line").values_list(*DEF_FIELDS):
         d = Def(*row)
