@@ -218,8 +218,8 @@ def focus_candidates(*, user: User | None, project: Project, spec: QuerySpec, fl
                      files: list[dict[str, Any]], top: int = FOCUS_FILES) -> list[Candidate]:
     """A second look inside the `top` best files: the same legs and fusion, restricted to those files' paths (and
     datasets), as deep as the first pass. Why: the first pass ranks chunks across the whole tree, so a large file's
-    functions compete with every other file's for its `candidates` slots, and a file ranked first (often by the
-    history vote) may show none of the functions a change would touch. Restricted, its own chunks fill the slots.
+    functions compete with every other file's for its `candidates` slots, and a file ranked first may show none of
+    the functions a change would touch. Restricted, its own chunks fill the slots.
     No reranker and no log: the first pass was the logged query; this one only orders definitions. `locate` hands it
     the files ranked by their chunks alone (Ranking.focus_by_vote off)."""
     keys = {(f["dataset_id"], f["path"]) for f in files[:top]}
@@ -260,8 +260,8 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
     `named` (the definitions the task names, mentions.named_definitions) `name_weight/(rank_k + the order of its
     mention)`, and with `past` where `ranking.vote_definitions` is on `vote_weight/(rank_k + vote rank of its file)`
     (history_vote.merge's terms). A named definition no chunk reached is ranked by its name's term alone. With none
-    of them, the score is the aggregated one. (The vote still reaches definitions when it is off: it ranks the
-    files, and the second look goes into the top ones.)
+    of them, the score is the aggregated one. (`ranking.focus_by_vote` is the vote's other way in: the files the
+    second look goes into.)
 
     A definition's own vote (the past commits that changed it, which the memory names) is listed as its evidence
     but does not rank it: chosen on the commits before the reported ones, it lowered function recall@10 on the
