@@ -34,7 +34,7 @@ from search.engine.history_vote import (
     vote_ranks,
     voted_documents,
 )
-from search.engine.mentions import Mention, mentioned_names, named_definitions
+from search.engine.mentions import mentioned_names, named_definitions
 from search.engine.path_roles import is_aside
 from search.engine.pipeline import QuerySpec, execute, fuse_legs, over, path_prior, recheck, retrieve_legs, run_query
 from search.models import Document, Symbol
@@ -122,10 +122,6 @@ def _evidence(ranked: list[tuple[int, Candidate]]) -> list[dict[str, Any]]:
                     "start_line": ch.start_line, "end_line": ch.end_line,
                     "span": f"{ch.path}:{ch.start_line}-{ch.end_line}"})
     return out
-
-
-def _said(m: Mention | None) -> str | None:
-    return None if m is None else (f"{m.qualifier}.{m.name}" if m.qualifier else m.name)
 
 
 def innermost_overlapping(*, definitions: list[Def], start_line: int, end_line: int) -> list[Def]:
@@ -326,7 +322,7 @@ def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: i
     res.timings["history_ms"] = round((time.perf_counter() - t) * 1000, 2)
     mentions = mentioned_names(spec.q) if ranking.names and flt else []
     named = named_definitions(flt=flt, mentions=mentions) if mentions else []
-    said: dict[int, Mention] = {d.id: mentions[order - 1] for d, order in named}
+    said: dict[int, str] = {d.id: mentions[order - 1].said for d, order in named}
     files = rank_files(cands=cands, top=top_files, ranking=ranking, past=past, outside=outside, named=named)
     functions = []
     # the second look goes into the best files by their chunks (ranking.focus_by_vote: by the listed order)
@@ -340,7 +336,7 @@ def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: i
         out = {"rank": len(functions) + 1, "symbol": d.qualname, "name": d.name, "full_name": d.full_name,
                "kind": d.kind, "signature": d.signature, "path": d.path, "dataset_id": d.dataset_id,
                "start_line": d.start_line, "end_line": d.end_line, "span": f"{d.path}:{d.start_line}-{d.end_line}",
-               "score": score, "chunks": _evidence(chunks), "named_as": _said(said.get(d.id)),
+               "score": score, "chunks": _evidence(chunks), "named_as": said.get(d.id),
                "history": evidence(past, dataset_id=d.dataset_id, path=d.path, qualname=d.qualname)}
         if len(functions) < NEIGHBOUR_TOP:
             out.update(_neighbours(project=project, d=d))

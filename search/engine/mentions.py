@@ -44,6 +44,11 @@ class Mention:
     name: str
     qualifier: str = ""
 
+    @property
+    def said(self) -> str:
+        """As the task wrote it: `Plot.layout`, `open_url`."""
+        return f"{self.qualifier}.{self.name}" if self.qualifier else self.name
+
 
 def _code_like(word: str, *, called: bool) -> bool:
     if called or "_" in word or _CAMEL.search(word):

@@ -10,7 +10,7 @@ from tests.search.code_fixtures import code_world, edge_index  # noqa: F401 - fi
 
 
 def _said(task: str) -> list[str]:
-    return [f"{m.qualifier}.{m.name}" if m.qualifier else m.name for m in mentioned_names(task)]
+    return [m.said for m in mentioned_names(task)]
 
 
 def test_code_like_words_are_names_and_plain_words_are_not():
