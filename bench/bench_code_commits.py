@@ -123,6 +123,8 @@ NAMES_SWEEP = (0.5, 2.0, 4.0)
 RANKING_VARIANTS = (("the named definitions' files lifted", {"name_files": True}),
                     ("each definition takes its file's vote", {"vote_definitions": True}),
                     ("the second look in the files the vote ranked", {"focus_by_vote": True}))
+# locate's changed-together prior (search.engine.changed_together): (weight, seeds)
+TOGETHER_SWEEP = ((0.5, 3), (1.0, 3), (2.0, 3), (1.0, 1), (1.0, 5))
 GOLD_FN_KINDS = ("function", "method", "class")
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
@@ -439,6 +441,7 @@ def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[
             "fn_tokens": fn_tokens, "cover_tokens": cover, "pack_tokens": None, "pack_truncated": None,
             "graph_spans_top10": None, "graph_spans": 0, "first_gold_file_rank": first, "top_files": files[:10],
             "found_fns": [key[d]["qualname"] for d in defs[:FN_K] if d in key], "ms": round(ms, 1),
+            "gold_fn_ranks": [defs.index(d) + 1 if d in defs else None for d in key],
             "reranker": reranker, "models": models}
 
 
@@ -546,7 +549,8 @@ def check_exact(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
 
 
 def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool = True,
-                   sweep: bool = False, names_sweep: bool = False) -> tuple[list[Row], list[str], list[str]]:
+                   sweep: bool = False, names_sweep: bool = False, together_sweep: bool = False,
+                   ) -> tuple[list[Row], list[str], list[str]]:
     """The rows this checkout can run, a TODO line for each it cannot yet, and what the product's default does.
 
     The dense, sparse and fused rows run without graph expansion and without the graph boost whatever the
@@ -609,6 +613,10 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
                          for w in (NAMES_SWEEP if names_sweep else ())]
                 rows += [Row(f"locate, {label}", {}, STAGES, group="locate", variant=variant)
                          for label, variant in (RANKING_VARIANTS if names_sweep else ())]
+            if hasattr(importlib.import_module("search.engine.locate").Ranking, "together_weight"):
+                rows += [Row(f"locate, changed together at weight {w:g}, {n} seeds", {}, STAGES, group="locate",
+                             variant={"together_weight": w, "together_seeds": n})
+                         for w, n in (TOGETHER_SWEEP if together_sweep else ())]
             if sweep:  # the merge's constants, for choosing them on commits before the reported ones
                 rows += [Row(f"fused by {m} + history vote, k={k:g} w={w:g}, {n} voters"
                              + (", voted files outside the candidates" if out else "")
@@ -1052,6 +1060,8 @@ def main() -> None:
                          "sweep grid")
     ap.add_argument("--names-sweep", action="store_true",
                     help="add locate rows with the task's names at each weight of NAMES_SWEEP")
+    ap.add_argument("--together-sweep", action="store_true",
+                    help="add locate rows with the changed-together prior at each (weight, seeds) of TOGETHER_SWEEP")
     ap.add_argument("--pool", action="append", default=[],
                     help="measure nothing: write one report pooling these earlier runs' JSON files (repeatable)")
     opts = ap.parse_args()
@@ -1074,7 +1084,7 @@ def main() -> None:
     parsed_langs = {"python", *GRAMMARS}
     rows, todo, defaults = rows_available(self_judged=not opts.no_self_judged, adapt=opts.adapt,
                                           graph=not opts.no_graph, sweep=opts.history_sweep,
-                                          names_sweep=opts.names_sweep)
+                                          names_sweep=opts.names_sweep, together_sweep=opts.together_sweep)
     tmp = Path(tempfile.mkdtemp(prefix="bench-commits-"))
     settings.SOURCES_GIT_DIR = tmp / "mirrors"
     reports: list[dict[str, Any]] = []
@@ -1120,6 +1130,7 @@ def run_command(opts: argparse.Namespace, rows: list[Row]) -> str:
             + (f" --skip-newest {opts.skip_newest}" if opts.skip_newest else "")
             + (" --history-sweep" if opts.history_sweep else "")
             + (" --names-sweep" if opts.names_sweep else "")
+            + (" --together-sweep" if opts.together_sweep else "")
             + f" --name {opts.name}")
 
 
