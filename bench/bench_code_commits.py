@@ -123,8 +123,6 @@ NAMES_SWEEP = (0.5, 2.0, 4.0)
 RANKING_VARIANTS = (("the named definitions' files lifted", {"name_files": True}),
                     ("each definition takes its file's vote", {"vote_definitions": True}),
                     ("the second look in the files the vote ranked", {"focus_by_vote": True}))
-# locate's changed-together prior (search.engine.changed_together): (weight, seeds)
-TOGETHER_SWEEP = ((0.5, 3), (1.0, 3), (2.0, 3), (1.0, 1), (1.0, 5))
 GOLD_FN_KINDS = ("function", "method", "class")
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
@@ -459,6 +457,9 @@ def summarise(per_commit: list[dict[str, Any]], row: str) -> dict[str, Any]:
             "file_r10": statistics.fmean(o["file_r10"] for o in outs) if outs else 0.0,
             "fn_commits": len(fns), "fn_r10": statistics.fmean(fns) if fns else 0.0,
             "fn_r5": statistics.fmean(fn5) if fn5 else 0.0,
+            # the published anchors' measure: a commit counts only where every gold file (function) is listed
+            "file_all5": statistics.fmean(o["file_r5"] >= 1 - 1e-9 for o in outs) if outs else 0.0,
+            "fn_all10": statistics.fmean(x >= 1 - 1e-9 for x in fns) if fns else 0.0,
             "fn_tokens_median": fn_read_median if fn_read_median != float("inf") else None,
             "fn_read": (sum(1 for x in fn_read if x != float("inf")) / len(fn_read)) if fn_read else 0.0,
             "cover_median": cover_median if cover_median != float("inf") else None,
@@ -549,8 +550,7 @@ def check_exact(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
 
 
 def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool = True,
-                   sweep: bool = False, names_sweep: bool = False, together_sweep: bool = False,
-                   ) -> tuple[list[Row], list[str], list[str]]:
+                   sweep: bool = False, names_sweep: bool = False) -> tuple[list[Row], list[str], list[str]]:
     """The rows this checkout can run, a TODO line for each it cannot yet, and what the product's default does.
 
     The dense, sparse and fused rows run without graph expansion and without the graph boost whatever the
@@ -613,10 +613,6 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
                          for w in (NAMES_SWEEP if names_sweep else ())]
                 rows += [Row(f"locate, {label}", {}, STAGES, group="locate", variant=variant)
                          for label, variant in (RANKING_VARIANTS if names_sweep else ())]
-            if hasattr(importlib.import_module("search.engine.locate").Ranking, "together_weight"):
-                rows += [Row(f"locate, changed together at weight {w:g}, {n} seeds", {}, STAGES, group="locate",
-                             variant={"together_weight": w, "together_seeds": n})
-                         for w, n in (TOGETHER_SWEEP if together_sweep else ())]
             if sweep:  # the merge's constants, for choosing them on commits before the reported ones
                 rows += [Row(f"fused by {m} + history vote, k={k:g} w={w:g}, {n} voters"
                              + (", voted files outside the candidates" if out else "")
@@ -833,11 +829,13 @@ def summary_table(per_commit: list[dict[str, Any]], rows: list[Row]) -> str:
         cover = f"{s['cover_median']:,.0f}" if s["cover_median"] is not None else "not covered"
         fn_read = f"{s['fn_tokens_median']:,.0f}" if s["fn_tokens_median"] is not None else "not covered"
         out.append([row.name, s["commits"], f"{s['file_r5']:.3f}", f"{s['file_r10']:.3f}",
-                    f"{s['fn_r5']:.3f}", f"{s['fn_r10']:.3f} ({s['fn_commits']})", cover,
+                    f"{s['fn_r5']:.3f}", f"{s['fn_r10']:.3f} ({s['fn_commits']})", f"{s['file_all5']:.0%}",
+                    f"{s['fn_all10']:.0%}", cover,
                     f"{fn_read} ({s['fn_read']:.0%})",
                     f"{s['graph_spans']:.1f}" if row.spec.get("graph") else "—", f"{s['ms_p50']:.0f}"])
     return table(["row", "commits", "file R@5", "file R@10", "function R@5",
-                  "function R@10 (commits with gold functions)", "tokens to cover the gold files (median)",
+                  "function R@10 (commits with gold functions)", "every gold file in the top 5",
+                  "every gold function in the top 10", "tokens to cover the gold files (median)",
                   "tokens to read the gold functions (median; share covered)", "graph spans per pack",
                   "query p50 ms"], out)
 
@@ -1060,8 +1058,6 @@ def main() -> None:
                          "sweep grid")
     ap.add_argument("--names-sweep", action="store_true",
                     help="add locate rows with the task's names at each weight of NAMES_SWEEP")
-    ap.add_argument("--together-sweep", action="store_true",
-                    help="add locate rows with the changed-together prior at each (weight, seeds) of TOGETHER_SWEEP")
     ap.add_argument("--pool", action="append", default=[],
                     help="measure nothing: write one report pooling these earlier runs' JSON files (repeatable)")
     opts = ap.parse_args()
@@ -1084,7 +1080,7 @@ def main() -> None:
     parsed_langs = {"python", *GRAMMARS}
     rows, todo, defaults = rows_available(self_judged=not opts.no_self_judged, adapt=opts.adapt,
                                           graph=not opts.no_graph, sweep=opts.history_sweep,
-                                          names_sweep=opts.names_sweep, together_sweep=opts.together_sweep)
+                                          names_sweep=opts.names_sweep)
     tmp = Path(tempfile.mkdtemp(prefix="bench-commits-"))
     settings.SOURCES_GIT_DIR = tmp / "mirrors"
     reports: list[dict[str, Any]] = []
@@ -1130,7 +1126,6 @@ def run_command(opts: argparse.Namespace, rows: list[Row]) -> str:
             + (f" --skip-newest {opts.skip_newest}" if opts.skip_newest else "")
             + (" --history-sweep" if opts.history_sweep else "")
             + (" --names-sweep" if opts.names_sweep else "")
-            + (" --together-sweep" if opts.together_sweep else "")
             + f" --name {opts.name}")
 
 

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from config import deadlines
 from search.engine.aggregation import DEFAULT, aggregate
-from search.engine.changed_together import SEEDS, changed_together
 from search.engine.code_graph import DEF_FIELDS, FUNCTION_KINDS, Def, LineSpan, find_references, resolved_uses
 from search.engine.history_vote import (
     RANK_K,
@@ -59,9 +58,6 @@ FOCUS_WEIGHT = 1.0
 # What the task names (search.engine.mentions) against the first pass's definition ranks: chosen on the same
 # commits as FOCUS_WEIGHT.
 NAME_WEIGHT = 1.0
-# What past commits changed together with the best definitions (search.engine.changed_together): off until
-# measured.
-TOGETHER_WEIGHT = 0.0
 
 
 @dataclass(frozen=True)
@@ -91,8 +87,6 @@ class Ranking:
     name_files: bool = False
     vote_definitions: bool = False
     focus_by_vote: bool = False
-    together_weight: float = TOGETHER_WEIGHT
-    together_seeds: int = SEEDS
 
 
 DEFAULT_RANKING = Ranking()
@@ -251,7 +245,7 @@ def _definition_groups(*, cands: list[Candidate], aggregation: str,
 
 def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking = DEFAULT_RANKING,
                      past: list[PastCommit] | None = None, focus: list[Candidate] | None = None,
-                     named: list[tuple[Def, int]] | None = None, flt: IndexFilter | None = None,
+                     named: list[tuple[Def, int]] | None = None,
                      ) -> list[tuple[Def, float, list[tuple[int, Candidate]]]]:
     """(definition, score, its chunks with their 0-based ranks) for the innermost functions, methods and
     classes the code candidates overlap, scored from those chunks by the ranking's aggregation; one query for the
@@ -276,8 +270,7 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
     defs_of = _definitions_by_document({c.chunk.document_id for c in code + (focus or [])})
     groups, entry_rank, by_id = _definition_groups(cands=cands, aggregation=aggregation, defs_of=defs_of)
     chunks: dict[int, set[int]] = {g.key: {entry_rank[r] for r in g.ranks} for g in groups}
-    if not past and not focus and not named and not (ranking.together_weight and flt is not None):
-        # the chunks alone: the aggregated score
+    if not past and not focus and not named:  # the chunks alone: the aggregated score
         if ranking.sources_first:
             groups = sorted(groups, key=lambda g: is_aside(by_id[g.key].path))
         return [(by_id[g.key], g.score, [(r, pool[r]) for r in sorted(chunks[g.key])]) for g in groups[:top]]
@@ -308,18 +301,7 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
             if at_vote is not None and key in score:
                 score[key] += ranking.vote_weight / (rank_k + at_vote)
     aside = {key: ranking.sources_first and is_aside(d.path) for key, d in by_id.items()}
-    order = sorted(score, key=lambda key: (aside[key], -score[key], first[key]))
-    if ranking.together_weight and flt is not None and order:
-        after = max(first.values()) + 1
-        together = changed_together(flt=flt, seeds=[by_id[key] for key in order[:ranking.together_seeds]])
-        for n, (d, _) in enumerate(together):
-            by_id.setdefault(d.id, d)
-            aside.setdefault(d.id, ranking.sources_first and is_aside(d.path))
-            score[d.id] = score.get(d.id, 0.0) + ranking.together_weight / (rank_k + n + 1)
-            chunks.setdefault(d.id, set())
-            first.setdefault(d.id, after + n)
-        order = sorted(score, key=lambda key: (aside[key], -score[key], first[key]))
-    order = order[:top]
+    order = sorted(score, key=lambda key: (aside[key], -score[key], first[key]))[:top]
     return [(by_id[key], score[key], [(r, pool[r]) for r in sorted(chunks[key])]) for key in order]
 
 
@@ -349,7 +331,7 @@ def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: i
     focus = focus_candidates(user=user, project=project, spec=spec, flt=flt, files=looked,
                              top=ranking.focus_files) if ranking.focus_files and flt else []
     for d, score, chunks in rank_definitions(cands=cands, top=top_functions, ranking=ranking, past=past,
-                                             focus=focus, named=named, flt=flt):
+                                             focus=focus, named=named):
         deadlines.check()
         out = {"rank": len(functions) + 1, "symbol": d.qualname, "name": d.name, "full_name": d.full_name,
                "kind": d.kind, "signature": d.signature, "path": d.path, "dataset_id": d.dataset_id,
