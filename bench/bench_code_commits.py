@@ -997,7 +997,9 @@ def write_report(*, reports: list[dict[str, Any]], rows: list[Row], meta: dict[s
     for r in reports:
         parts += repo_section(r)
         parts += [summary_table(r["per_commit"], rows), ""]
-    parts += [f"## Pooled ({len(reports)} repositories, {len(pooled)} commits)", "", summary_table(pooled, rows), ""]
+    repos = len({r["repo"] for r in reports})
+    windows = f", {len(reports)} windows" if repos != len(reports) else ""  # --pool over several windows of one
+    parts += [f"## Pooled ({repos} repositories{windows}, {len(pooled)} commits)", "", summary_table(pooled, rows), ""]
     cis = paired_lines(pooled, rows)
     parts += ["Paired differences, pooled (a bootstrap over commits, 2,000 resamples):", ""] + [f"- {x}" for x in cis] + [""]
     if meta["defaults"]:
