@@ -100,6 +100,17 @@ def machine() -> str:
             f"table was written: {load} — the cores were shared with other jobs, so absolute times are pessimistic.")
 
 
+def amx_line() -> str:
+    """AMX said plainly (machine() names the bf16 flags): the encoder's speed depends on it."""
+    try:
+        flags = next((ln.split(":", 1)[1].split() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                      if ln.startswith("flags")), [])
+    except OSError:
+        flags = []
+    amx = [f for f in flags if f.startswith("amx")]
+    return f"AMX: {'yes (' + ', '.join(amx) + ')' if amx else 'no'}."
+
+
 def pct(values: list[float], p: float) -> float:
     """Nearest-rank percentile (p in 0..100); 0 for no values."""
     if not values:

@@ -90,7 +90,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import RESULTS, machine, setup_django, table, write_result
+from bench._common import RESULTS, amx_line, machine, setup_django, table, write_result
 
 DEFAULT_REPOS = ["/work/.mirror/pallets+click/repo", "/work/.mirror/encode+httpx/repo",
                  "/work/.mirror/mwaskom+seaborn/repo"]
@@ -949,15 +949,6 @@ def paired_lines(pooled: list[dict[str, Any]], rows: list[Row]) -> list[str]:
     return cis
 
 
-def amx_line() -> str:
-    """AMX said plainly (machine() names the bf16 flags): the encoder's speed depends on it."""
-    try:
-        flags = next((ln.split(":", 1)[1].split() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                      if ln.startswith("flags")), [])
-    except OSError:
-        flags = []
-    amx = [f for f in flags if f.startswith("amx")]
-    return f"AMX: {'yes (' + ', '.join(amx) + ')' if amx else 'no'}."
 
 
 def rows_json(rows: list[Row]) -> list[dict[str, Any]]:
