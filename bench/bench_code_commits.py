@@ -949,8 +949,6 @@ def paired_lines(pooled: list[dict[str, Any]], rows: list[Row]) -> list[str]:
     return cis
 
 
-
-
 def rows_json(rows: list[Row]) -> list[dict[str, Any]]:
     return [{"name": r.name, "graph": bool(r.spec.get("graph")), "group": r.group, "adapted": r.adapted,
              "self_judged": r.self_judged} for r in rows]
