@@ -88,7 +88,7 @@ def voted_documents(*, votes: dict[tuple[int, str], float], flt: IndexFilter,
     """The voted files not in `exclude` that the searched datasets hold and the query's filter admits (its
     repositories, languages, path prefix and paths), most voted first: files no chunk of the query reached."""
     wanted = {key for key in votes if key not in exclude and key[0] in set(flt.dataset_ids)}
-    if not wanted:
+    if not wanted or not flt.reads_code:
         return []
     docs = flt.admit(Document.objects.filter(dataset_id__in=sorted({d for d, _ in wanted}),
                                              path__in=sorted({p for _, p in wanted})))

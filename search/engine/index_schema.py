@@ -39,6 +39,13 @@ class IndexFilter:
     book_id: list[str] | None = None
     ruleset_id: list[str] | None = None
 
+    @property
+    def reads_code(self) -> bool:
+        """Whether code chunks can pass: not where a kind filter leaves code out or a rulebook's filter applies.
+        What `locate` reads beside the index (the history vote's files, the definitions a task names) is code, so a
+        filter that passes no code passes none of it."""
+        return not (self.kind and "code" not in self.kind) and not self.book_id and not self.ruleset_id
+
     def admit(self, rows: Any, *, repo: str = "repo") -> Any:
         """`rows` (a QuerySet of rows with `path` and `lang`, and a repository at `repo`) narrowed to what this
         filter's repositories, languages, path prefix and paths admit: rows read beside the index (the history

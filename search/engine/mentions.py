@@ -91,7 +91,7 @@ def named_definitions(*, flt: IndexFilter, mentions: Sequence[Mention]) -> list[
     datasets that `mentions` name, the filter's repositories, languages and paths applied as to the chunks. A
     qualified mention keeps the definitions it qualifies where there are any; a name left with more than
     MAX_DEFINITIONS definitions is dropped."""
-    if not mentions or not flt.dataset_ids or (flt.kind and "code" not in flt.kind) or flt.book_id or flt.ruleset_id:
+    if not mentions or not flt.dataset_ids or not flt.reads_code:
         return []  # a search of web pages or rulebooks names no code
     rows = flt.admit(Symbol.objects.filter(dataset_id__in=list(flt.dataset_ids),
                                            name__in=sorted({m.name for m in mentions}), kind__in=FUNCTION_KINDS),

@@ -126,5 +126,7 @@ def test_voted_files_outside_the_candidates_are_those_the_searched_datasets_hold
     assert paths(path_prefix="src/") == ["src/b.js", "src/a.py"]
     assert paths(paths=["src/a.py"]) == ["src/a.py"]
     assert paths(repo=["lib"]) == []
+    assert paths(kind=["web", "rules"]) == [] and paths(book_id=["srd"]) == []  # a filter that passes no code
+    assert paths(kind=["code"]) == ["src/b.js", "docs/c.py", "src/a.py"]
     found = voted_documents(votes=votes, flt=IndexFilter(dataset_ids=[mine.pk]), exclude=set())[0]
     assert found["document_id"] == Document.objects.get(dataset=mine, path="src/b.js").pk
