@@ -41,6 +41,8 @@ NEGATIVES = 4
 GOLD_PER_COMMIT = 3
 BATCH = 4
 LINES = 80
+# The product's modules are imported inside the functions: they reach the Django models, so they load only after
+# setup_django() (as in bench_code_commits.py); torch and sentence-transformers load there too, being slow to import.
 
 
 def commit_definitions_text(store: Any, sha: str, files: tuple[str, ...]) -> list[dict[str, Any]]:
