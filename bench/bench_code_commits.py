@@ -607,6 +607,9 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
             if hasattr(importlib.import_module("search.engine.locate").Ranking, "sources_first"):
                 rows.append(Row("locate with tests and docs in place", {}, STAGES, group="locate",
                                 sources_first=False))
+            if hasattr(importlib.import_module("search.engine.locate").Ranking, "enclosing_functions"):
+                rows.append(Row("locate naming only the innermost definitions", {}, STAGES, group="locate",
+                                variant={"enclosing_functions": False}))
             if hasattr(importlib.import_module("search.engine.locate").Ranking, "names"):
                 rows.append(Row("locate without the task's names", {}, STAGES, group="locate", names=False))
                 rows += [Row(f"locate, the task's names at weight {w:g}", {}, STAGES, group="locate", name_weight=w)

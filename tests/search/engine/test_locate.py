@@ -5,13 +5,49 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from inference.encoders import dense_model_id, embed_cached
-from search.engine.locate import DEFAULT_RANKING, Ranking, locate
+from search.engine.code_graph import Def
+from search.engine.locate import DEFAULT_RANKING, Ranking, innermost_overlapping, locate
 from search.engine.path_roles import is_aside
 from search.engine.pipeline import QuerySpec
 from search.models import CommitMemory, QuerySession
 from tests.search.code_fixtures import ASIDE, code_world, code_world_with_tests, edge_index  # noqa: F401 - fixtures
 
 TASK = "take credits from a wallet, refuse to go below zero"
+
+
+def _def(qualname: str, kind: str, start: int, end: int) -> Def:
+    return Def(id=start * 1000 + end, dataset_id=1, document_id=1, path="m.py", lang="python",
+               name=qualname.rsplit(".", 1)[-1], qualname=qualname, kind=kind, signature="", start_line=start,
+               end_line=end)
+
+
+SHAPES = [_def("Client", "class", 1, 40), _def("Client.send", "method", 5, 20), _def("Client.close", "method", 22, 40),
+          _def("Client.send.retry", "function", 10, 14), _def("log", "function", 50, 70),
+          _def("log.emit", "function", 55, 58)]
+
+
+def _names(start: int, end: int) -> list[str]:
+    return [d.qualname for d in innermost_overlapping(definitions=SHAPES, start_line=start, end_line=end)]
+
+
+def test_a_chunk_of_a_function_names_the_function_and_the_helper_defined_inside_it():
+    assert _names(50, 70) == ["log", "log.emit"]
+    assert _names(5, 20) == ["Client.send", "Client.send.retry"]
+
+
+def test_without_enclosing_functions_a_chunk_names_only_the_innermost_definitions():
+    found = innermost_overlapping(definitions=SHAPES, start_line=50, end_line=70, enclosing=False)
+    assert [d.qualname for d in found] == ["log.emit"]
+
+
+def test_a_chunk_inside_a_nested_helper_names_the_helper_alone():
+    assert _names(55, 58) == ["log.emit"]
+    assert _names(11, 13) == ["Client.send.retry"]
+
+
+def test_a_chunk_of_methods_names_the_methods_and_a_class_header_names_the_class():
+    assert _names(5, 40) == ["Client.send", "Client.close", "Client.send.retry"]
+    assert _names(1, 4) == ["Client"]
 
 
 def _locate(world: dict, ranking: Ranking, *, candidates: int = 1, **filters: str):
