@@ -123,6 +123,7 @@ NAMES_SWEEP = (0.5, 2.0, 4.0)
 RANKING_VARIANTS = (("the named definitions' files lifted", {"name_files": True}),
                     ("each definition takes its file's vote", {"vote_definitions": True}),
                     ("the second look in the files the vote ranked", {"focus_by_vote": True}))
+SIZE_SWEEP = (0.25, 0.5, 1.0)
 GOLD_FN_KINDS = ("function", "method", "class")
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
@@ -550,7 +551,8 @@ def check_exact(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
 
 
 def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool = True,
-                   sweep: bool = False, names_sweep: bool = False) -> tuple[list[Row], list[str], list[str]]:
+                   sweep: bool = False, names_sweep: bool = False, size_sweep: bool = False,
+                   ) -> tuple[list[Row], list[str], list[str]]:
     """The rows this checkout can run, a TODO line for each it cannot yet, and what the product's default does.
 
     The dense, sparse and fused rows run without graph expansion and without the graph boost whatever the
@@ -616,6 +618,9 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
                          for w in (NAMES_SWEEP if names_sweep else ())]
                 rows += [Row(f"locate, {label}", {}, STAGES, group="locate", variant=variant)
                          for label, variant in (RANKING_VARIANTS if names_sweep else ())]
+            if hasattr(importlib.import_module("search.engine.locate").Ranking, "size_weight"):
+                rows += [Row(f"locate, the length prior at weight {w:g}", {}, STAGES, group="locate",
+                             variant={"size_weight": w}) for w in (SIZE_SWEEP if size_sweep else ())]
             if sweep:  # the merge's constants, for choosing them on commits before the reported ones
                 rows += [Row(f"fused by {m} + history vote, k={k:g} w={w:g}, {n} voters"
                              + (", voted files outside the candidates" if out else "")
@@ -990,7 +995,8 @@ def write_report(*, reports: list[dict[str, Any]], rows: list[Row], meta: dict[s
         parts += repo_section(r)
         parts += [summary_table(r["per_commit"], rows), ""]
     repos = len({r["repo"] for r in reports})
-    windows = f", {len(reports)} windows" if repos != len(reports) else ""  # --pool over several windows of one
+    most = max((sum(1 for x in reports if x["repo"] == r["repo"]) for r in reports), default=1)
+    windows = f", {most} windows" if most > 1 else ""  # --pool over several windows of each repository
     parts += [f"## Pooled ({repos} repositories{windows}, {len(pooled)} commits)", "", summary_table(pooled, rows), ""]
     cis = paired_lines(pooled, rows)
     parts += ["Paired differences, pooled (a bootstrap over commits, 2,000 resamples):", ""] + [f"- {x}" for x in cis] + [""]
@@ -1012,9 +1018,13 @@ def write_report(*, reports: list[dict[str, Any]], rows: list[Row], meta: dict[s
     write_result(name, "\n".join(parts))
 
 
-def pool_runs(*, files: list[str], name: str) -> None:
-    """One report over earlier runs' JSON files (each run under the per-run time a shared CPU allows)."""
+def pool_runs(*, files: list[str], name: str, leave_out: tuple[str, ...] = ()) -> None:
+    """One report over earlier runs' JSON files (each run under the per-run time a shared CPU allows), without the
+    repositories named in `leave_out` (owner/name): the aims are pooled over three repositories, and a run of four
+    reports both."""
     runs = [json.loads(Path(f).read_text()) for f in files]
+    for run in runs:
+        run["repos"] = [rep for rep in run["repos"] if rep["repo"] not in leave_out]
     rows: list[Row] = []
     for run in runs:
         for r in run["rows"]:
@@ -1052,11 +1062,17 @@ def main() -> None:
                          "sweep grid")
     ap.add_argument("--names-sweep", action="store_true",
                     help="add locate rows with the task's names at each weight of NAMES_SWEEP")
+    ap.add_argument("--size-sweep", action="store_true",
+                    help="add locate rows with the length prior at each weight of SIZE_SWEEP")
     ap.add_argument("--pool", action="append", default=[],
                     help="measure nothing: write one report pooling these earlier runs' JSON files (repeatable)")
+    ap.add_argument("--leave-out", action="append", default=[], metavar="OWNER/NAME",
+                    help="with --pool: leave this repository's commits out of the report (repeatable)")
     opts = ap.parse_args()
+    if opts.leave_out and not opts.pool:
+        sys.exit("--leave-out only applies with --pool")
     if opts.pool:
-        pool_runs(files=opts.pool, name=opts.name)
+        pool_runs(files=opts.pool, name=opts.name, leave_out=tuple(opts.leave_out))
         return
     if shutil.which("git") is None:
         sys.exit("git is not on PATH (commit selection and diffs use it)")
@@ -1074,7 +1090,7 @@ def main() -> None:
     parsed_langs = {"python", *GRAMMARS}
     rows, todo, defaults = rows_available(self_judged=not opts.no_self_judged, adapt=opts.adapt,
                                           graph=not opts.no_graph, sweep=opts.history_sweep,
-                                          names_sweep=opts.names_sweep)
+                                          names_sweep=opts.names_sweep, size_sweep=opts.size_sweep)
     tmp = Path(tempfile.mkdtemp(prefix="bench-commits-"))
     settings.SOURCES_GIT_DIR = tmp / "mirrors"
     reports: list[dict[str, Any]] = []
@@ -1119,7 +1135,7 @@ def run_command(opts: argparse.Namespace, rows: list[Row]) -> str:
             + (" --no-self-judged" if opts.no_self_judged else "") + (" --no-graph" if opts.no_graph else "")
             + (f" --skip-newest {opts.skip_newest}" if opts.skip_newest else "")
             + (" --history-sweep" if opts.history_sweep else "")
-            + (" --names-sweep" if opts.names_sweep else "")
+            + (" --names-sweep" if opts.names_sweep else "") + (" --size-sweep" if opts.size_sweep else "")
             + f" --name {opts.name}")
 
 
