@@ -123,7 +123,6 @@ NAMES_SWEEP = (0.5, 2.0, 4.0)
 RANKING_VARIANTS = (("the named definitions' files lifted", {"name_files": True}),
                     ("each definition takes its file's vote", {"vote_definitions": True}),
                     ("the second look in the files the vote ranked", {"focus_by_vote": True}))
-SIZE_SWEEP = (0.25, 0.5, 1.0)
 GOLD_FN_KINDS = ("function", "method", "class")
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
@@ -551,8 +550,7 @@ def check_exact(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
 
 
 def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool = True,
-                   sweep: bool = False, names_sweep: bool = False, size_sweep: bool = False,
-                   ) -> tuple[list[Row], list[str], list[str]]:
+                   sweep: bool = False, names_sweep: bool = False) -> tuple[list[Row], list[str], list[str]]:
     """The rows this checkout can run, a TODO line for each it cannot yet, and what the product's default does.
 
     The dense, sparse and fused rows run without graph expansion and without the graph boost whatever the
@@ -618,9 +616,6 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
                          for w in (NAMES_SWEEP if names_sweep else ())]
                 rows += [Row(f"locate, {label}", {}, STAGES, group="locate", variant=variant)
                          for label, variant in (RANKING_VARIANTS if names_sweep else ())]
-            if hasattr(importlib.import_module("search.engine.locate").Ranking, "size_weight"):
-                rows += [Row(f"locate, the length prior at weight {w:g}", {}, STAGES, group="locate",
-                             variant={"size_weight": w}) for w in (SIZE_SWEEP if size_sweep else ())]
             if sweep:  # the merge's constants, for choosing them on commits before the reported ones
                 rows += [Row(f"fused by {m} + history vote, k={k:g} w={w:g}, {n} voters"
                              + (", voted files outside the candidates" if out else "")
@@ -1062,8 +1057,6 @@ def main() -> None:
                          "sweep grid")
     ap.add_argument("--names-sweep", action="store_true",
                     help="add locate rows with the task's names at each weight of NAMES_SWEEP")
-    ap.add_argument("--size-sweep", action="store_true",
-                    help="add locate rows with the length prior at each weight of SIZE_SWEEP")
     ap.add_argument("--pool", action="append", default=[],
                     help="measure nothing: write one report pooling these earlier runs' JSON files (repeatable)")
     ap.add_argument("--leave-out", action="append", default=[], metavar="OWNER/NAME",
@@ -1090,7 +1083,7 @@ def main() -> None:
     parsed_langs = {"python", *GRAMMARS}
     rows, todo, defaults = rows_available(self_judged=not opts.no_self_judged, adapt=opts.adapt,
                                           graph=not opts.no_graph, sweep=opts.history_sweep,
-                                          names_sweep=opts.names_sweep, size_sweep=opts.size_sweep)
+                                          names_sweep=opts.names_sweep)
     tmp = Path(tempfile.mkdtemp(prefix="bench-commits-"))
     settings.SOURCES_GIT_DIR = tmp / "mirrors"
     reports: list[dict[str, Any]] = []
@@ -1135,7 +1128,7 @@ def run_command(opts: argparse.Namespace, rows: list[Row]) -> str:
             + (" --no-self-judged" if opts.no_self_judged else "") + (" --no-graph" if opts.no_graph else "")
             + (f" --skip-newest {opts.skip_newest}" if opts.skip_newest else "")
             + (" --history-sweep" if opts.history_sweep else "")
-            + (" --names-sweep" if opts.names_sweep else "") + (" --size-sweep" if opts.size_sweep else "")
+            + (" --names-sweep" if opts.names_sweep else "")
             + f" --name {opts.name}")
 
 

@@ -58,8 +58,6 @@ FOCUS_WEIGHT = 1.0
 # What the task names (search.engine.mentions) against the first pass's definition ranks: chosen on the same
 # commits as FOCUS_WEIGHT.
 NAME_WEIGHT = 1.0
-# The length prior on definitions (_lift_by_size) against the first pass's ranks: 0 is off.
-SIZE_WEIGHT = 0.0
 
 
 @dataclass(frozen=True)
@@ -91,7 +89,6 @@ class Ranking:
     vote_definitions: bool = False
     focus_by_vote: bool = False
     enclosing_functions: bool = True
-    size_weight: float = SIZE_WEIGHT
 
 
 DEFAULT_RANKING = Ranking()
@@ -296,7 +293,7 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
     groups, entry_rank, by_id = _definition_groups(cands=cands, aggregation=aggregation, defs_of=defs_of,
                                                    enclosing=enclosing)
     chunks: dict[int, set[int]] = {g.key: {entry_rank[r] for r in g.ranks} for g in groups}
-    if not past and not focus and not named and not ranking.size_weight:  # the chunks alone: the aggregated score
+    if not past and not focus and not named:  # the chunks alone: the aggregated score
         if ranking.sources_first:
             groups = sorted(groups, key=lambda g: is_aside(by_id[g.key].path))
         return [(by_id[g.key], g.score, [(r, pool[r]) for r in sorted(chunks[g.key])]) for g in groups[:top]]
@@ -327,22 +324,9 @@ def rank_definitions(*, cands: list[Candidate], top: int = 10, ranking: Ranking 
             at_vote = vote_rank.get((d.dataset_id, d.path))
             if at_vote is not None and key in score:
                 score[key] += ranking.vote_weight / (rank_k + at_vote)
-    if ranking.size_weight:
-        _lift_by_size(score=score, by_id=by_id, weight=ranking.size_weight, rank_k=rank_k)
     aside = {key: ranking.sources_first and is_aside(d.path) for key, d in by_id.items()}
     order = sorted(score, key=lambda key: (aside[key], -score[key], first[key]))[:top]
     return [(by_id[key], score[key], [(r, pool[r]) for r in sorted(chunks[key])]) for key in order]
-
-
-def _lift_by_size(*, score: dict[int, float], by_id: dict[int, Def], weight: float, rank_k: float) -> None:
-    """Each scored function or method gains `weight/(rank_k + its rank by length among them)`, longest first.
-    Why: a change lands in a long function more often than in a short one (every line is a place to change; on
-    the benchmark's commits the changed functions' median is 30 lines against 11 for all functions), the prior
-    bug localisation has long used for files. Classes take no part: their length is their methods'."""
-    sized = sorted((key for key in score if by_id[key].kind != "class"),
-                   key=lambda key: -(by_id[key].end_line - by_id[key].start_line))
-    for rank, key in enumerate(sized, start=1):
-        score[key] += weight / (rank_k + rank)
 
 
 def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: int = 10, top_functions: int = 10,
