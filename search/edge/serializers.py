@@ -724,7 +724,8 @@ class LocateResponseSerializer(serializers.Serializer):
     aggregation = serializers.CharField()
     files = LocateFileSerializer(many=True)
     functions = LocateFunctionSerializer(many=True, help_text="Innermost functions, methods and classes the "
-                                                              "ranked chunks overlap (code datasets).")
+                                                              "ranked chunks overlap, and the functions around "
+                                                              "helpers defined inside them (code datasets).")
     candidates = serializers.IntegerField(help_text="Chunks the files and functions were aggregated from.")
     timings_ms = serializers.DictField()
     reranker = serializers.CharField(allow_null=True)
