@@ -992,7 +992,13 @@ def write_report(*, reports: list[dict[str, Any]], rows: list[Row], meta: dict[s
     repos = len({r["repo"] for r in reports})
     most = max((sum(1 for x in reports if x["repo"] == r["repo"]) for r in reports), default=1)
     windows = f", {most} windows" if most > 1 else ""  # --pool over several windows of each repository
-    parts += [f"## Pooled ({repos} repositories{windows}, {len(pooled)} commits)", "", summary_table(pooled, rows), ""]
+    every = [r for r in rows if all(r.name in c["rows"] for c in pooled)]
+    some = [r for r in rows if r not in every and any(r.name in c["rows"] for c in pooled)]
+    parts += [f"## Pooled ({repos} repositories{windows}, {len(pooled)} commits)", "", summary_table(pooled, every), ""]
+    if some:  # --pool over runs with different rows (a sweep in some windows only): not comparable with the above
+        parts += ["Rows only some of the pooled runs measured, each over the commits it was measured on (compare "
+                  "them with the table above only through the paired differences below):", "",
+                  summary_table(pooled, some), ""]
     cis = paired_lines(pooled, rows)
     parts += ["Paired differences, pooled (a bootstrap over commits, 2,000 resamples):", ""] + [f"- {x}" for x in cis] + [""]
     if meta["defaults"]:
