@@ -83,6 +83,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -990,7 +991,7 @@ def write_report(*, reports: list[dict[str, Any]], rows: list[Row], meta: dict[s
         parts += repo_section(r)
         parts += [summary_table(r["per_commit"], rows), ""]
     repos = len({r["repo"] for r in reports})
-    most = max((sum(1 for x in reports if x["repo"] == r["repo"]) for r in reports), default=1)
+    most = max(Counter(r["repo"] for r in reports).values(), default=1)
     windows = f", {most} windows" if most > 1 else ""  # --pool over several windows of each repository
     every = [r for r in rows if all(r.name in c["rows"] for c in pooled)]
     some = [r for r in rows if r not in every and any(r.name in c["rows"] for c in pooled)]
