@@ -76,6 +76,7 @@ import argparse
 import json
 import random
 import re
+import shlex
 import shutil
 import signal
 import statistics
@@ -124,6 +125,12 @@ NAMES_SWEEP = (0.5, 2.0, 4.0)
 RANKING_VARIANTS = (("the named definitions' files lifted", {"name_files": True}),
                     ("each definition takes its file's vote", {"vote_definitions": True}),
                     ("the second look in the files the vote ranked", {"focus_by_vote": True}))
+# --windows-sweep: the window look (search.engine.locate.window_look) at other weights than the default. Chosen on
+# the development window (2026-12-06, with 1 the default then): function R@10 0.648 without the look, 0.646 at
+# weight 0.5, 0.659 at 1, 0.702 at 2 (bench/results/code_commits_dev_windows.md); so 2.
+WINDOWS_SWEEP = (("the window look at weight 0.5", {"window_weight": 0.5}),
+                 ("the window look at weight 1", {"window_weight": 1.0}),
+                 ("the window look at weight 4", {"window_weight": 4.0}))
 GOLD_FN_KINDS = ("function", "method", "class")
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
@@ -551,7 +558,8 @@ def check_exact(*, dataset: Any, clone: Path, sha: str) -> dict[str, Any]:
 
 
 def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool = True,
-                   sweep: bool = False, names_sweep: bool = False) -> tuple[list[Row], list[str], list[str]]:
+                   sweep: bool = False, names_sweep: bool = False, windows_sweep: bool = False,
+                   ) -> tuple[list[Row], list[str], list[str]]:
     """The rows this checkout can run, a TODO line for each it cannot yet, and what the product's default does.
 
     The dense, sparse and fused rows run without graph expansion and without the graph boost whatever the
@@ -611,6 +619,11 @@ def rows_available(*, self_judged: bool = True, adapt: str = "auto", graph: bool
             if hasattr(importlib.import_module("search.engine.locate").Ranking, "enclosing_functions"):
                 rows.append(Row("locate naming only the innermost definitions", {}, STAGES, group="locate",
                                 variant={"enclosing_functions": False}))
+            if hasattr(importlib.import_module("search.engine.locate").Ranking, "window_weight"):
+                rows.append(Row("locate without the window look", {}, STAGES, group="locate",
+                                variant={"window_weight": 0.0}))
+                rows += [Row(f"locate, {label}", {}, STAGES, group="locate", variant=variant)
+                         for label, variant in (WINDOWS_SWEEP if windows_sweep else ())]
             if hasattr(importlib.import_module("search.engine.locate").Ranking, "names"):
                 rows.append(Row("locate without the task's names", {}, STAGES, group="locate", names=False))
                 rows += [Row(f"locate, the task's names at weight {w:g}", {}, STAGES, group="locate", name_weight=w)
@@ -1064,6 +1077,11 @@ def main() -> None:
                          "sweep grid")
     ap.add_argument("--names-sweep", action="store_true",
                     help="add locate rows with the task's names at each weight of NAMES_SWEEP")
+    ap.add_argument("--row", action="append", default=[], metavar="NAME",
+                    help="run only these rows (repeatable), beside the dense, sparse and fused baselines: a test "
+                         "window measured for one comparison in a third of the time")
+    ap.add_argument("--windows-sweep", action="store_true",
+                    help="add locate rows with the window look at each weight and depth of WINDOWS_SWEEP")
     ap.add_argument("--pool", action="append", default=[],
                     help="measure nothing: write one report pooling these earlier runs' JSON files (repeatable)")
     ap.add_argument("--leave-out", action="append", default=[], metavar="OWNER/NAME",
@@ -1090,7 +1108,12 @@ def main() -> None:
     parsed_langs = {"python", *GRAMMARS}
     rows, todo, defaults = rows_available(self_judged=not opts.no_self_judged, adapt=opts.adapt,
                                           graph=not opts.no_graph, sweep=opts.history_sweep,
-                                          names_sweep=opts.names_sweep)
+                                          names_sweep=opts.names_sweep, windows_sweep=opts.windows_sweep)
+    if opts.row:
+        unknown = set(opts.row) - {r.name for r in rows}
+        if unknown:
+            ap.error(f"--row: no such row in this checkout: {', '.join(sorted(unknown))}")
+        rows = [r for r in rows if r.name in {"dense", "sparse", "fused", *opts.row}]
     tmp = Path(tempfile.mkdtemp(prefix="bench-commits-"))
     settings.SOURCES_GIT_DIR = tmp / "mirrors"
     reports: list[dict[str, Any]] = []
@@ -1136,6 +1159,8 @@ def run_command(opts: argparse.Namespace, rows: list[Row]) -> str:
             + (f" --skip-newest {opts.skip_newest}" if opts.skip_newest else "")
             + (" --history-sweep" if opts.history_sweep else "")
             + (" --names-sweep" if opts.names_sweep else "")
+            + (" --windows-sweep" if opts.windows_sweep else "")
+            + "".join(f" --row {shlex.quote(r)}" for r in opts.row)
             + f" --name {opts.name}")
 
 

@@ -633,6 +633,10 @@ class LocateRequestSerializer(InputSerializer):
                                               "form (`open_url`, `Plot.layout`, `NoSuchCommand`, `build()`), even "
                                               "where no chunk reached them; false ranks by the chunks (and the "
                                               "history vote) alone.")
+    windows = FlagField(default=True, help_text="Rank the best 30 functions again by their lines that read most "
+                                                "like the task (windows of 24 lines, each embedded with the task's "
+                                                "model), so the end of a long function counts; false skips it, "
+                                                "for about a second less on a CPU.")
 
     def spec(self, *, source: str = "api") -> QuerySpec:
         """The context query's spec for the task, logged as kind `locate`: the ranking is search's own."""
@@ -644,11 +648,11 @@ class LocateRequestSerializer(InputSerializer):
                          kind="locate", source=source)
 
     def ranking(self) -> Ranking:
-        """How the candidates become files and definitions: the request's aggregation and its history, source-first
-        and names switches, the measured defaults for the rest."""
+        """How the candidates become files and definitions: the request's aggregation and its history, source-first,
+        names and windows switches, the measured defaults for the rest."""
         d = self.validated_data
         return Ranking(aggregation=d["aggregation"], history=d["history"], sources_first=d["sources_first"],
-                       names=d["names"])
+                       names=d["names"], **({} if d["windows"] else {"window_weight": 0.0}))
 
 
 class LocateEvidenceSerializer(serializers.Serializer):
@@ -697,6 +701,13 @@ class LocateNeighbourSerializer(serializers.Serializer):
     relation = serializers.CharField(help_text="call | reference | inherit")
 
 
+class LocateWindowSerializer(serializers.Serializer):
+    start_line = serializers.IntegerField()
+    end_line = serializers.IntegerField()
+    span = serializers.CharField(help_text="path:start-end")
+    similarity = serializers.FloatField(help_text="Cosine of the window and the task.")
+
+
 class LocateFunctionSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
     symbol = serializers.CharField(help_text="The qualified name (`Wallet.deduct`).")
@@ -713,6 +724,10 @@ class LocateFunctionSerializer(serializers.Serializer):
     chunks = LocateEvidenceSerializer(many=True, help_text="None for a definition only the task's naming it "
                                                            "listed.")
     named_as = serializers.CharField(allow_null=True, help_text="How the task named it (`Plot.layout`), if it did.")
+    window = LocateWindowSerializer(allow_null=True, help_text="Its lines that read most like the task: the best "
+                                                               "window of 24 lines among the best 30 definitions, "
+                                                               "which were ranked again by these windows; null "
+                                                               "further down.")
     callers = LocateNeighbourSerializer(many=True, help_text="Uses resolved to it (top 5 functions; at most 5).")
     callees = LocateNeighbourSerializer(many=True, help_text="Definitions it uses (top 5 functions; at most 5).")
     history = LocatePastCommitSerializer(many=True, help_text="Similar past commits that changed this definition "

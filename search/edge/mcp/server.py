@@ -362,6 +362,8 @@ async def locate(  # noqa: PLR0913 - the parameters are the MCP tool's input sch
                                                             "docs and examples (default true).")] = None,
     names: Annotated[bool | None, Field(description="Lift the definitions the task names in code form "
                                                     "(`open_url`, `Plot.layout`; default true).")] = None,
+    windows: Annotated[bool | None, Field(description="Rank the best functions again by their lines that read most "
+                                                      "like the task (default true; false is faster on a CPU).")] = None,
 ) -> CallToolResult:
     """Where to make a change: the files ranked by their chunks' scores and the vote of similar past commits, and
     the functions, methods and classes with their file:line spans, the chunks that support each, the similar past
@@ -373,7 +375,8 @@ async def locate(  # noqa: PLR0913 - the parameters are the MCP tool's input sch
         ser = LocateRequestSerializer(data=_drop_none({"task": task, "filters": filters or None,
                                                        "top_files": top_files, "top_functions": top_functions,
                                                        "aggregation": aggregation, "history": history,
-                                                       "sources_first": sources_first, "names": names}))
+                                                       "sources_first": sources_first, "names": names,
+                                                       "windows": windows}))
         ser.is_valid(raise_exception=True)
         d = ser.validated_data
         out = locate_in(user=caller.user, project=proj, spec=ser.spec(source="mcp"), top_files=d["top_files"],
@@ -387,6 +390,8 @@ async def locate(  # noqa: PLR0913 - the parameters are the MCP tool's input sch
         for fn in out["functions"]:
             lines.append(f"{fn['rank']}. {fn['span']}  {fn['kind']} {fn['symbol']}  score={fn['score']:.4f}"
                          + (f"  (the task names {fn['named_as']})" if fn["named_as"] else ""))
+            if fn["window"]:
+                lines.append(f"   reads most like the task at {fn['window']['span']}")
             lines += [f"   called by {n['name']} at {n['span']}" for n in fn["callers"]]
             lines += [f"   calls {n['name']} ({n['span']})" for n in fn["callees"]]
             lines += [f"   changed by {c['sha'][:12]} {c['subject']}" for c in fn["history"]]

@@ -71,6 +71,7 @@ def test_filters_narrow_the_files(code_world, client_for):
     ({"task": "x", "filters": {"colour": "red"}}, "filters.colour"),
     ({"task": "x", "filters": {"dataset": "nope"}}, "filters.dataset"), ({"task": "x", "history": "maybe"}, "history"),
     ({"task": "x", "sources_first": "maybe"}, "sources_first"), ({"task": "x", "names": "maybe"}, "names"),
+    ({"task": "x", "windows": "maybe"}, "windows"),
 ])
 def test_bad_input_is_a_400_naming_the_field_and_logs_nothing(code_world, client_for, body, field):
     resp = client_for(code_world["alice"]).post(URL, body, format="json")
@@ -210,3 +211,17 @@ def test_a_function_the_task_names_is_listed_with_how_it_was_named_unless_names_
     off = client.post(URL, {"task": task, "candidates": 1, "top_functions": 20, "names": False}, format="json").json()
     assert off["functions"] and "nightly" not in [f["symbol"] for f in off["functions"]]
     assert {f["named_as"] for f in off["functions"]} == {None}
+
+
+def test_each_function_lists_its_best_window_unless_windows_is_false(code_world, client_for):
+    client = client_for(code_world["alice"])
+    body = client.post(URL, {"task": TASK, "top_functions": 5}, format="json").json()
+    assert body["functions"] and all(f["window"] for f in body["functions"])
+    for f in body["functions"]:
+        w = f["window"]
+        assert f["start_line"] <= w["start_line"] <= w["end_line"] <= f["end_line"]
+        assert w["span"] == f"{f['path']}:{w['start_line']}-{w['end_line']}" and -1.0 <= w["similarity"] <= 1.0
+    assert "window_ms" in body["timings_ms"]
+    off = client.post(URL, {"task": TASK, "top_functions": 5, "windows": False}, format="json").json()
+    assert off["functions"] and {f["window"] for f in off["functions"]} == {None}
+    assert "window_ms" not in off["timings_ms"]

@@ -94,7 +94,8 @@ def test_tools_are_listed_with_their_arguments(shop):
     schema = tools["search_context"].input_schema
     assert {"project", "q"} <= set(schema["required"])
     assert {"repo", "path", "lang", "dataset", "top_k", "budget_tokens", "graph"} <= set(schema["properties"])
-    assert {"task", "aggregation", "history", "sources_first", "names"} <= set(tools["locate"].input_schema["properties"])
+    assert {"task", "aggregation", "history", "sources_first", "names", "windows"} <= set(
+        tools["locate"].input_schema["properties"])
 
 
 def test_search_context_finds_the_function_and_read_span_returns_its_exact_lines(shop):
@@ -185,6 +186,18 @@ def test_locate_says_which_function_the_task_named(shop):
     assert fn["named_as"] == "deduct_credits" and "(the task names deduct_credits)" in named.content[0].text
     assert "the task names" not in unnamed.content[0].text
     assert {f["named_as"] for f in _ok(unnamed)["functions"]} == {None}
+
+
+def test_locate_says_where_each_function_reads_most_like_the_task_unless_windows_is_off(shop):
+    async def script(client):
+        return (await client.call_tool("locate", {"project": "shop", "task": Q}),
+                await client.call_tool("locate", {"project": "shop", "task": Q, "windows": False}))
+
+    looked, plain = _in_process(_key(shop["alice"]), script)
+    first = _ok(looked)["functions"][0]
+    assert first["window"] and f"reads most like the task at {first['window']['span']}" in looked.content[0].text
+    assert "reads most like the task" not in plain.content[0].text
+    assert {f["window"] for f in _ok(plain)["functions"]} == {None}
 
 
 def test_locate_names_the_file_and_function_logs_as_mcp_and_refuses_like_the_api(shop):
