@@ -287,6 +287,8 @@ RERANKER_MODEL = env_str("RERANKER_MODEL", "")  # empty: the embedded reranker
 RERANK_DEPTH = max(1, env_int("RERANK_DEPTH", 10))
 RERANK_MAX_LENGTH = max(16, env_int("RERANK_MAX_LENGTH", 64))
 RERANK_CACHE_PAIRS = max(0, env_int("RERANK_CACHE_PAIRS", 50_000))  # cross-encoder scores kept (LRU); 0: none
+# locate's window look: window vectors kept per process (LRU, 1.5 KiB each); 0: none
+LOCATE_WINDOW_CACHE = max(0, env_int("LOCATE_WINDOW_CACHE", 20_000))
 # code queries: add to the context pack the definitions the top results call or inherit from (search.engine.
 # graph_context); a request's `graph` overrides it. Measured by bench/bench_code_commits.py (docs/architecture.md).
 CODE_GRAPH_PACK = env_bool("CODE_GRAPH_PACK", False)

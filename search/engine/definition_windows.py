@@ -9,22 +9,26 @@ commits, each at its parent): the gold definitions' recall@3 0.394 -> 0.534 on t
 0.479 on the 45 older commits of each of click, httpx and seaborn (click alone a little lower, httpx and seaborn
 higher).
 
-Only the first `top` definitions are looked at again: embedding windows costs about a millisecond a window on two
-CPU cores, so the look is bounded by what it re-ranks, and the request's deadline is checked between batches.
+Only the first `top` definitions are looked at again: embedding a window costs several milliseconds on two CPU
+cores, so the look is bounded by what it re-ranks, the request's deadline is checked between batches, and the
+vectors are kept in a per-process LRU (window_vectors), so a code base looked at again embeds only what changed.
 The windows are embedded with the model that searched the definition's dataset (an adopted model reads its own
 vectors), and nothing is written: a read stays a read (the embedding cache is filled by ingestion only).
 """
 from __future__ import annotations
 
-from collections import defaultdict
+import hashlib
+import threading
+from collections import OrderedDict, defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from django.conf import settings
 
 from config import deadlines
-from inference.encoders import embed_query, embed_texts
+from inference.encoders import dense_model_id, embed_query, embed_texts
 from search.engine.code_graph import FUNCTION_KINDS
 from search.engine.dataset_models import model_arg, serving_groups
 from search.models import Chunk, Symbol
@@ -119,12 +123,43 @@ def window_similarity(*, task: str, defs: list[Def]) -> dict[int, WindowMatch]:
                    for w in windows_of(d=d, lines=lines.get(d.document_id, {}), skip=inside.get(d.id, ()))]
         if not windows:
             continue
+        deadlines.check()
         q = embed_query(task, model=model)
-        for i in range(0, len(windows), WINDOW_BATCH):
-            deadlines.check()
-            part = windows[i:i + WINDOW_BATCH]
-            sims = np.asarray(embed_texts([w.text for _, w in part], model=model) @ q, dtype=np.float64)
-            for (key, w), sim in zip(part, sims, strict=True):
-                if key not in out or sim > out[key].similarity:
-                    out[key] = WindowMatch(float(sim), w.start_line, w.end_line)
+        sims = np.asarray(window_vectors(texts=[w.text for _, w in windows], model=model) @ q, dtype=np.float64)
+        for (key, w), sim in zip(windows, sims, strict=True):
+            if key not in out or sim > out[key].similarity:
+                out[key] = WindowMatch(float(sim), w.start_line, w.end_line)
     return out
+
+
+_cache: OrderedDict[tuple[str, bytes], np.ndarray] = OrderedDict()
+_lock = threading.Lock()
+embedded = 0  # windows this process has embedded (cache misses), for the cache's tests and a profile
+
+
+def window_vectors(*, texts: list[str], model: str | None) -> np.ndarray:
+    """The windows' vectors, from this process's LRU of LOCATE_WINDOW_CACHE where it holds them: the definitions a
+    project's tasks reach recur from call to call, and a code base changes a few files at a time, so a second look
+    at the same code embeds only what changed. Misses are embedded WINDOW_BATCH at a time, the request's deadline
+    checked before each batch. In memory, not the embedding cache's table: a read never writes."""
+    model_id = dense_model_id(model=model)
+    keys = [(model_id, hashlib.blake2b(t.encode(), digest_size=16).digest()) for t in texts]
+    with _lock:
+        found = {k: _cache[k] for k in keys if k in _cache}
+    todo = list(dict.fromkeys(k for k in keys if k not in found))
+    text = dict(zip(keys, texts, strict=True))
+    global embedded  # a process-wide count, like the cache whose misses it counts
+    for i in range(0, len(todo), WINDOW_BATCH):
+        deadlines.check()
+        part = todo[i:i + WINDOW_BATCH]
+        found.update(zip(part, embed_texts([text[k] for k in part], model=model), strict=True))
+    with _lock:
+        embedded += len(todo)
+        for k in keys:
+            _cache[k] = found[k]
+            _cache.move_to_end(k)
+        while len(_cache) > settings.LOCATE_WINDOW_CACHE:
+            _cache.popitem(last=False)
+    if not keys:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.stack([found[k] for k in keys])

@@ -7,6 +7,7 @@ import pytest
 
 from config import deadlines
 from inference.models import EmbeddingCache
+from search.engine import definition_windows
 from search.engine.code_graph import DEF_FIELDS, FUNCTION_KINDS, Def
 from search.engine.definition_windows import (
     WINDOW_LINES,
@@ -161,3 +162,15 @@ def test_a_class_s_nested_spans_are_its_methods(report_world):
     assert nested_spans(classes=[uploader]) == {uploader.id: [(send.start_line, send.end_line)]}
     match = window_similarity(task="chunk size of an upload", defs=[uploader])[uploader.id]
     assert (match.start_line, match.end_line) == (uploader.start_line, uploader.end_line)  # one window, own lines
+
+
+def test_a_second_look_at_the_same_code_embeds_no_window_again_unless_the_cache_is_off(report_world, settings):
+    d = report_world["defs"]["build_report"]
+    first = window_similarity(task=TASK, defs=[d])
+    before = definition_windows.embedded
+    again = window_similarity(task="a different task about the same function", defs=[d])
+    assert definition_windows.embedded == before and again[d.id].similarity != first[d.id].similarity
+    settings.LOCATE_WINDOW_CACHE = 0
+    window_similarity(task=TASK, defs=[d])
+    window_similarity(task=TASK, defs=[d])
+    assert definition_windows.embedded > before  # nothing kept: each call embeds its windows
