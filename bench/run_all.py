@@ -57,6 +57,7 @@ CATALOGUE: dict[str, str] = {
                                 "(not a benchmark) for evaluate, tune_fusion.py and sparse_analyzers.py",
     "bench_code_commits.py": "public git repositories (click, httpx, ...), fetched over the network once",
     "history_cross_encoder_probe.py": "public git repositories, as bench_code_commits.py fetches them (network, once)",
+    "definition_windows_probe.py": "public git repositories, as bench_code_commits.py fetches them (network, once)",
     "bench_web_reader.py": "Debian's python3-doc (`apt-get install python3-doc`), served on 127.0.0.1",
     "typeset_srd.py": SRD + "; it writes the SRD as a printed PDF for bench_srd_pdf.py",
     "bench_srd_pdf.py": SRD + ", typeset by typeset_srd.py",

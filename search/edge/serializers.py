@@ -633,10 +633,12 @@ class LocateRequestSerializer(InputSerializer):
                                               "form (`open_url`, `Plot.layout`, `NoSuchCommand`, `build()`), even "
                                               "where no chunk reached them; false ranks by the chunks (and the "
                                               "history vote) alone.")
-    windows = FlagField(default=True, help_text="Rank the best 30 functions again by their lines that read most "
-                                                "like the task (windows of 24 lines, each embedded with the task's "
-                                                "model), so the end of a long function counts; false skips it, "
-                                                "for about a second less on a CPU.")
+    windows = FlagField(default=False, help_text="Rank the best 30 functions again by their lines that read most "
+                                                 "like the task (windows of 24 lines, each embedded with the "
+                                                 "task's model), and list each one's best window: where in a long "
+                                                 "function to look. About a second more on a CPU when its windows "
+                                                 "are not cached; measured, it does not find more of the functions "
+                                                 "a change touches, so it is off by default.")
 
     def spec(self, *, source: str = "api") -> QuerySpec:
         """The context query's spec for the task, logged as kind `locate`: the ranking is search's own."""
@@ -652,7 +654,7 @@ class LocateRequestSerializer(InputSerializer):
         names and windows switches, the measured defaults for the rest."""
         d = self.validated_data
         return Ranking(aggregation=d["aggregation"], history=d["history"], sources_first=d["sources_first"],
-                       names=d["names"], **({} if d["windows"] else {"window_weight": 0.0}))
+                       names=d["names"], windows=d["windows"])
 
 
 class LocateEvidenceSerializer(serializers.Serializer):
@@ -724,10 +726,10 @@ class LocateFunctionSerializer(serializers.Serializer):
     chunks = LocateEvidenceSerializer(many=True, help_text="None for a definition only the task's naming it "
                                                            "listed.")
     named_as = serializers.CharField(allow_null=True, help_text="How the task named it (`Plot.layout`), if it did.")
-    window = LocateWindowSerializer(allow_null=True, help_text="Its lines that read most like the task: the best "
-                                                               "window of 24 lines among the best 30 definitions, "
-                                                               "which were ranked again by these windows; null "
-                                                               "further down.")
+    window = LocateWindowSerializer(allow_null=True, help_text="With `windows`: its lines that read most like the "
+                                                               "task (the best window of 24 lines), for the best "
+                                                               "30 definitions, which were ranked again by them; "
+                                                               "otherwise null.")
     callers = LocateNeighbourSerializer(many=True, help_text="Uses resolved to it (top 5 functions; at most 5).")
     callees = LocateNeighbourSerializer(many=True, help_text="Definitions it uses (top 5 functions; at most 5).")
     history = LocatePastCommitSerializer(many=True, help_text="Similar past commits that changed this definition "

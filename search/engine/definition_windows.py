@@ -5,9 +5,12 @@ Why: the dense model reads at most 256 wordpieces, about 25 lines of code, and a
 definitions a change touches are long (a median of 30 lines, against 11 for every function of click and seaborn;
 docs/benchmarks/code-localisation.md). Scored by its best window of WINDOW_LINES lines, every line of a definition
 is read by the model. Measured before it was built, on every definition of the changed files (the benchmark's
-commits, each at its parent): the gold definitions' recall@3 0.394 -> 0.534 on the development window, and 0.409 ->
-0.479 on the 45 older commits of each of click, httpx and seaborn (click alone a little lower, httpx and seaborn
-higher).
+commits, each at its parent; bench/definition_windows_probe.py): the gold definitions' recall@3 0.394 -> 0.534 on
+the development window, and 0.409 -> 0.479 on the 45 older commits of each of click, httpx and seaborn (click alone
+a little lower, httpx and seaborn higher). Through `locate`, whose order already holds the sparse leg (which reads
+every line of a chunk) and the second look, it then moved function recall@10 by nothing measurable on the four
+test windows, for ten times the time of a call, so `locate` runs it only when asked (Ranking.windows), for the
+evidence: where in a long function the task's words are.
 
 Only the first `top` definitions are looked at again: embedding a window costs several milliseconds on two CPU
 cores, so the look is bounded by what it re-ranks, the request's deadline is checked between batches, and the

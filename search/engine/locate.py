@@ -13,8 +13,9 @@ Definitions then get a second look: the same query restricted to the best few fi
 (focus_candidates), so a file ranked first shows the functions a change would touch, not only the ones that won
 slots against the whole tree.
 Source files come first (Ranking.sources_first), so the second look goes into the best source files.
-Last, the window look (search.engine.definition_windows): the best WINDOW_TOP definitions are scored again by their
-best short window of lines, which the dense model reads whole where it reads only the head of a long chunk.
+Asked for (Ranking.windows), the window look (search.engine.definition_windows) last scores the best WINDOW_TOP
+definitions again by their best short window of lines, which the dense model reads whole where it reads only the
+head of a long chunk.
 """
 from __future__ import annotations
 
@@ -61,10 +62,12 @@ FOCUS_WEIGHT = 1.0
 # What the task names (search.engine.mentions) against the first pass's definition ranks: chosen on the same
 # commits as FOCUS_WEIGHT.
 NAME_WEIGHT = 1.0
-# The window look (search.engine.definition_windows): how many of the best definitions it scores again, and the
-# weight of their window ranks against their order so far. Chosen on the development window (the 15 commits of
-# click, httpx and seaborn before the reported ones; bench/results/code_commits_dev_windows.md): function R@10 0.648
-# without the look, 0.646 at weight 0.5, 0.659 at 1, 0.702 at 2.
+# The window look (search.engine.definition_windows), when asked for: how many of the best definitions it scores
+# again, and the weight of their window ranks against their order so far. The weight was chosen on the development
+# window (the 15 commits of click, httpx and seaborn before the reported ones; bench/results/
+# code_commits_dev_windows.md): function R@10 0.648 without the look, 0.646 at weight 0.5, 0.659 at 1, 0.702 at 2.
+# On the four test windows it moved function R@10 by nothing measurable for ten times the time of a call
+# (docs/benchmarks/code-localisation.md), so it is off unless a request asks (Ranking.windows).
 WINDOW_TOP = 30
 WINDOW_WEIGHT = 2.0
 
@@ -83,7 +86,11 @@ class Ranking:
     nothing, and the vote reaching definitions by either way lowered function recall (@10 0.643 -> 0.625, @5
     0.495 -> 0.448) while it raised file recall: so the vote ranks the files and only the files
     (docs/benchmarks/code-localisation.md). `enclosing_functions` (on): a chunk of a function names the function
-    as well as the helpers defined inside it (innermost_overlapping); off only for the benchmark's comparison."""
+    as well as the helpers defined inside it (innermost_overlapping); off only for the benchmark's comparison.
+    `windows` (off; the API's `windows`): the window look (window_look), over the best `window_top` at
+    `window_weight`; measured on the test windows, it moved function recall by nothing measurable for ten times the
+    time of a call, so it is there for the evidence (each definition's lines that read most like the task) and a
+    caller who wants it."""
 
     aggregation: str = DEFAULT
     history: bool = True
@@ -98,6 +105,7 @@ class Ranking:
     vote_definitions: bool = False
     focus_by_vote: bool = False
     enclosing_functions: bool = True
+    windows: bool = False
     window_top: int = WINDOW_TOP
     window_weight: float = WINDOW_WEIGHT
 
@@ -393,7 +401,7 @@ def locate(*, user: User | None, project: Project, spec: QuerySpec, top_files: i
                                                                          ranking=ranking)
     focus = focus_candidates(user=user, project=project, spec=spec, flt=flt, files=looked,
                              top=ranking.focus_files) if ranking.focus_files and flt else []
-    looks = ranking.window_weight > 0 and ranking.window_top > 0
+    looks = ranking.windows and ranking.window_weight > 0 and ranking.window_top > 0
     ranked = rank_definitions(cands=cands, top=max(top_functions, ranking.window_top) if looks else top_functions,
                               ranking=ranking, past=past, focus=focus, named=named)
     windows: dict[int, WindowMatch] = {}

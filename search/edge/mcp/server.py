@@ -363,7 +363,8 @@ async def locate(  # noqa: PLR0913 - the parameters are the MCP tool's input sch
     names: Annotated[bool | None, Field(description="Lift the definitions the task names in code form "
                                                     "(`open_url`, `Plot.layout`; default true).")] = None,
     windows: Annotated[bool | None, Field(description="Rank the best functions again by their lines that read most "
-                                                      "like the task (default true; false is faster on a CPU).")] = None,
+                                                      "like the task and say where in each those lines are "
+                                                      "(default false: slower on a CPU).")] = None,
 ) -> CallToolResult:
     """Where to make a change: the files ranked by their chunks' scores and the vote of similar past commits, and
     the functions, methods and classes with their file:line spans, the chunks that support each, the similar past

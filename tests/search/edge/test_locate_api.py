@@ -213,15 +213,15 @@ def test_a_function_the_task_names_is_listed_with_how_it_was_named_unless_names_
     assert {f["named_as"] for f in off["functions"]} == {None}
 
 
-def test_each_function_lists_its_best_window_unless_windows_is_false(code_world, client_for):
+def test_each_function_lists_its_best_window_only_when_windows_is_asked_for(code_world, client_for):
     client = client_for(code_world["alice"])
-    body = client.post(URL, {"task": TASK, "top_functions": 5}, format="json").json()
+    body = client.post(URL, {"task": TASK, "top_functions": 5, "windows": True}, format="json").json()
     assert body["functions"] and all(f["window"] for f in body["functions"])
     for f in body["functions"]:
         w = f["window"]
         assert f["start_line"] <= w["start_line"] <= w["end_line"] <= f["end_line"]
         assert w["span"] == f"{f['path']}:{w['start_line']}-{w['end_line']}" and -1.0 <= w["similarity"] <= 1.0
     assert "window_ms" in body["timings_ms"]
-    off = client.post(URL, {"task": TASK, "top_functions": 5, "windows": False}, format="json").json()
+    off = client.post(URL, {"task": TASK, "top_functions": 5}, format="json").json()
     assert off["functions"] and {f["window"] for f in off["functions"]} == {None}
     assert "window_ms" not in off["timings_ms"]

@@ -188,10 +188,10 @@ def test_locate_says_which_function_the_task_named(shop):
     assert {f["named_as"] for f in _ok(unnamed)["functions"]} == {None}
 
 
-def test_locate_says_where_each_function_reads_most_like_the_task_unless_windows_is_off(shop):
+def test_locate_says_where_each_function_reads_most_like_the_task_when_asked_for_windows(shop):
     async def script(client):
-        return (await client.call_tool("locate", {"project": "shop", "task": Q}),
-                await client.call_tool("locate", {"project": "shop", "task": Q, "windows": False}))
+        return (await client.call_tool("locate", {"project": "shop", "task": Q, "windows": True}),
+                await client.call_tool("locate", {"project": "shop", "task": Q}))
 
     looked, plain = _in_process(_key(shop["alice"]), script)
     first = _ok(looked)["functions"][0]

@@ -136,18 +136,18 @@ def test_the_window_look_over_an_unmerged_ranking_uses_its_order_not_its_scores(
     assert [d.qualname for d, _, _ in kept] == ["format_cell", "build_report"]
 
 
-def test_locate_lists_each_definitions_best_window_and_writes_no_embedding(report_world):
+def test_locate_asked_for_windows_lists_each_definitions_best_window_and_writes_no_embedding(report_world):
     spec = QuerySpec(q=TASK, top_k=5, candidates=5, graph=False, kind="locate")
     cached = EmbeddingCache.objects.count()
-    looked = locate(user=report_world["alice"], project=report_world["project"], spec=spec, ranking=DEFAULT_RANKING)
+    looked = locate(user=report_world["alice"], project=report_world["project"], spec=spec,
+                    ranking=replace(DEFAULT_RANKING, windows=True))
     assert EmbeddingCache.objects.count() == cached  # a read: the windows are embedded, not stored
     build = next(f for f in looked.functions if f["symbol"] == "build_report")
     said = next(n for n, line in enumerate(REPORT_PY.split("\n"), start=1) if "retry the upload" in line)
     assert build["window"]["start_line"] <= said <= build["window"]["end_line"]
     assert build["window"]["span"] == f"report.py:{build['window']['start_line']}-{build['window']['end_line']}"
     assert "window_ms" in looked.timings
-    off = locate(user=report_world["alice"], project=report_world["project"], spec=spec,
-                 ranking=replace(DEFAULT_RANKING, window_weight=0.0))
+    off = locate(user=report_world["alice"], project=report_world["project"], spec=spec, ranking=DEFAULT_RANKING)
     assert {f["window"] for f in off.functions} == {None} and "window_ms" not in off.timings
 
 
