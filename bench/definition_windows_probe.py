@@ -32,33 +32,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import amx_line, machine, setup_django, table, write_result
-from bench.history_cross_encoder_probe import ranks
+from bench.history_cross_encoder_probe import commit_definitions, ranks
 
 HEAD_LINES = 80
 # The product's modules are imported inside the functions: they reach the Django models, so they load only after
 # setup_django() (as in bench_code_commits.py); torch and sentence-transformers load there too, being slow to import.
-
-
-def commit_definitions(store: Any, sha: str, files: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Every definition of the changed files at the parent: its path, name, lines and whether the change touched it."""
-    from search.ingest.code import detect_lang
-    from search.ingest.symbols import extract
-    from search.sources.git.history import GOLD_DEFINITION_KINDS, blob_text, changed_definitions
-
-    commit = store[sha.encode()]
-    parent = store[commit.parents[0]]
-    out = []
-    for path in files:
-        old = blob_text(store, parent.tree, path)
-        if old is None:
-            continue
-        gold = set(changed_definitions(path=path, old=old, new=blob_text(store, commit.tree, path) or ""))
-        lines = old.split("\n")
-        for d in extract(path=path, text=old, lang=detect_lang(path) or "").definitions:
-            if d.kind in GOLD_DEFINITION_KINDS:
-                out.append({"path": path, "qualname": d.qualname, "body": lines[d.start_line - 1:d.end_line],
-                            "gold": d.qualname in gold})
-    return out
 
 
 def measure(tests: list[tuple[str, list[dict[str, Any]]]], score: Callable[..., list[float]]) -> list[float]:

@@ -45,8 +45,9 @@ LINES = 80
 # setup_django() (as in bench_code_commits.py); torch and sentence-transformers load there too, being slow to import.
 
 
-def commit_definitions_text(store: Any, sha: str, files: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Every definition of the changed files at the parent, with whether the change touched it."""
+def commit_definitions(store: Any, sha: str, files: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Every definition of the changed files at the parent: its path, qualified name, lines and whether the change
+    touched it (bench/definition_windows_probe.py reads them too)."""
     from search.ingest.code import detect_lang
     from search.ingest.symbols import extract
     from search.sources.git.history import GOLD_DEFINITION_KINDS, blob_text, changed_definitions
@@ -58,14 +59,20 @@ def commit_definitions_text(store: Any, sha: str, files: tuple[str, ...]) -> lis
         old = blob_text(store, parent.tree, path)
         if old is None:
             continue
-        new = blob_text(store, commit.tree, path) or ""
-        gold = set(changed_definitions(path=path, old=old, new=new))
+        gold = set(changed_definitions(path=path, old=old, new=blob_text(store, commit.tree, path) or ""))
         lines = old.split("\n")
         for d in extract(path=path, text=old, lang=detect_lang(path) or "").definitions:
             if d.kind in GOLD_DEFINITION_KINDS:
-                out.append({"text": path + "\n" + "\n".join(lines[d.start_line - 1:d.end_line][:LINES]),
+                out.append({"path": path, "qualname": d.qualname, "body": lines[d.start_line - 1:d.end_line],
                             "gold": d.qualname in gold})
     return out
+
+
+def commit_definitions_text(store: Any, sha: str, files: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Every definition of the changed files at the parent as `path + its first LINES lines`, with whether the
+    change touched it."""
+    return [{"text": d["path"] + "\n" + "\n".join(d["body"][:LINES]), "gold": d["gold"]}
+            for d in commit_definitions(store, sha, files)]
 
 
 def ranks(scores: list[float]) -> dict[int, int]:
