@@ -1082,7 +1082,7 @@ def main() -> None:
                     help="run only these rows (repeatable), beside the dense, sparse and fused baselines: a test "
                          "window measured for one comparison in a third of the time")
     ap.add_argument("--windows-sweep", action="store_true",
-                    help="add locate rows with the window look at each weight and depth of WINDOWS_SWEEP")
+                    help="add locate rows with the window look at each weight of WINDOWS_SWEEP")
     ap.add_argument("--pool", action="append", default=[],
                     help="measure nothing: write one report pooling these earlier runs' JSON files (repeatable)")
     ap.add_argument("--leave-out", action="append", default=[], metavar="OWNER/NAME",
