@@ -3,7 +3,9 @@
 Why HNSW with iterative scan: the tier filters are selective (one company, one
 city); a plain filtered HNSW scan stops after ef_search rows and returns too
 few. `hnsw.iterative_scan = relaxed_order` keeps scanning, and the outer
-ORDER BY restores exact order among what it found.
+ORDER BY restores exact order among what it found. That scan is bounded too, and
+dead index entries (a re-embedding, a rolled-back import) can spend the bound, so
+a tier that comes back short is read again exactly (nearest_rows).
 Children come in two steps: their own ANN scan finds
 people through their evidence alone (child-only matches, no full scan), then a
 window over every candidate person (row_number per person) takes each one's best
@@ -225,6 +227,29 @@ def set_scan_mode(*, exact: bool = False) -> None:
             cur.execute(f"SET LOCAL hnsw.ef_search = {int(C().HNSW_EF_SEARCH)}")
 
 
+def nearest_rows(*, cur: Any, sql: str, order: str, params: list[Any], limit: int) -> list[tuple]:
+    """The rows of a filtered nearest-card query, read again exactly when the scan came back short.
+
+    `sql` holds `{order}` where its ORDER BY goes, `order` is the distance expression there, and `params` are the
+    query's parameters up to its LIMIT (`limit`, appended). Why: even the iterative HNSW scan is bounded
+    (hnsw.max_scan_tuples, and its memory), and the index keeps an entry for every dead row version until VACUUM,
+    so after a re-embedding or a rolled-back import the entries nearest the query can all be dead and the bound
+    is spent on them: the scan returns fewer rows than exist, or none. A short answer is the one case that can
+    hide a match; it is also the case where the filter matches few cards, so the exact re-read is cheap. It
+    orders by the distance plus zero, an expression no index serves, so the planner sorts the rows the filter
+    finds whatever its settings. A full answer is kept as it is; under set_scan_mode(exact=True) the first read
+    is exact already and is not repeated."""
+    cur.execute(sql.replace("{order}", order), [*params, limit])
+    rows = cur.fetchall()
+    if len(rows) >= limit:
+        return rows
+    cur.execute("SELECT current_setting('enable_indexscan')")
+    if cur.fetchone()[0] == "off":
+        return rows
+    cur.execute(sql.replace("{order}", f"({order}) + 0"), [*params, limit])
+    return cur.fetchall()
+
+
 def fetch_tier(*, parsed: dict[str, Any], qvec: np.ndarray, tier: int) -> TierResult:
     k = C()
     policy = policy_for(tier)
@@ -239,14 +264,14 @@ def fetch_tier(*, parsed: dict[str, Any], qvec: np.ndarray, tier: int) -> TierRe
                  c.is_current
           FROM people_experiencecard c {join}
           WHERE c.embedding IS NOT NULL AND {where}
-          ORDER BY c.embedding <=> %s::vector LIMIT %s)
+          ORDER BY {{order}} LIMIT %s)
         SELECT {cols} FROM x ORDER BY x.dist"""
     child_sql = f"""
         WITH x AS MATERIALIZED (
           SELECT ch.person_id, ch.embedding <=> %s::vector AS dist
           FROM people_experiencecardchild ch JOIN people_experiencecard c ON c.id = ch.parent_id {join}
           WHERE ch.embedding IS NOT NULL AND {where}
-          ORDER BY ch.embedding <=> %s::vector LIMIT %s)
+          ORDER BY {{order}} LIMIT %s)
         SELECT DISTINCT x.person_id FROM x"""
     # the per-person window: every candidate's best children, exactly
     window_sql = f"""
@@ -260,10 +285,12 @@ def fetch_tier(*, parsed: dict[str, Any], qvec: np.ndarray, tier: int) -> TierRe
         WHERE x.rn <= %s ORDER BY x.dist"""
     out = TierResult(tier=tier)
     with connection.cursor() as cur:
-        cur.execute(parent_sql, [vec, *params, vec, k.OVERFETCH_CARDS])
-        out.parents = [dict(zip(CARD_COLS, row, strict=True)) for row in cur.fetchall()]
-        cur.execute(child_sql, [vec, *params, vec, k.OVERFETCH_CARDS * 2])
-        candidates = list(dict.fromkeys([r["person_id"] for r in out.parents] + [r[0] for r in cur.fetchall()]))
+        parents = nearest_rows(cur=cur, sql=parent_sql, order="c.embedding <=> %s::vector",
+                               params=[vec, *params, vec], limit=k.OVERFETCH_CARDS)
+        out.parents = [dict(zip(CARD_COLS, row, strict=True)) for row in parents]
+        children = nearest_rows(cur=cur, sql=child_sql, order="ch.embedding <=> %s::vector",
+                                params=[vec, *params, vec], limit=k.OVERFETCH_CARDS * 2)
+        candidates = list(dict.fromkeys([r["person_id"] for r in out.parents] + [r[0] for r in children]))
         if candidates:
             cur.execute(window_sql, [vec, vec, candidates, *params, k.MATCHED_CARDS_PER_PERSON])
             out.children = [dict(zip(CARD_COLS + ("parent_id",), row, strict=True)) for row in cur.fetchall()]

@@ -1,12 +1,14 @@
 """Tier filters on real Postgres + pgvector: each tier relaxes exactly what people.retrieval.tiers.policy_for says,
 excludes never."""
+import numpy as np
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from django.db import transaction
+from django.db import connection, transaction
 
+from people.models import ExperienceCard, Person
 from people.parsing.normalize import validate_and_normalize
 from people.retrieval.tiers import fetch_tier, relaxation_policy, retrieve_with_fallback, set_scan_mode
-from tests.people.factory import E0, make_person
+from tests.people.factory import E0, make_person, unit
 
 pytestmark = pytest.mark.django_db
 
@@ -79,6 +81,45 @@ def test_each_tier_relaxes_exactly_its_filter(directory):
     assert got[3] == {"A", "B", "I", "C", "D"}   # + company/team relaxed
     for g in got:  # never: excluded company (E), excluded keyword (F), other intent (G), hidden card (H)
         assert not g & {"E", "F", "G", "H"}
+
+
+class _RolledBack(Exception):
+    pass
+
+
+def _dead_cards_on(vector, n):
+    """n cards on `vector`, inserted and rolled back: dead rows whose index entries stay until VACUUM (a failed
+    import, a re-embedding, or the rolled-back tests before this one)."""
+    try:
+        with transaction.atomic():
+            ghost = Person.objects.create(display_name="ghost", headline="ghost", email="ghost@x.in")
+            ExperienceCard.objects.bulk_create([ExperienceCard(person=ghost, embedding=vector, **BASE)
+                                                for _ in range(n)])
+            raise _RolledBack
+    except _RolledBack:
+        pass
+
+
+def _as_a_large_directory_plans_it(cur, *, max_scan_tuples):
+    """The HNSW walk a large directory's planner picks for a loose tier, with a scan bound a test can reach."""
+    for setting in ("enable_bitmapscan", "enable_seqscan", "enable_sort"):
+        cur.execute(f"SET LOCAL {setting} = off")
+    cur.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(max_scan_tuples)}")
+
+
+def test_a_scan_spent_on_dead_entries_is_read_again_exactly(directory):
+    query = np.asarray(unit(5), dtype=np.float32)  # the dead cards sit on the query, every live card a little off
+    _dead_cards_on(unit(5), 400)
+    q = parsed_query()
+    with transaction.atomic():
+        set_scan_mode()
+        with connection.cursor() as cur:
+            _as_a_large_directory_plans_it(cur, max_scan_tuples=100)
+            # the walk alone: its bound is spent on the dead entries, and it finds nobody
+            cur.execute("SELECT count(*) FROM (SELECT id FROM people_experiencecard WHERE visibility = 'public' "
+                        "ORDER BY embedding <=> %s::vector LIMIT 50) x", [str(unit(5))])
+            assert cur.fetchone()[0] < 5
+        assert names(fetch_tier(parsed=q, qvec=query, tier=3), directory) == {"A", "B", "I", "C", "D"}
 
 
 def test_exact_scan_gives_the_same_sets(directory):
