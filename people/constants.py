@@ -67,6 +67,9 @@ class PeopleSearchConstants:
     WHY_MAX_LINE_CHARS: int = 160
 
     HNSW_EF_SEARCH: int = 100
+    # a tier's walk that comes back short while the filter admits more cards is read again exactly, up to this many
+    # admitted cards (people/retrieval/tiers.py nearest_rows); past it the walk's answer is kept
+    EXACT_REREAD_MAX_CARDS: int = 2000
 
     # role words the vocabulary lacks ("data scientist", "growth marketer"): mapped to the nearest intents, titles
     # and skills of the directory's vocabulary by embedding similarity (people/parsing/semantic.py)

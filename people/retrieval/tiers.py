@@ -227,26 +227,42 @@ def set_scan_mode(*, exact: bool = False) -> None:
             cur.execute(f"SET LOCAL hnsw.ef_search = {int(C().HNSW_EF_SEARCH)}")
 
 
-def nearest_rows(*, cur: Any, sql: str, order: str, params: list[Any], limit: int) -> list[tuple]:
-    """The rows of a filtered nearest-card query, read again exactly when the scan came back short.
+@dataclass(frozen=True)
+class Nearest:
+    """A filtered nearest-card read: the CTE's select list (its distance column `dist` takes the query vector),
+    the FROM and WHERE it reads (`source`), the distance it orders by (the vector again), and the columns kept."""
 
-    `sql` holds `{order}` where its ORDER BY goes, `order` is the distance expression there, and `params` are the
-    query's parameters up to its LIMIT (`limit`, appended). Why: even the iterative HNSW scan is bounded
-    (hnsw.max_scan_tuples, and its memory), and the index keeps an entry for every dead row version until VACUUM,
-    so after a re-embedding or a rolled-back import the entries nearest the query can all be dead and the bound
-    is spent on them: the scan returns fewer rows than exist, or none. A short answer is the one case that can
-    hide a match; it is also the case where the filter matches few cards, so the exact re-read is cheap. It
-    orders by the distance plus zero, an expression no index serves, so the planner sorts the rows the filter
-    finds whatever its settings. A full answer is kept as it is; under set_scan_mode(exact=True) the first read
-    is exact already and is not repeated."""
-    cur.execute(sql.replace("{order}", order), [*params, limit])
+    select: str
+    source: str
+    order: str
+    outer: str
+
+
+def nearest_rows(*, cur: Any, read: Nearest, vec: str, params: list[Any], limit: int) -> list[tuple]:
+    """The `limit` cards nearest `vec` that `read.source` admits (`params`: its WHERE's), read again exactly when
+    the approximate walk came back short of cards the filter holds.
+
+    Why: the iterative HNSW scan is bounded (hnsw.max_scan_tuples, and its memory), and the index keeps an entry
+    for every dead row version until VACUUM; after a re-embedding or a rolled-back import the entries nearest the
+    query can all be dead, the bound is spent on them, and the walk returns fewer cards than exist, or none (and
+    a selective filter far from the query can spend it too). A short answer is checked with a bounded count of
+    the cards the filter admits: fewer than `limit` found while more exist means the walk stopped early, and the
+    rows are read again ordered by the distance plus zero, an expression no index serves, so the planner sorts
+    what the filter finds. Only up to EXACT_REREAD_MAX_CARDS: past that the sort costs more than a search may
+    spend and the walk's answer is kept. A full answer, or a short one that holds every card the filter admits
+    (an exact plan's), is kept as it is."""
+    sql = (f"WITH x AS MATERIALIZED (SELECT {read.select} {read.source} ORDER BY {{order}} LIMIT %s) "
+           f"SELECT {read.outer} FROM x ORDER BY x.dist")
+    cur.execute(sql.replace("{order}", read.order), [vec, *params, vec, limit])
     rows = cur.fetchall()
     if len(rows) >= limit:
         return rows
-    cur.execute("SELECT current_setting('enable_indexscan')")
-    if cur.fetchone()[0] == "off":
+    bound = C().EXACT_REREAD_MAX_CARDS
+    cur.execute(f"SELECT count(*) FROM (SELECT 1 {read.source} LIMIT %s) n", [*params, bound + 1])
+    admitted = cur.fetchone()[0]
+    if admitted <= len(rows) or admitted > bound:
         return rows
-    cur.execute(sql.replace("{order}", f"({order}) + 0"), [*params, limit])
+    cur.execute(sql.replace("{order}", f"({read.order}) + 0"), [vec, *params, vec, limit])
     return cur.fetchall()
 
 
@@ -257,22 +273,17 @@ def fetch_tier(*, parsed: dict[str, Any], qvec: np.ndarray, tier: int) -> TierRe
     join = "JOIN people_personprofile p ON p.person_id = c.person_id" if needs_profile else ""
     vec = vector_literal(qvec)
     cols = ", ".join(f"x.{c}" for c in CARD_COLS)
-    parent_sql = f"""
-        WITH x AS MATERIALIZED (
-          SELECT c.id, c.person_id, c.embedding <=> %s::vector AS dist, c.title, c.summary, c.search_phrases,
-                 c.company_norm, c.team_norm, c.city, c.country, c.location_text, c.start_date, c.end_date,
-                 c.is_current
-          FROM people_experiencecard c {join}
-          WHERE c.embedding IS NOT NULL AND {where}
-          ORDER BY {{order}} LIMIT %s)
-        SELECT {cols} FROM x ORDER BY x.dist"""
-    child_sql = f"""
-        WITH x AS MATERIALIZED (
-          SELECT ch.person_id, ch.embedding <=> %s::vector AS dist
-          FROM people_experiencecardchild ch JOIN people_experiencecard c ON c.id = ch.parent_id {join}
-          WHERE ch.embedding IS NOT NULL AND {where}
-          ORDER BY {{order}} LIMIT %s)
-        SELECT DISTINCT x.person_id FROM x"""
+    parents_read = Nearest(
+        select="c.id, c.person_id, c.embedding <=> %s::vector AS dist, c.title, c.summary, c.search_phrases, "
+               "c.company_norm, c.team_norm, c.city, c.country, c.location_text, c.start_date, c.end_date, "
+               "c.is_current",
+        source=f"FROM people_experiencecard c {join} WHERE c.embedding IS NOT NULL AND {where}",
+        order="c.embedding <=> %s::vector", outer=cols)
+    children_read = Nearest(
+        select="ch.person_id, ch.embedding <=> %s::vector AS dist",
+        source=(f"FROM people_experiencecardchild ch JOIN people_experiencecard c ON c.id = ch.parent_id {join} "
+                f"WHERE ch.embedding IS NOT NULL AND {where}"),
+        order="ch.embedding <=> %s::vector", outer="x.person_id")
     # the per-person window: every candidate's best children, exactly
     window_sql = f"""
         SELECT {cols}, x.parent_id FROM (
@@ -285,11 +296,9 @@ def fetch_tier(*, parsed: dict[str, Any], qvec: np.ndarray, tier: int) -> TierRe
         WHERE x.rn <= %s ORDER BY x.dist"""
     out = TierResult(tier=tier)
     with connection.cursor() as cur:
-        parents = nearest_rows(cur=cur, sql=parent_sql, order="c.embedding <=> %s::vector",
-                               params=[vec, *params, vec], limit=k.OVERFETCH_CARDS)
+        parents = nearest_rows(cur=cur, read=parents_read, vec=vec, params=params, limit=k.OVERFETCH_CARDS)
         out.parents = [dict(zip(CARD_COLS, row, strict=True)) for row in parents]
-        children = nearest_rows(cur=cur, sql=child_sql, order="ch.embedding <=> %s::vector",
-                                params=[vec, *params, vec], limit=k.OVERFETCH_CARDS * 2)
+        children = nearest_rows(cur=cur, read=children_read, vec=vec, params=params, limit=k.OVERFETCH_CARDS * 2)
         candidates = list(dict.fromkeys([r["person_id"] for r in out.parents] + [r[0] for r in children]))
         if candidates:
             cur.execute(window_sql, [vec, vec, candidates, *params, k.MATCHED_CARDS_PER_PERSON])

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from people.models import ExperienceCard, Person
 from people.parsing.normalize import validate_and_normalize
@@ -120,6 +121,27 @@ def test_a_scan_spent_on_dead_entries_is_read_again_exactly(directory):
                         "ORDER BY embedding <=> %s::vector LIMIT 50) x", [str(unit(5))])
             assert cur.fetchone()[0] < 5
         assert names(fetch_tier(parsed=q, qvec=query, tier=3), directory) == {"A", "B", "I", "C", "D"}
+
+
+def test_a_short_answer_that_holds_every_admitted_card_is_not_read_again(directory):
+    q = parsed_query()
+    with transaction.atomic(), CaptureQueriesContext(connection) as seen:
+        set_scan_mode()
+        found = names(fetch_tier(parsed=q, qvec=E0, tier=0), directory)
+    assert found == {"A"}  # short of OVERFETCH_CARDS, and every card the filter admits: the answer is whole
+    assert any(s["sql"].startswith("SELECT count(*)") for s in seen.captured_queries)
+    assert not any(") + 0" in s["sql"] for s in seen.captured_queries)
+
+
+def test_past_the_bound_a_short_walk_is_kept_as_it_is(directory, settings):
+    settings.PEOPLE_SEARCH = {"EXACT_REREAD_MAX_CARDS": 4}  # the tier admits 5 cards: more than the bound
+    query = np.asarray(unit(5), dtype=np.float32)
+    _dead_cards_on(unit(5), 400)
+    with transaction.atomic():
+        set_scan_mode()
+        with connection.cursor() as cur:
+            _as_a_large_directory_plans_it(cur, max_scan_tuples=100)
+        assert len(names(fetch_tier(parsed=parsed_query(), qvec=query, tier=3), directory)) < 5
 
 
 def test_exact_scan_gives_the_same_sets(directory):
