@@ -358,6 +358,38 @@ def source_lines(*, clone: Path, sha: str, path: str, cache: dict[tuple[str, str
     return cache[(sha, path)]
 
 
+# --dump-definitions: the JSONL file each locate row's commit appends its ranked files and definitions to, with the
+# gold, so an ordering over them can be studied offline without running the windows again
+DUMP: dict[str, Path] = {}
+
+
+def dump_definitions(*, row: Row, commit: Commit, res: Any, gold_files: list[str],
+                     gold_fns: list[dict[str, Any]]) -> None:
+    """One line: the commit, the gold, and locate's files and definitions as ranked (each definition with its
+    kind, score, evidence ranks, whether the task named it, and its enclosing class's span where it is a method)."""
+    from search.models import Symbol
+
+    classes: dict[tuple[int, str, str], list[int] | None] = {}
+    defs = []
+    for f in res.functions:
+        owner = f["symbol"].rpartition(".")[0]
+        key = (f["dataset_id"], f["path"], owner)
+        if owner and key not in classes:
+            span = (Symbol.objects.filter(dataset_id=f["dataset_id"], path=f["path"], qualname=owner, kind="class")
+                    .values_list("start_line", "end_line").first())
+            classes[key] = list(span) if span else None
+        defs.append({"path": f["path"], "start": f["start_line"], "end": f["end_line"], "symbol": f["symbol"],
+                     "kind": f["kind"], "score": f["score"], "ranks": [c["rank"] for c in f["chunks"]],
+                     "named": f["named_as"] is not None, "history": len(f["history"]),
+                     "owner": owner, "owner_span": classes.get(key) if owner else None})
+    line = {"row": row.name, "sha": commit.sha, "query": commit.query, "gold_files": gold_files,
+            "gold_fns": [{"path": g["path"], "start": g["start_line"], "end": g["end_line"], "kind": g["kind"],
+                          "symbol": g["qualname"]} for g in gold_fns],
+            "files": [{"path": f["path"], "score": f["score"]} for f in res.files], "defs": defs}
+    with DUMP["path"].open("a") as out:
+        out.write(json.dumps(line, default=str) + "\n")
+
+
 def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[str], gold_fns: list[dict[str, Any]],
                     clone: Path, lines: dict[tuple[str, str], list[str]]) -> dict[str, Any]:
     """Files and definitions as an agent gets them: `locate` itself (row.group "locate", the API's spec: graph off,
@@ -388,6 +420,8 @@ def measure_grouped(*, row: Row, project: Any, commit: Commit, gold_files: list[
                      top_files=MAX_TOP_FILES, top_functions=MAX_TOP_FUNCTIONS, ranking=ranking)
         files = [f["path"] for f in res.files]
         defs = [(f["path"], f["start_line"], f["end_line"]) for f in res.functions]
+        if "path" in DUMP:
+            dump_definitions(row=row, commit=commit, res=res, gold_files=gold_files, gold_fns=gold_fns)
         models: list[str] = []
         reranker = res.reranker
     else:
@@ -1083,6 +1117,8 @@ def main() -> None:
                          "window measured for one comparison in a third of the time")
     ap.add_argument("--windows-sweep", action="store_true",
                     help="add locate rows with the window look at each weight of WINDOWS_SWEEP")
+    ap.add_argument("--dump-definitions", default="", metavar="FILE",
+                    help="append each locate row's ranked files and definitions, with the gold, to FILE (JSONL)")
     ap.add_argument("--pool", action="append", default=[],
                     help="measure nothing: write one report pooling these earlier runs' JSON files (repeatable)")
     ap.add_argument("--leave-out", action="append", default=[], metavar="OWNER/NAME",
@@ -1098,6 +1134,8 @@ def main() -> None:
     paths = [git_dir(p) for p in opts.repo] or [Path(p) for p in DEFAULT_REPOS if Path(p).is_dir()]
     if len(paths) < 1:
         sys.exit("no repository: pass --repo PATH (see the docstring for how to get the default ones)")
+    if opts.dump_definitions:
+        DUMP["path"] = Path(opts.dump_definitions).resolve()
     t_start = time.perf_counter()
     # a stopped run (SIGTERM) exits through atexit, so its embedded Postgres, Redis and Qdrant stop with it
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
