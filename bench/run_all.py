@@ -58,6 +58,8 @@ CATALOGUE: dict[str, str] = {
     "bench_code_commits.py": "public git repositories (click, httpx, ...), fetched over the network once",
     "history_cross_encoder_probe.py": "public git repositories, as bench_code_commits.py fetches them (network, once)",
     "definition_windows_probe.py": "public git repositories, as bench_code_commits.py fetches them (network, once)",
+    "definition_orderings_probe.py": "the JSONL dumps bench_code_commits.py --dump-definitions writes (one per "
+                                     "window of commits)",
     "bench_web_reader.py": "Debian's python3-doc (`apt-get install python3-doc`), served on 127.0.0.1",
     "typeset_srd.py": SRD + "; it writes the SRD as a printed PDF for bench_srd_pdf.py",
     "bench_srd_pdf.py": SRD + ", typeset by typeset_srd.py",
