@@ -4,8 +4,9 @@ Why HNSW with iterative scan: the tier filters are selective (one company, one
 city); a plain filtered HNSW scan stops after ef_search rows and returns too
 few. `hnsw.iterative_scan = relaxed_order` keeps scanning, and the outer
 ORDER BY restores exact order among what it found. That scan is bounded too, and
-dead index entries (a re-embedding, a rolled-back import) can spend the bound, so
-a tier that comes back short is read again exactly (nearest_rows).
+dead index entries (a re-embedding, a rolled-back import) or a poorly linked graph
+can spend the bound, so a tier's read that comes back with less than half of what
+it asked for, while its filter admits more, is read again exactly (nearest_rows).
 Children come in two steps: their own ANN scan finds
 people through their evidence alone (child-only matches, no full scan), then a
 window over every candidate person (row_number per person) takes each one's best
