@@ -367,7 +367,7 @@ def dump_definitions(*, row: Row, commit: Commit, res: Any, gold_files: list[str
                      gold_fns: list[dict[str, Any]]) -> None:
     """One line: the commit, the gold, and locate's files and definitions as ranked (each definition with its
     kind, score, evidence ranks, whether the task named it, and its enclosing class's span where it is a method)."""
-    from search.models import Symbol
+    from search.models import Symbol  # here, as in gold_functions: the models load only after main's setup_django()
 
     classes: dict[tuple[int, str, str], list[int] | None] = {}
     defs = []
